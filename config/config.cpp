@@ -1,0 +1,819 @@
+#include "config/config.h"
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <span>
+#include <system_error>
+
+#include <nlohmann/json.hpp>
+
+namespace codemode::config {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Ordered, so that problems come out in the order the author wrote the keys.
+using Json = nlohmann::ordered_json;
+
+constexpr std::size_t kMaxFileBytes = 16 * 1024 * 1024;
+constexpr std::size_t kMinBearerTokenChars = 16;
+constexpr std::size_t kMaxSuggestionDistance = 2;  // edits between an unknown key and a known one
+constexpr std::string_view kNameSyntax = "[A-Za-z_][A-Za-z0-9_]*";
+
+// ---------------------------------------------------------------------------------------------
+// Small text helpers.
+
+char ascii_lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
+
+std::string lower(std::string_view text) {
+  std::string out(text);
+  std::transform(out.begin(), out.end(), out.begin(), ascii_lower);
+  return out;
+}
+
+bool is_alpha(char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z'); }
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+
+// Characters (UTF-8 code points) in text[0, offset), so positions match what an editor shows.
+std::size_t code_points(std::string_view text, std::size_t offset) {
+  std::size_t count = 0;
+  for (std::size_t i = 0; i < offset && i < text.size(); ++i) {
+    if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80) ++count;
+  }
+  return count;
+}
+
+// Optimal string alignment distance, case-insensitive: a transposition counts as one edit.
+std::size_t edit_distance(std::string_view a_text, std::string_view b_text) {
+  const std::string a = lower(a_text);
+  const std::string b = lower(b_text);
+  std::vector<std::vector<std::size_t>> d(a.size() + 1, std::vector<std::size_t>(b.size() + 1));
+  for (std::size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (std::size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) {
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+      }
+    }
+  }
+  return d[a.size()][b.size()];
+}
+
+// ---------------------------------------------------------------------------------------------
+// Paths name where a problem is: `upstreams[0].headers.Authorization`. Keys that are not plain
+// words are quoted as JSON (`headers["X Y"]`), which also keeps every problem on one line.
+
+bool is_plain_key(std::string_view key) {
+  if (key.empty()) return false;
+  return std::all_of(key.begin(), key.end(),
+                     [](char c) { return is_alpha(c) || is_digit(c) || c == '_' || c == '-'; });
+}
+
+std::string child_path(std::string_view parent, std::string_view key) {
+  if (!is_plain_key(key)) {
+    return std::string(parent) + "[" +
+           Json(std::string(key)).dump(-1, ' ', /*ensure_ascii=*/true) + "]";
+  }
+  if (parent.empty()) return std::string(key);
+  return std::string(parent) + "." + std::string(key);
+}
+
+std::string element_path(std::string_view parent, std::size_t index) {
+  return std::string(parent) + "[" + std::to_string(index) + "]";
+}
+
+std::string printable(const std::string& text) {
+  const bool plain = std::none_of(text.begin(), text.end(), [](char c) {
+    return static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) == 0x7F;
+  });
+  return plain ? text : Json(text).dump(-1, ' ', /*ensure_ascii=*/true);
+}
+
+std::string_view type_phrase(const Json& value) {
+  switch (value.type()) {
+    case Json::value_t::null: return "null";
+    case Json::value_t::boolean: return "a boolean";
+    case Json::value_t::number_integer:
+    case Json::value_t::number_unsigned: return "an integer";
+    case Json::value_t::number_float: return "a floating-point number";
+    case Json::value_t::string: return "a string";
+    case Json::value_t::array: return "an array";
+    case Json::value_t::object: return "an object";
+    default: return "an unsupported value";
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// JSON text to a document. A SAX builder instead of json::parse because it sees every error
+// with its byte position (syntax errors and number overflow alike) and sees duplicate keys,
+// which json::parse silently resolves to the last one.
+
+class DocumentBuilder final : public nlohmann::json_sax<Json> {
+ public:
+  DocumentBuilder(std::string_view text, std::vector<std::string>& problems)
+      : text_(text), problems_(problems) {}
+
+  Json take_root() { return std::move(root_); }
+
+  bool null() override { return add_value(Json(nullptr)); }
+  bool boolean(bool value) override { return add_value(Json(value)); }
+  bool number_integer(number_integer_t value) override { return add_value(Json(value)); }
+  bool number_unsigned(number_unsigned_t value) override { return add_value(Json(value)); }
+  bool number_float(number_float_t value, const string_t& /*text*/) override {
+    return add_value(Json(value));
+  }
+  bool string(string_t& value) override { return add_value(Json(std::move(value))); }
+  bool binary(binary_t& /*value*/) override { return false; }  // not produced by JSON text
+
+  bool start_object(std::size_t /*elements*/) override { return open(Json::object()); }
+  bool key(string_t& key) override {
+    Frame& frame = stack_.back();
+    if (frame.node->contains(key)) {
+      problems_.push_back(child_path(frame.path, key) +
+                          ": duplicate key (a later value would silently replace an earlier one)");
+    }
+    frame.key = std::move(key);
+    return true;
+  }
+  bool end_object() override { return close(); }
+  bool start_array(std::size_t /*elements*/) override { return open(Json::array()); }
+  bool end_array() override { return close(); }
+
+  bool parse_error(std::size_t position, const std::string& /*last_token*/,
+                   const nlohmann::detail::exception& error) override {
+    // `position` counts bytes read, including the offending one (or the end of the input).
+    const std::size_t offset = std::min(position == 0 ? 0 : position - 1, text_.size());
+    const std::string_view before = text_.substr(0, offset);
+    const auto line = 1 + static_cast<std::size_t>(std::count(before.begin(), before.end(), '\n'));
+    const std::size_t newline = before.rfind('\n');
+    const std::size_t line_start = newline == std::string_view::npos ? 0 : newline + 1;
+    const std::size_t column = 1 + code_points(before.substr(line_start), offset - line_start);
+    problems_.push_back("line " + std::to_string(line) + ", column " + std::to_string(column) +
+                        ": " + describe(error));
+    return false;
+  }
+
+ private:
+  struct Frame {
+    Json* node;
+    std::string path;  // where `node` sits
+    std::string key;   // for objects: the key whose value comes next
+  };
+
+  // nlohmann's text is "[json.exception.parse_error.101] parse error at line 1, column 2:
+  // syntax error while parsing value - invalid literal; last read: 'tru'; expected ...". The
+  // last-read part echoes file text, which may be a credential written in place, so only the
+  // error and a recognised "; expected <token kind>" tail are kept.
+  static std::string describe(const nlohmann::detail::exception& error) {
+    if (error.id == 406) return "number out of range";
+    const std::string_view text = error.what();
+    const std::size_t start = text.find("syntax error");
+    const std::size_t dash = text.find(" - ", start);
+    if (start == std::string_view::npos || dash == std::string_view::npos) return "syntax error";
+    std::string_view detail = text.substr(dash + 3);
+    std::string_view expected;
+    static constexpr std::array<std::string_view, 16> kTokenKinds = {
+        "<uninitialized>", "true literal", "false literal", "null literal", "string literal",
+        "number literal", "'['", "'{'", "']'", "'}'", "':'", "','", "<parse error>",
+        "end of input", "'[', '{', or a literal", "unknown token"};
+    for (const std::string_view kind : kTokenKinds) {
+      const std::string tail = "; expected " + std::string(kind);
+      if (detail.ends_with(tail)) {
+        expected = detail.substr(detail.size() - tail.size());
+        detail.remove_suffix(tail.size());
+        break;
+      }
+    }
+    detail = detail.substr(0, detail.find("; last read: "));
+    return "syntax error: " + std::string(detail) + std::string(expected);
+  }
+
+  std::string path_of_next_value() const {
+    if (stack_.empty()) return {};
+    const Frame& parent = stack_.back();
+    return parent.node->is_array() ? element_path(parent.path, parent.node->size())
+                                   : child_path(parent.path, parent.key);
+  }
+
+  // Puts a value where the parser is: the root, the next array element, or the pending key.
+  Json* place(Json value) {
+    if (stack_.empty()) {
+      root_ = std::move(value);
+      return &root_;
+    }
+    Json& parent = *stack_.back().node;
+    if (parent.is_array()) {
+      parent.push_back(std::move(value));
+      return &parent.back();
+    }
+    Json& slot = parent[stack_.back().key];
+    slot = std::move(value);
+    return &slot;
+  }
+
+  bool add_value(Json value) {
+    place(std::move(value));
+    return true;
+  }
+
+  bool open(Json container) {
+    std::string path = path_of_next_value();
+    // The parent does not grow while this child is open, so the pointer stays valid.
+    Json* node = place(std::move(container));
+    stack_.push_back(Frame{node, std::move(path), {}});
+    return true;
+  }
+
+  bool close() {
+    stack_.pop_back();
+    return true;
+  }
+
+  std::string_view text_;
+  std::vector<std::string>& problems_;
+  Json root_;
+  std::vector<Frame> stack_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Origins: scheme://host[:port] and nothing else, normalised.
+
+struct OriginCheck {
+  std::string origin;  // normalised; empty when `problem` is set
+  std::string problem;
+};
+
+bool is_host_char(char c) { return is_alpha(c) || is_digit(c) || c == '-' || c == '_'; }
+
+OriginCheck normalise_origin(std::string_view text) {
+  const auto fail = [](std::string why) { return OriginCheck{{}, std::move(why)}; };
+  const std::size_t separator = text.find("://");
+  if (separator == std::string_view::npos) {
+    return fail("expected scheme://host[:port], e.g. https://api.example.com");
+  }
+  const std::string scheme = lower(text.substr(0, separator));
+  if (scheme != "http" && scheme != "https") return fail("scheme must be http or https");
+
+  const std::string_view rest = text.substr(separator + 3);
+  const std::size_t authority_end = rest.find_first_of("/?#");
+  const std::string_view authority = rest.substr(0, authority_end);
+  if (authority_end != std::string_view::npos) {
+    const std::string_view tail = rest.substr(authority_end);
+    const std::size_t path_end = tail.find_first_of("?#");
+    const std::string_view path = tail.substr(0, path_end);
+    if (!path.empty() && path != "/") {
+      return fail("must not contain a path (only scheme://host[:port])");
+    }
+    if (path_end != std::string_view::npos) {
+      return fail(tail[path_end] == '?' ? "must not contain a query"
+                                        : "must not contain a fragment");
+    }
+  }
+  if (authority.find('@') != std::string_view::npos) {
+    return fail("must not contain userinfo (user@)");
+  }
+
+  std::string_view host;
+  std::string_view port_text;
+  bool has_port = false;
+  if (!authority.empty() && authority.front() == '[') {
+    const std::size_t close = authority.find(']');
+    if (close == std::string_view::npos) return fail("unterminated IPv6 address");
+    host = authority.substr(0, close + 1);
+    const std::string_view inner = host.substr(1, host.size() - 2);
+    const bool valid = !inner.empty() && std::all_of(inner.begin(), inner.end(), [](char c) {
+      return is_digit(c) || (ascii_lower(c) >= 'a' && ascii_lower(c) <= 'f') || c == ':' ||
+             c == '.';
+    });
+    if (!valid) return fail("invalid IPv6 address");
+    const std::string_view after = authority.substr(close + 1);
+    if (!after.empty()) {
+      if (after.front() != ':') return fail("unexpected characters after the IPv6 address");
+      has_port = true;
+      port_text = after.substr(1);
+    }
+  } else {
+    const std::size_t colon = authority.find(':');
+    host = authority.substr(0, colon);
+    if (colon != std::string_view::npos) {
+      has_port = true;
+      port_text = authority.substr(colon + 1);
+    }
+    if (host.empty()) return fail("missing host");
+    // Dot-separated labels, none empty: a trailing dot or ".." would make the origin compare
+    // unequal to the same host written normally.
+    std::size_t label_length = 0;
+    for (const char c : host) {
+      if (c == '.') {
+        if (label_length == 0) return fail("host has an empty label");
+        label_length = 0;
+      } else if (is_host_char(c)) {
+        ++label_length;
+      } else {
+        return fail(
+            "host may contain only ASCII letters, digits, '-', '_' and '.' (write international "
+            "names in their xn-- form)");
+      }
+    }
+    if (label_length == 0) return fail("host has an empty label");
+  }
+
+  std::uint32_t port = 0;
+  if (has_port) {
+    const bool digits =
+        !port_text.empty() && std::all_of(port_text.begin(), port_text.end(), is_digit);
+    for (const char c : port_text) {
+      if (!digits || port > 65535) break;
+      port = port * 10 + static_cast<std::uint32_t>(c - '0');
+    }
+    if (!digits || port == 0 || port > 65535) return fail("port must be a number from 1 to 65535");
+  }
+  const std::uint32_t default_port = scheme == "http" ? 80 : 443;
+  std::string origin = scheme + "://" + lower(host);
+  if (has_port && port != default_port) origin += ":" + std::to_string(port);
+  return OriginCheck{std::move(origin), {}};
+}
+
+// ---------------------------------------------------------------------------------------------
+// Headers.
+
+bool is_tchar(char c) {
+  static constexpr std::string_view kSymbols = "!#$%&'*+-.^_`|~";
+  return is_alpha(c) || is_digit(c) || kSymbols.find(c) != std::string_view::npos;
+}
+
+bool is_header_name(std::string_view name) {
+  return !name.empty() && std::all_of(name.begin(), name.end(), is_tchar);
+}
+
+// The gateway owns these: Host follows from the origin, the others frame the message, and
+// letting configuration set them would allow request smuggling.
+std::optional<std::string_view> reserved_header_reason(std::string_view name) {
+  const std::string lowered = lower(name);
+  if (lowered == "host") return "may not be set (the gateway derives Host from the origin)";
+  if (lowered == "content-length" || lowered == "transfer-encoding" || lowered == "connection") {
+    return "may not be set (the gateway controls message framing)";
+  }
+  return std::nullopt;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The schema walk. Every check adds problems and carries on, so that one run reports them all.
+
+constexpr std::array<std::string_view, 4> kTopKeys = {"openapi", "upstreams", "limits", "http"};
+constexpr std::array<std::string_view, 2> kUpstreamKeys = {"origin", "headers"};
+constexpr std::array<std::string_view, 2> kHttpKeys = {"allowed_origins", "bearer_tokens"};
+
+struct LimitSpec {
+  std::string_view name;
+  std::uint32_t Limits::*field;
+  std::uint64_t min;
+  std::uint64_t max;
+};
+
+// Keep in step with the ranges documented in config.h.
+constexpr std::array<LimitSpec, 7> kLimitSpecs = {{
+    {"code_chars", &Limits::code_chars, 1, 1000000},
+    {"result_chars", &Limits::result_chars, 100, 10000000},
+    {"cpu_ms", &Limits::cpu_ms, 1, 600000},
+    {"wall_ms", &Limits::wall_ms, 10, 3600000},
+    {"heap_mb", &Limits::heap_mb, 8, 4096},
+    {"subrequests", &Limits::subrequests, 0, 10000},
+    {"response_bytes", &Limits::response_bytes, 1, 1073741824},
+}};
+
+// A string value after ${...} expansion.
+struct Expanded {
+  std::string value;
+  bool from_environment = false;  // some ${...} was substituted: never echo `value`
+};
+
+class Loader {
+ public:
+  Loader(const fs::path& base_dir, const Environment& env, std::vector<std::string>& problems)
+      : base_dir_(base_dir), env_(env), problems_(problems) {}
+
+  Config load(const Json& root) {
+    Config config;
+    bool saw_openapi = false;
+    for (const auto& [key, value] : root.items()) {
+      if (key == "openapi") {
+        saw_openapi = true;
+        load_openapi(value, config);
+      } else if (key == "upstreams") {
+        load_upstreams(value, config.upstreams);
+      } else if (key == "limits") {
+        load_limits(value, config.limits);
+      } else if (key == "http") {
+        load_http(value, config.http);
+      } else {
+        unknown_key("", key, kTopKeys);
+      }
+    }
+    if (!saw_openapi) {
+      add("openapi", "required key is missing (the path of the OpenAPI document)");
+    }
+    return config;
+  }
+
+ private:
+  void add(std::string_view path, std::string_view what) {
+    problems_.push_back(std::string(path) + ": " + std::string(what));
+  }
+
+  bool expect(const Json& value, Json::value_t type, std::string_view phrase,
+              std::string_view path) {
+    if (value.type() == type) return true;
+    add(path, "expected " + std::string(phrase) + ", got " + std::string(type_phrase(value)));
+    return false;
+  }
+  bool expect_object(const Json& value, std::string_view path) {
+    return expect(value, Json::value_t::object, "an object", path);
+  }
+  bool expect_array(const Json& value, std::string_view path) {
+    return expect(value, Json::value_t::array, "an array", path);
+  }
+
+  void unknown_key(std::string_view parent, std::string_view key,
+                   std::span<const std::string_view> known) {
+    std::optional<std::string_view> best;
+    std::size_t best_distance = kMaxSuggestionDistance + 1;
+    for (const std::string_view candidate : known) {
+      const std::size_t distance = edit_distance(key, candidate);
+      if (distance < best_distance) {
+        best = candidate;
+        best_distance = distance;
+      }
+    }
+    if (best) {
+      add(child_path(parent, key), "unknown key (did you mean \"" + std::string(*best) + "\"?)");
+      return;
+    }
+    std::string list;
+    for (const std::string_view candidate : known) {
+      list += (list.empty() ? "" : ", ") + std::string(candidate);
+    }
+    add(child_path(parent, key), "unknown key (known keys: " + list + ")");
+  }
+
+  // ${NAME}, ${NAME:-fallback} and $$; the fallback is literal text up to the first `}`, and
+  // substituted text is never expanded again.
+  std::optional<Expanded> expand(std::string_view raw, std::string_view path) {
+    Expanded out;
+    bool ok = true;
+    std::size_t i = 0;
+    while (i < raw.size()) {
+      const char c = raw[i];
+      if (c != '$' || i + 1 == raw.size() || (raw[i + 1] != '$' && raw[i + 1] != '{')) {
+        out.value += c;
+        ++i;
+        continue;
+      }
+      if (raw[i + 1] == '$') {
+        out.value += '$';
+        i += 2;
+        continue;
+      }
+      const std::string at = " at character " + std::to_string(code_points(raw, i) + 1);
+      const std::size_t close = raw.find('}', i + 2);
+      if (close == std::string_view::npos) {
+        add(path, "unterminated \"${\"" + at);
+        return std::nullopt;
+      }
+      const std::string_view inside = raw.substr(i + 2, close - i - 2);
+      const std::size_t fallback_mark = inside.find(":-");
+      const std::string_view name = inside.substr(0, fallback_mark);
+      if (!is_variable_name(name)) {
+        add(path, "invalid variable reference" + at + " (expected ${NAME} or ${NAME:-fallback}, " +
+                      "NAME matching " + std::string(kNameSyntax) + ")");
+        ok = false;
+      } else {
+        std::optional<std::string> value = env_ ? env_(name) : std::nullopt;
+        if (fallback_mark != std::string_view::npos && (!value || value->empty())) {
+          value = std::string(inside.substr(fallback_mark + 2));
+        }
+        if (!value) {
+          add(path, "environment variable " + std::string(name) + " is not set");
+          ok = false;
+        } else {
+          out.value += *value;
+          out.from_environment = true;
+        }
+      }
+      i = close + 1;
+    }
+    if (!ok) return std::nullopt;
+    return out;
+  }
+
+  static bool is_variable_name(std::string_view name) {
+    if (name.empty() || !(is_alpha(name.front()) || name.front() == '_')) return false;
+    return std::all_of(name.begin(), name.end(),
+                       [](char c) { return is_alpha(c) || is_digit(c) || c == '_'; });
+  }
+
+  std::optional<Expanded> read_string(const Json& value, std::string_view path) {
+    if (!expect(value, Json::value_t::string, "a string", path)) return std::nullopt;
+    return expand(value.get_ref<const std::string&>(), path);
+  }
+
+  // A string that must not be empty once expanded.
+  std::optional<Expanded> read_required_string(const Json& value, std::string_view path) {
+    std::optional<Expanded> text = read_string(value, path);
+    if (text && text->value.empty()) {
+      add(path, text->from_environment ? "is empty after environment variable expansion"
+                                       : "must not be empty");
+      return std::nullopt;
+    }
+    return text;
+  }
+
+  std::optional<std::string> read_origin(const Json& value, std::string_view path) {
+    const std::optional<Expanded> text = read_required_string(value, path);
+    if (!text) return std::nullopt;
+    OriginCheck check = normalise_origin(text->value);
+    if (!check.problem.empty()) {
+      add(path, check.problem);  // never the value: it may have come from the environment
+      return std::nullopt;
+    }
+    return std::move(check.origin);
+  }
+
+  void load_openapi(const Json& value, Config& config) {
+    const std::optional<Expanded> text = read_required_string(value, "openapi");
+    if (!text) return;
+    std::error_code error;
+    fs::path path = fs::absolute(base_dir_ / fs::path(text->value), error).lexically_normal();
+    // A path written in the file is shown (quoted if it holds control characters, so the
+    // problem stays one line); one that came from the environment is not.
+    const std::string shown = text->from_environment ? "the file" : printable(path.string());
+    if (error) {
+      add("openapi", "cannot read " + shown + ": " + error.message());
+      return;
+    }
+    const fs::file_status status = fs::status(path, error);
+    if (error || !fs::exists(status)) {
+      add("openapi", "cannot read " + shown + ": " +
+                         (error ? error.message()
+                                : std::make_error_code(std::errc::no_such_file_or_directory)
+                                      .message()));
+      return;
+    }
+    if (!fs::is_regular_file(status)) {
+      add("openapi", shown + " is not a regular file");
+      return;
+    }
+    std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"),
+                                                         &std::fclose);
+    if (!file) {
+      add("openapi", "cannot read " + shown + ": " +
+                         std::error_code(errno, std::generic_category()).message());
+      return;
+    }
+    config.openapi = std::move(path);
+  }
+
+  void load_upstreams(const Json& value, std::vector<Upstream>& upstreams) {
+    if (!expect_array(value, "upstreams")) return;
+    std::map<std::string, std::size_t> index_of_origin;
+    for (std::size_t i = 0; i < value.size(); ++i) {
+      const std::string path = element_path("upstreams", i);
+      const Json& item = value[i];
+      if (!expect_object(item, path)) continue;
+      Upstream upstream;
+      bool saw_origin = false;
+      for (const auto& [key, field] : item.items()) {
+        if (key == "origin") {
+          saw_origin = true;
+          const std::string origin_path = child_path(path, key);
+          std::optional<std::string> origin = read_origin(field, origin_path);
+          if (!origin) continue;
+          const auto [it, inserted] = index_of_origin.emplace(*origin, i);
+          if (!inserted) {
+            add(origin_path, "same origin as " + element_path("upstreams", it->second) +
+                                 ".origin (one entry per origin)");
+          }
+          upstream.origin = std::move(*origin);
+        } else if (key == "headers") {
+          load_headers(field, child_path(path, key), upstream.headers);
+        } else {
+          unknown_key(path, key, kUpstreamKeys);
+        }
+      }
+      if (!saw_origin) add(child_path(path, "origin"), "required key is missing");
+      upstreams.push_back(std::move(upstream));
+    }
+  }
+
+  void load_headers(const Json& value, const std::string& path,
+                    std::vector<std::pair<std::string, std::string>>& headers) {
+    if (!expect_object(value, path)) return;
+    std::map<std::string, std::string> first_spelling;  // lower-case name -> name as written
+    for (const auto& [name, field] : value.items()) {
+      const std::string header_path = child_path(path, name);
+      bool name_ok = false;
+      if (!is_header_name(name)) {
+        add(header_path, "not a valid header name (letters, digits and !#$%&'*+-.^_`|~ only)");
+      } else if (const auto reason = reserved_header_reason(name)) {
+        add(header_path, *reason);
+      } else if (const auto [it, inserted] = first_spelling.emplace(lower(name), name);
+                 !inserted) {
+        add(header_path,
+            "duplicate of header \"" + it->second + "\" (header names are case-insensitive)");
+      } else {
+        name_ok = true;
+      }
+      std::optional<Expanded> text = read_required_string(field, header_path);
+      if (!text) continue;
+      const std::string& header_value = text->value;
+      const bool has_control = std::any_of(header_value.begin(), header_value.end(), [](char c) {
+        const auto byte = static_cast<unsigned char>(c);
+        return (byte < 0x20 && byte != '\t') || byte == 0x7F;
+      });
+      if (has_control) {
+        add(header_path, "value contains a control character (CR, LF, NUL or another; only "
+                         "horizontal tab is allowed)");
+        continue;
+      }
+      const auto is_space = [](char c) { return c == ' ' || c == '\t'; };
+      if (is_space(header_value.front()) || is_space(header_value.back())) {
+        add(header_path, "value begins or ends with whitespace");
+        continue;
+      }
+      if (name_ok) headers.emplace_back(name, std::move(text->value));
+    }
+  }
+
+  void load_limits(const Json& value, Limits& limits) {
+    if (!expect_object(value, "limits")) return;
+    std::vector<std::string_view> known;
+    for (const LimitSpec& spec : kLimitSpecs) known.push_back(spec.name);
+    std::map<std::string_view, bool> valid;  // limit name -> read without problems
+    for (const auto& [key, field] : value.items()) {
+      const auto spec = std::find_if(kLimitSpecs.begin(), kLimitSpecs.end(),
+                                     [&key = key](const LimitSpec& s) { return s.name == key; });
+      if (spec == kLimitSpecs.end()) {
+        unknown_key("limits", key, known);
+        continue;
+      }
+      const std::string path = child_path("limits", key);
+      valid[spec->name] = false;
+      if (!field.is_number_integer()) {
+        add(path, "expected an integer, got " + std::string(type_phrase(field)));
+        continue;
+      }
+      const std::string range =
+          " is out of range " + std::to_string(spec->min) + ".." + std::to_string(spec->max);
+      if (!field.is_number_unsigned()) {  // nlohmann stores only negative integers as signed
+        add(path, std::to_string(field.get<std::int64_t>()) + range);
+        continue;
+      }
+      const auto number = field.get<std::uint64_t>();
+      if (number < spec->min || number > spec->max) {
+        add(path, std::to_string(number) + range);
+        continue;
+      }
+      limits.*(spec->field) = static_cast<std::uint32_t>(number);
+      valid[spec->name] = true;
+    }
+    const auto usable = [&valid](std::string_view name) {
+      const auto it = valid.find(name);
+      return it == valid.end() || it->second;
+    };
+    if (usable("cpu_ms") && usable("wall_ms") && limits.cpu_ms > limits.wall_ms) {
+      add("limits.cpu_ms", std::to_string(limits.cpu_ms) + " exceeds limits.wall_ms (" +
+                               std::to_string(limits.wall_ms) +
+                               "); CPU time cannot outlast the wall-clock deadline");
+    }
+  }
+
+  void load_http(const Json& value, Http& http) {
+    if (!expect_object(value, "http")) return;
+    for (const auto& [key, field] : value.items()) {
+      const std::string path = child_path("http", key);
+      if (key == "allowed_origins") {
+        if (!expect_array(field, path)) continue;
+        http.allowed_origins.clear();
+        for (std::size_t i = 0; i < field.size(); ++i) {
+          if (auto origin = read_origin(field[i], element_path(path, i))) {
+            http.allowed_origins.push_back(std::move(*origin));
+          }
+        }
+      } else if (key == "bearer_tokens") {
+        if (!expect_array(field, path)) continue;
+        for (std::size_t i = 0; i < field.size(); ++i) {
+          if (auto token = read_bearer_token(field[i], element_path(path, i))) {
+            http.bearer_tokens.push_back(std::move(*token));
+          }
+        }
+      } else {
+        unknown_key("http", key, kHttpKeys);
+      }
+    }
+  }
+
+  std::optional<std::string> read_bearer_token(const Json& value, const std::string& path) {
+    std::optional<Expanded> text = read_required_string(value, path);
+    if (!text) return std::nullopt;
+    const std::string& token = text->value;
+    const auto is_whitespace = [](char c) {
+      return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
+    };
+    if (std::any_of(token.begin(), token.end(), is_whitespace)) {
+      add(path, "contains whitespace");
+      return std::nullopt;
+    }
+    const bool visible_ascii = std::all_of(token.begin(), token.end(), [](char c) {
+      return static_cast<unsigned char>(c) > 0x20 && static_cast<unsigned char>(c) < 0x7F;
+    });
+    if (!visible_ascii) {
+      add(path, "may contain only visible ASCII characters");
+      return std::nullopt;
+    }
+    if (token.size() < kMinBearerTokenChars) {
+      add(path, "shorter than " + std::to_string(kMinBearerTokenChars) +
+                    " characters; short tokens are guessable");
+      return std::nullopt;
+    }
+    return std::move(text->value);
+  }
+
+  const fs::path& base_dir_;
+  const Environment& env_;
+  std::vector<std::string>& problems_;
+};
+
+}  // namespace
+
+Environment process_environment() {
+  return [](std::string_view name) -> std::optional<std::string> {
+    const char* value = std::getenv(std::string(name).c_str());
+    if (value == nullptr) return std::nullopt;
+    return std::string(value);
+  };
+}
+
+LoadResult parse(std::string_view text, const std::filesystem::path& base_dir,
+                 const Environment& env) {
+  LoadResult result;
+  try {
+    DocumentBuilder builder(text, result.problems);
+    // On a syntax error the builder has reported it; nothing else is worth saying.
+    if (!Json::sax_parse(text.begin(), text.end(), &builder)) return result;
+    const Json root = builder.take_root();
+    if (!root.is_object()) {
+      result.problems.push_back("expected a JSON object at the top level, got " +
+                                std::string(type_phrase(root)));
+      return result;
+    }
+    Config config = Loader(base_dir, env, result.problems).load(root);
+    if (result.problems.empty()) result.config = std::move(config);
+  } catch (const nlohmann::json::exception& error) {
+    // Every access above is type-checked first; reaching this is a bug, reported as a problem
+    // rather than thrown so that a start-up never dies on a config file.
+    result.config.reset();
+    result.problems.push_back("internal error while reading the configuration (json error " +
+                              std::to_string(error.id) + ")");
+  }
+  return result;
+}
+
+LoadResult load_file(const std::filesystem::path& file, const Environment& env) {
+  const auto cannot_read = [&file](const std::string& why) {
+    LoadResult result;
+    result.problems.push_back("cannot read " + file.string() + ": " + why);
+    return result;
+  };
+  std::error_code error;
+  const fs::path absolute = fs::absolute(file, error);
+  if (error) return cannot_read(error.message());
+
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> stream(std::fopen(absolute.c_str(), "rb"),
+                                                         &std::fclose);
+  if (!stream) return cannot_read(std::error_code(errno, std::generic_category()).message());
+  std::string text;
+  std::array<char, 65536> buffer{};
+  while (true) {
+    const std::size_t count = std::fread(buffer.data(), 1, buffer.size(), stream.get());
+    text.append(buffer.data(), count);
+    if (text.size() > kMaxFileBytes) {
+      return cannot_read("larger than " + std::to_string(kMaxFileBytes / (1024 * 1024)) +
+                         " MiB, which no config file is");
+    }
+    if (count < buffer.size()) break;
+  }
+  if (std::ferror(stream.get())) {
+    return cannot_read(std::error_code(errno, std::generic_category()).message());
+  }
+  return parse(text, absolute.parent_path(), env);
+}
+
+}  // namespace codemode::config

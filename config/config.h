@@ -1,0 +1,96 @@
+// The one configuration file of codemode-mcp, parsed into plain values.
+//
+// The schema is the documentation: every field below carries its default, and what its absence
+// means. Loading never throws for anything the file's author did: every problem found is
+// collected into `LoadResult::problems`, one self-contained line each ("upstreams[0].origin:
+// ..."), so the user fixes them all in one pass. main() prints them and exits 2.
+//
+// Values are plain data with no behaviour; the modules that enforce them (sandbox limits,
+// gateway policy, HTTP transport) build their own policy objects from them once at start-up.
+// Thread-safety: immutable after loading, shared read-only by every thread.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace codemode::config {
+
+// An API the `execute` tool may reach. Absent "upstreams": execute reaches nothing.
+struct Upstream {
+  // Scheme, host and optional port, nothing else: "https://api.example.com",
+  // "http://127.0.0.1:8788". Stored normalised: lower-case scheme and host, no trailing slash,
+  // no default port (":80" for http, ":443" for https). No userinfo, path, query or fragment;
+  // hosts are ASCII (international names in their xn-- form). Unique among upstreams.
+  std::string origin;
+  // Injected into every request to this origin, overriding what the code set. Typically
+  // credentials, e.g. {"Authorization", "Bearer ${API_TOKEN}"}. Never logged, never shown.
+  // In file order. Names are HTTP tokens, unique ignoring case; Host, Content-Length,
+  // Transfer-Encoding and Connection are refused (the gateway owns them). Values are non-empty,
+  // hold no control character but HTAB, and neither begin nor end with whitespace.
+  std::vector<std::pair<std::string, std::string>> headers;
+};
+
+// Per-call bounds. Each has the default shown and the range (inclusive) checked at load time:
+// an integer in the JSON (not a float, not a string), inside the range, and cpu_ms <= wall_ms.
+// The ranges reject values that are surely typos (0 ms, a 1 TB heap) without second-guessing
+// any plausible deployment.
+struct Limits {
+  std::uint32_t code_chars = 20000;          // 1..1000000: longest accepted `code` argument
+  std::uint32_t result_chars = 12000;        // 100..10000000: result JSON text is cut beyond
+  std::uint32_t cpu_ms = 50;                 // 1..600000: CPU time on the isolate's thread
+  std::uint32_t wall_ms = 10000;             // 10..3600000: wall-clock deadline of a call
+  std::uint32_t heap_mb = 64;                // 8..4096: V8 heap cap of an isolate
+  std::uint32_t subrequests = 10;            // 0..10000: fetch() calls per execute call
+  std::uint32_t response_bytes = 1048576;    // 1..1073741824: largest upstream body accepted
+};
+
+// The Streamable HTTP transport (used only with --http).
+struct Http {
+  // Browser Origins allowed to call /mcp (DNS-rebinding defence). Default: http://localhost.
+  // Same syntax and normalisation as Upstream::origin; a list in the file replaces the default.
+  std::vector<std::string> allowed_origins = {"http://localhost"};
+  // Accepted bearer tokens. Empty: no authentication (allowed on loopback binds only).
+  // Each is at least 16 visible ASCII characters (short tokens are guessable), no whitespace.
+  std::vector<std::string> bearer_tokens;
+};
+
+struct Config {
+  // The OpenAPI document (JSON), resolved against the config file's directory. Required in a
+  // config file. Empty only for the embedded MarketHub default, whose document is compiled in.
+  // Stored absolute and lexically normal; at load time it names a readable regular file.
+  std::filesystem::path openapi;
+  std::vector<Upstream> upstreams;
+  Limits limits;
+  Http http;
+};
+
+struct LoadResult {
+  std::optional<Config> config;         // set exactly when problems is empty
+  std::vector<std::string> problems;    // one line each, no trailing newline, no secrets
+};
+
+// Looks an environment variable up; nullopt when it is not set. Injected so tests need no
+// process environment.
+using Environment = std::function<std::optional<std::string>(std::string_view name)>;
+Environment process_environment();
+
+// Parses config text. `base_dir` anchors relative paths. In every string value `${NAME}` is
+// replaced by the variable's value, `${NAME:-fallback}` by the value or the fallback when it is
+// unset or empty, and `$$` by a single `$`; an unset variable without a fallback is a problem.
+// NAME matches [A-Za-z_][A-Za-z0-9_]*; the fallback is literal text up to the first `}`;
+// substituted text is not expanded again; a `$` followed by neither `{` nor `$` stays literal.
+// Keys are never expanded. Problems name paths and variable names, never an expanded value.
+// Unknown keys, duplicate keys and wrong types are problems.
+LoadResult parse(std::string_view text, const std::filesystem::path& base_dir,
+                 const Environment& env);
+
+// Reads and parses a file; problems are prefixed with nothing (main adds the file name).
+LoadResult load_file(const std::filesystem::path& file, const Environment& env);
+
+}  // namespace codemode::config

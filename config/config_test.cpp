@@ -1,0 +1,820 @@
+#include "config/config.h"
+
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+namespace codemode::config {
+namespace {
+
+namespace fs = std::filesystem;
+using Problems = std::vector<std::string>;
+using Headers = std::vector<std::pair<std::string, std::string>>;
+
+// A fresh directory under the system temp dir, removed with everything in it.
+class TempDir {
+ public:
+  TempDir() {
+    std::random_device random;
+    path_ = fs::temp_directory_path() /
+            ("codemode-config-test-" + std::to_string(random()) + std::to_string(random()));
+    fs::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ignored;
+    fs::remove_all(path_, ignored);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+
+  const fs::path& path() const { return path_; }
+
+  fs::path write(const fs::path& relative, std::string_view text) const {
+    const fs::path file = path_ / relative;
+    fs::create_directories(file.parent_path());
+    std::ofstream(file, std::ios::binary) << text;
+    return file;
+  }
+
+ private:
+  fs::path path_;
+};
+
+Environment env_of(std::map<std::string, std::string> variables) {
+  return [variables = std::move(variables)](std::string_view name) -> std::optional<std::string> {
+    const auto it = variables.find(std::string(name));
+    if (it == variables.end()) return std::nullopt;
+    return it->second;
+  };
+}
+
+// A directory holding `openapi.json`, so configs can say {"openapi": "openapi.json"}.
+class Workspace {
+ public:
+  Workspace() { dir_.write("openapi.json", R"({"openapi": "3.0.3", "paths": {}})"); }
+
+  const fs::path& dir() const { return dir_.path(); }
+  const TempDir& temp() const { return dir_; }
+
+  LoadResult parse(std::string_view text, std::map<std::string, std::string> env = {}) const {
+    return config::parse(text, dir_.path(), env_of(std::move(env)));
+  }
+
+  Problems problems(std::string_view text, std::map<std::string, std::string> env = {}) const {
+    LoadResult result = parse(text, std::move(env));
+    CHECK(result.config.has_value() == result.problems.empty());
+    return result.problems;
+  }
+
+  // Parses text that must load without problems.
+  Config load(std::string_view text, std::map<std::string, std::string> env = {}) const {
+    LoadResult result = parse(text, std::move(env));
+    INFO("text: " << text);
+    REQUIRE(result.problems == Problems{});
+    REQUIRE(result.config.has_value());
+    return std::move(*result.config);
+  }
+
+ private:
+  TempDir dir_;
+};
+
+// A config whose only upstream has the given origin (a JSON string literal's contents).
+std::string with_origin(std::string_view origin) {
+  return R"({"openapi": "openapi.json", "upstreams": [{"origin": ")" + std::string(origin) +
+         R"("}]})";
+}
+
+std::string with_headers(std::string_view headers_object) {
+  return R"({"openapi": "openapi.json", "upstreams": [{"origin": "http://api.test", "headers": )" +
+         std::string(headers_object) + "}]}";
+}
+
+std::string with_http(std::string_view http_object) {
+  return R"({"openapi": "openapi.json", "http": )" + std::string(http_object) + "}";
+}
+
+std::string with_limits(std::string_view limits_object) {
+  return R"({"openapi": "openapi.json", "limits": )" + std::string(limits_object) + "}";
+}
+
+void check_default_limits(const Limits& limits) {
+  CHECK(limits.code_chars == 20000);
+  CHECK(limits.result_chars == 12000);
+  CHECK(limits.cpu_ms == 50);
+  CHECK(limits.wall_ms == 10000);
+  CHECK(limits.heap_mb == 64);
+  CHECK(limits.subrequests == 10);
+  CHECK(limits.response_bytes == 1048576);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Valid files and defaults.
+
+TEST_CASE("a minimal config takes every default", "[config]") {
+  const Workspace workspace;
+  const Config config = workspace.load(R"({"openapi": "openapi.json"})");
+  CHECK(config.openapi == workspace.dir() / "openapi.json");
+  CHECK(config.upstreams.empty());
+  check_default_limits(config.limits);
+  CHECK(config.http.allowed_origins == std::vector<std::string>{"http://localhost"});
+  CHECK(config.http.bearer_tokens.empty());
+}
+
+TEST_CASE("the example config from DESIGN.md loads as written", "[config]") {
+  const TempDir dir;
+  dir.write("fixtures/markethub/openapi.json", "{}");
+  const fs::path file = dir.write("conf/codemode.json", R"({
+  "openapi": "../fixtures/markethub/openapi.json",
+  "upstreams": [ { "origin": "http://127.0.0.1:8788",
+                   "headers": { "Authorization": "Bearer ${MARKETHUB_TOKEN}" } } ],
+  "limits": { "code_chars": 20000, "result_chars": 12000, "cpu_ms": 50, "wall_ms": 10000,
+              "heap_mb": 64, "subrequests": 10, "response_bytes": 1048576 },
+  "http": { "allowed_origins": ["http://localhost"], "bearer_tokens": ["${CODEMODE_TOKEN}"] }
+})");
+  const LoadResult result =
+      load_file(file, env_of({{"MARKETHUB_TOKEN", "mh-demo-token"},
+                              {"CODEMODE_TOKEN", "codemode-token-0123456789"}}));
+  REQUIRE(result.problems == Problems{});
+  REQUIRE(result.config.has_value());
+  const Config& config = *result.config;
+  CHECK(config.openapi == dir.path() / "fixtures/markethub/openapi.json");
+  REQUIRE(config.upstreams.size() == 1);
+  CHECK(config.upstreams[0].origin == "http://127.0.0.1:8788");
+  CHECK(config.upstreams[0].headers == Headers{{"Authorization", "Bearer mh-demo-token"}});
+  check_default_limits(config.limits);
+  CHECK(config.http.allowed_origins == std::vector<std::string>{"http://localhost"});
+  CHECK(config.http.bearer_tokens == std::vector<std::string>{"codemode-token-0123456789"});
+}
+
+TEST_CASE("present keys replace defaults and absent ones keep them", "[config][limits]") {
+  const Workspace workspace;
+
+  const Config partial = workspace.load(with_limits(R"({"cpu_ms": 100, "subrequests": 0})"));
+  CHECK(partial.limits.cpu_ms == 100);
+  CHECK(partial.limits.subrequests == 0);
+  CHECK(partial.limits.wall_ms == 10000);
+  CHECK(partial.limits.heap_mb == 64);
+
+  const Config tokens_only = workspace.load(with_http(R"({"bearer_tokens": []})"));
+  CHECK(tokens_only.http.allowed_origins == std::vector<std::string>{"http://localhost"});
+
+  const Config no_origins = workspace.load(with_http(R"({"allowed_origins": []})"));
+  CHECK(no_origins.http.allowed_origins.empty());
+
+  const Config no_upstreams = workspace.load(R"({"openapi": "openapi.json", "upstreams": []})");
+  CHECK(no_upstreams.upstreams.empty());
+}
+
+TEST_CASE("limits accept both ends of their ranges", "[config][limits]") {
+  const Workspace workspace;
+  const Config low = workspace.load(with_limits(
+      R"({"code_chars": 1, "result_chars": 100, "cpu_ms": 1, "wall_ms": 10, "heap_mb": 8,
+          "subrequests": 0, "response_bytes": 1})"));
+  CHECK(low.limits.code_chars == 1);
+  CHECK(low.limits.result_chars == 100);
+  CHECK(low.limits.cpu_ms == 1);
+  CHECK(low.limits.wall_ms == 10);
+  CHECK(low.limits.heap_mb == 8);
+  CHECK(low.limits.subrequests == 0);
+  CHECK(low.limits.response_bytes == 1);
+
+  const Config high = workspace.load(with_limits(
+      R"({"code_chars": 1000000, "result_chars": 10000000, "cpu_ms": 600000,
+          "wall_ms": 3600000, "heap_mb": 4096, "subrequests": 10000,
+          "response_bytes": 1073741824})"));
+  CHECK(high.limits.code_chars == 1000000);
+  CHECK(high.limits.result_chars == 10000000);
+  CHECK(high.limits.cpu_ms == 600000);
+  CHECK(high.limits.wall_ms == 3600000);
+  CHECK(high.limits.heap_mb == 4096);
+  CHECK(high.limits.subrequests == 10000);
+  CHECK(high.limits.response_bytes == 1073741824);
+
+  const Config equal = workspace.load(with_limits(R"({"cpu_ms": 500, "wall_ms": 500})"));
+  CHECK(equal.limits.cpu_ms == 500);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Limits problems.
+
+TEST_CASE("limits outside their ranges are problems", "[config][limits]") {
+  const Workspace workspace;
+  CHECK(workspace.problems(with_limits(
+            R"({"code_chars": 0, "result_chars": 99, "cpu_ms": 600001, "wall_ms": 9,
+                "heap_mb": 4097, "subrequests": 10001, "response_bytes": 1073741825})")) ==
+        Problems{
+            "limits.code_chars: 0 is out of range 1..1000000",
+            "limits.result_chars: 99 is out of range 100..10000000",
+            "limits.cpu_ms: 600001 is out of range 1..600000",
+            "limits.wall_ms: 9 is out of range 10..3600000",
+            "limits.heap_mb: 4097 is out of range 8..4096",
+            "limits.subrequests: 10001 is out of range 0..10000",
+            "limits.response_bytes: 1073741825 is out of range 1..1073741824",
+        });
+}
+
+TEST_CASE("limits must be integers", "[config][limits]") {
+  const Workspace workspace;
+  CHECK(workspace.problems(with_limits(
+            R"({"cpu_ms": 50.0, "wall_ms": "10000", "heap_mb": -64, "subrequests": true,
+                "code_chars": null, "response_bytes": 1e3,
+                "result_chars": 99999999999999999999})")) ==
+        Problems{
+            "limits.cpu_ms: expected an integer, got a floating-point number",
+            "limits.wall_ms: expected an integer, got a string",
+            "limits.heap_mb: -64 is out of range 8..4096",
+            "limits.subrequests: expected an integer, got a boolean",
+            "limits.code_chars: expected an integer, got null",
+            "limits.response_bytes: expected an integer, got a floating-point number",
+            "limits.result_chars: expected an integer, got a floating-point number",
+        });
+  CHECK(workspace.problems(with_limits(R"({"cpu_ms": "${CPU_MS}"})"), {{"CPU_MS", "50"}}) ==
+        Problems{"limits.cpu_ms: expected an integer, got a string"});
+}
+
+TEST_CASE("cpu_ms may not exceed wall_ms", "[config][limits]") {
+  const Workspace workspace;
+  CHECK(workspace.problems(with_limits(R"({"cpu_ms": 20000, "wall_ms": 10000})")) ==
+        Problems{"limits.cpu_ms: 20000 exceeds limits.wall_ms (10000); CPU time cannot outlast "
+                 "the wall-clock deadline"});
+  // Against the default wall_ms too.
+  CHECK(workspace.problems(with_limits(R"({"cpu_ms": 10001})")) ==
+        Problems{"limits.cpu_ms: 10001 exceeds limits.wall_ms (10000); CPU time cannot outlast "
+                 "the wall-clock deadline"});
+  // A wall_ms that is itself wrong is not compared.
+  CHECK(workspace.problems(with_limits(R"({"cpu_ms": 100, "wall_ms": 5})")) ==
+        Problems{"limits.wall_ms: 5 is out of range 10..3600000"});
+}
+
+// ---------------------------------------------------------------------------------------------
+// Keys and types.
+
+TEST_CASE("unknown keys are problems, with a suggestion when one is close", "[config][keys]") {
+  const Workspace workspace;
+  CHECK(workspace.problems(with_limits(R"({"cpu_msec": 10})")) ==
+        Problems{R"(limits.cpu_msec: unknown key (did you mean "cpu_ms"?))"});
+  CHECK(workspace.problems(with_limits(R"({"CPU_MS": 10})")) ==
+        Problems{R"(limits.CPU_MS: unknown key (did you mean "cpu_ms"?))"});
+  CHECK(workspace.problems(with_limits(R"({"heap_bm": 10})")) ==
+        Problems{R"(limits.heap_bm: unknown key (did you mean "heap_mb"?))"});
+  CHECK(workspace.problems(R"({"openapi": "openapi.json", "limit": {}})") ==
+        Problems{R"(limit: unknown key (did you mean "limits"?))"});
+  CHECK(workspace.problems(R"({"openapi": "openapi.json",
+                               "upstreams": [{"origin": "http://a", "header": {}}]})") ==
+        Problems{R"(upstreams[0].header: unknown key (did you mean "headers"?))"});
+  CHECK(workspace.problems(with_http(R"({"bearer_token": [], "allowed_origin": []})")) ==
+        Problems{R"(http.bearer_token: unknown key (did you mean "bearer_tokens"?))",
+                 R"(http.allowed_origin: unknown key (did you mean "allowed_origins"?))"});
+}
+
+TEST_CASE("unknown keys far from any known key list the known keys", "[config][keys]") {
+  const Workspace workspace;
+  CHECK(workspace.problems(with_limits(R"({"timeout": 10})")) ==
+        Problems{"limits.timeout: unknown key (known keys: code_chars, result_chars, cpu_ms, "
+                 "wall_ms, heap_mb, subrequests, response_bytes)"});
+  CHECK(workspace.problems(R"({"openapi": "openapi.json", "servers": []})") ==
+        Problems{"servers: unknown key (known keys: openapi, upstreams, limits, http)"});
+  // Keys that are not plain words are quoted, so a problem stays one line.
+  CHECK(workspace.problems(R"({"openapi": "openapi.json", "a b": 1, "x\ny": 2})") ==
+        Problems{R"(["a b"]: unknown key (known keys: openapi, upstreams, limits, http))",
+                 R"(["x\ny"]: unknown key (known keys: openapi, upstreams, limits, http))"});
+}
+
+TEST_CASE("duplicate keys are problems", "[config][keys]") {
+  const Workspace workspace;
+  CHECK(workspace.problems(with_limits(R"({"cpu_ms": 10, "cpu_ms": 20})")) ==
+        Problems{"limits.cpu_ms: duplicate key (a later value would silently replace an earlier "
+                 "one)"});
+  CHECK(workspace.problems(R"({"openapi": "openapi.json", "upstreams": [
+          {"origin": "http://a"}, {"origin": "http://b", "origin": "http://c"}]})") ==
+        Problems{"upstreams[1].origin: duplicate key (a later value would silently replace an "
+                 "earlier one)"});
+}
+
+TEST_CASE("values of the wrong type name the path and the expected type", "[config][keys]") {
+  const Workspace workspace;
+  CHECK(workspace.problems(R"({"openapi": 5, "upstreams": {}, "limits": [], "http": "x"})") ==
+        Problems{
+            "openapi: expected a string, got an integer",
+            "upstreams: expected an array, got an object",
+            "limits: expected an object, got an array",
+            "http: expected an object, got a string",
+        });
+  CHECK(workspace.problems(R"({"openapi": "openapi.json", "upstreams": ["http://a",
+          {"origin": 8788}, {"origin": "http://b", "headers": ["Authorization"]},
+          {"origin": "http://c", "headers": {"X-Count": 3}}]})") ==
+        Problems{
+            "upstreams[0]: expected an object, got a string",
+            "upstreams[1].origin: expected a string, got an integer",
+            "upstreams[2].headers: expected an object, got an array",
+            "upstreams[3].headers.X-Count: expected a string, got an integer",
+        });
+  CHECK(workspace.problems(with_http(R"({"allowed_origins": [null], "bearer_tokens": "x"})")) ==
+        Problems{
+            "http.allowed_origins[0]: expected a string, got null",
+            "http.bearer_tokens: expected an array, got a string",
+        });
+}
+
+TEST_CASE("required keys that are missing are problems", "[config][keys]") {
+  const Workspace workspace;
+  CHECK(workspace.problems("{}") ==
+        Problems{"openapi: required key is missing (the path of the OpenAPI document)"});
+  CHECK(workspace.problems(R"({"openapi": "openapi.json", "upstreams": [{"headers": {}}]})") ==
+        Problems{"upstreams[0].origin: required key is missing"});
+}
+
+TEST_CASE("a top level that is not an object is one problem", "[config][syntax]") {
+  const Workspace workspace;
+  CHECK(workspace.problems("[]") ==
+        Problems{"expected a JSON object at the top level, got an array"});
+  CHECK(workspace.problems(R"("openapi.json")") ==
+        Problems{"expected a JSON object at the top level, got a string"});
+  CHECK(workspace.problems("null") ==
+        Problems{"expected a JSON object at the top level, got null"});
+}
+
+TEST_CASE("a syntax error is one problem with line and column", "[config][syntax]") {
+  const Workspace workspace;
+  CHECK(workspace.problems("{\n  \"openapi\": \"openapi.json\",\n"
+                           "  \"limits\": {\"cpu_ms\": 5,}\n}") ==
+        Problems{"line 3, column 26: syntax error: unexpected '}'; expected string literal"});
+  CHECK(workspace.problems(R"({"openapi": tru})") ==
+        Problems{"line 1, column 16: syntax error: invalid literal"});
+  CHECK(workspace.problems("") ==
+        Problems{"line 1, column 1: syntax error: unexpected end of input; expected '[', '{', or "
+                 "a literal"});
+  // Columns count characters, not bytes.
+  CHECK(workspace.problems("{\"\xC3\xBC\": 1 x}") ==
+        Problems{"line 1, column 9: syntax error: invalid literal; expected '}'"});
+  CHECK(workspace.problems(with_limits(R"({"cpu_ms": 1e999})")) ==
+        Problems{"line 1, column 54: number out of range"});
+  // Other problems in the text are not reported alongside a syntax error.
+  CHECK(workspace.problems("{\"limitz\": {},\n\"openapi\": 5,,}") ==
+        Problems{"line 2, column 14: syntax error: unexpected ','; expected string literal"});
+}
+
+// ---------------------------------------------------------------------------------------------
+// Environment expansion.
+
+TEST_CASE("${NAME} and ${NAME:-fallback} expand in every string value", "[config][env]") {
+  const Workspace workspace;
+  const std::string text = R"({
+    "openapi": "${SPEC_DIR}/openapi.json",
+    "upstreams": [{"origin": "http://127.0.0.1:${PORT:-8788}",
+                   "headers": {"Authorization": "Bearer ${TOKEN}",
+                               "X-Both": "${A}-${B}",
+                               "X-Empty-Falls-Back": "${EMPTY:-fallback}",
+                               "X-Set-Wins": "${A:-unused}"}}],
+    "http": {"allowed_origins": ["${UI_ORIGIN:-http://localhost:5173}"],
+             "bearer_tokens": ["${CODEMODE_TOKEN}"]}
+  })";
+  const Config config = workspace.load(text, {{"SPEC_DIR", workspace.dir().string()},
+                                              {"TOKEN", "t0ken"},
+                                              {"A", "alpha"},
+                                              {"B", "beta"},
+                                              {"EMPTY", ""},
+                                              {"CODEMODE_TOKEN", "abcdefghijklmnopqrstuvwxyz"}});
+  CHECK(config.openapi == workspace.dir() / "openapi.json");
+  REQUIRE(config.upstreams.size() == 1);
+  CHECK(config.upstreams[0].origin == "http://127.0.0.1:8788");
+  CHECK(config.upstreams[0].headers == Headers{{"Authorization", "Bearer t0ken"},
+                                               {"X-Both", "alpha-beta"},
+                                               {"X-Empty-Falls-Back", "fallback"},
+                                               {"X-Set-Wins", "alpha"}});
+  CHECK(config.http.allowed_origins == std::vector<std::string>{"http://localhost:5173"});
+  CHECK(config.http.bearer_tokens == std::vector<std::string>{"abcdefghijklmnopqrstuvwxyz"});
+
+  const Config port_set = workspace.load(with_origin("http://127.0.0.1:${PORT:-8788}"),
+                                         {{"PORT", "9000"}});
+  CHECK(port_set.upstreams[0].origin == "http://127.0.0.1:9000");
+}
+
+TEST_CASE("$$ is a literal $, and a lone $ stays literal", "[config][env]") {
+  const Workspace workspace;
+  const Config config = workspace.load(with_headers(R"({
+      "X-Dollars": "a$$b", "X-Escaped": "$${NOT_EXPANDED}", "X-Price": "cost $5",
+      "X-End": "end$", "X-Not-Again": "${INDIRECT}", "X-Fallback-Literal": "${NO:-$$x}",
+      "X-$$": "key"})"),
+                                       {{"INDIRECT", "${A}"}, {"A", "alpha"}});
+  CHECK(config.upstreams[0].headers == Headers{{"X-Dollars", "a$b"},
+                                               {"X-Escaped", "${NOT_EXPANDED}"},
+                                               {"X-Price", "cost $5"},
+                                               {"X-End", "end$"},
+                                               {"X-Not-Again", "${A}"},
+                                               {"X-Fallback-Literal", "$$x"},
+                                               {"X-$$", "key"}});
+}
+
+TEST_CASE("an unset variable without a fallback is a problem", "[config][env]") {
+  const Workspace workspace;
+  CHECK(workspace.problems(with_headers(R"({"Authorization": "Bearer ${MARKETHUB_TOKEN}"})")) ==
+        Problems{
+            "upstreams[0].headers.Authorization: environment variable MARKETHUB_TOKEN is not set"});
+  // Every unset variable in a value is named.
+  CHECK(workspace.problems(with_headers(R"({"X-Pair": "${USER_NAME}:${PASSWORD}"})")) ==
+        Problems{"upstreams[0].headers.X-Pair: environment variable USER_NAME is not set",
+                 "upstreams[0].headers.X-Pair: environment variable PASSWORD is not set"});
+}
+
+TEST_CASE("malformed references are problems", "[config][env]") {
+  const Workspace workspace;
+  const std::string invalid = " (expected ${NAME} or ${NAME:-fallback}, NAME matching "
+                              "[A-Za-z_][A-Za-z0-9_]*)";
+  CHECK(workspace.problems(with_headers(R"({"X-A": "${1ABC}", "X-B": "x${}", "X-C": "${A-B}",
+                                             "X-D": "${A:B}", "X-E": "${A B}"})")) ==
+        Problems{
+            "upstreams[0].headers.X-A: invalid variable reference at character 1" + invalid,
+            "upstreams[0].headers.X-B: invalid variable reference at character 2" + invalid,
+            "upstreams[0].headers.X-C: invalid variable reference at character 1" + invalid,
+            "upstreams[0].headers.X-D: invalid variable reference at character 1" + invalid,
+            "upstreams[0].headers.X-E: invalid variable reference at character 1" + invalid,
+        });
+  CHECK(workspace.problems(with_headers(R"({"Authorization": "Bearer ${TOKEN"})")) ==
+        Problems{R"(upstreams[0].headers.Authorization: unterminated "${" at character 8)"});
+  CHECK(workspace.problems(with_origin("http://${HOST:-localhost")) ==
+        Problems{R"(upstreams[0].origin: unterminated "${" at character 8)"});
+}
+
+TEST_CASE("a required value that expands to nothing is a problem", "[config][env]") {
+  const Workspace workspace;
+  CHECK(workspace.problems(with_http(R"({"bearer_tokens": ["${CODEMODE_TOKEN}"]})"),
+                           {{"CODEMODE_TOKEN", ""}}) ==
+        Problems{"http.bearer_tokens[0]: is empty after environment variable expansion"});
+  CHECK(workspace.problems(with_origin("${ORIGIN:-}")) ==
+        Problems{"upstreams[0].origin: is empty after environment variable expansion"});
+  CHECK(workspace.problems(R"({"openapi": "${SPEC}"})", {{"SPEC", ""}}) ==
+        Problems{"openapi: is empty after environment variable expansion"});
+  CHECK(workspace.problems(with_headers(R"({"Authorization": "${TOKEN}"})"), {{"TOKEN", ""}}) ==
+        Problems{"upstreams[0].headers.Authorization: is empty after environment variable "
+                 "expansion"});
+  CHECK(workspace.problems(R"({"openapi": ""})") == Problems{"openapi: must not be empty"});
+}
+
+TEST_CASE("problem messages never contain expanded values", "[config][env][secrets]") {
+  const Workspace workspace;
+  const std::string secret = "sk_live_9f8e7d6c5b4a39281706";
+  const std::string short_secret = "s3cr3t-shrt";
+  const std::string text = R"({
+    "openapi": "${SPEC}",
+    "upstreams": [
+      {"origin": "${ORIGIN_WITH_PATH}",
+       "headers": {"Authorization": "Bearer ${SMUGGLER}", "X-Key": "${TRAILING}",
+                   "X-Other": "${NUL}"}},
+      {"origin": "${ORIGIN_FTP}"}
+    ],
+    "http": {"allowed_origins": ["${UI_ORIGIN}"],
+             "bearer_tokens": ["${SPACEY}", "${SHORT}", "${NOT_ASCII}"]}
+  })";
+  const std::map<std::string, std::string> env = {
+      {"SPEC", "/nonexistent/" + secret + ".json"},
+      {"ORIGIN_WITH_PATH", "https://" + secret + ".example.com/v1"},
+      {"SMUGGLER", secret + "\r\nX-Evil: 1"},
+      {"TRAILING", secret + " "},
+      {"NUL", secret + std::string(1, '\0')},
+      {"ORIGIN_FTP", "ftp://" + secret + ".example.com"},
+      {"UI_ORIGIN", "http://user:" + secret + "@localhost"},
+      {"SPACEY", secret + " tail"},
+      {"SHORT", short_secret},
+      {"NOT_ASCII", secret + "\xC3\xA9"},
+  };
+  const Problems problems = workspace.problems(text, env);
+  CHECK(problems ==
+        Problems{
+            "openapi: cannot read the file: No such file or directory",
+            "upstreams[0].origin: must not contain a path (only scheme://host[:port])",
+            "upstreams[0].headers.Authorization: value contains a control character (CR, LF, NUL "
+            "or another; only horizontal tab is allowed)",
+            "upstreams[0].headers.X-Key: value begins or ends with whitespace",
+            "upstreams[0].headers.X-Other: value contains a control character (CR, LF, NUL or "
+            "another; only horizontal tab is allowed)",
+            "upstreams[1].origin: scheme must be http or https",
+            "http.allowed_origins[0]: must not contain userinfo (user@)",
+            "http.bearer_tokens[0]: contains whitespace",
+            "http.bearer_tokens[1]: shorter than 16 characters; short tokens are guessable",
+            "http.bearer_tokens[2]: may contain only visible ASCII characters",
+        });
+  for (const std::string& problem : problems) {
+    INFO(problem);
+    CHECK(problem.find(secret) == std::string::npos);
+    CHECK(problem.find(short_secret) == std::string::npos);
+    CHECK(problem.find('\n') == std::string::npos);
+    CHECK(problem.find('\r') == std::string::npos);
+  }
+}
+
+TEST_CASE("problem messages never echo string values written in the file", "[config][secrets]") {
+  const Workspace workspace;
+  const std::string secret = "sk_live_literal_0a1b2c3d4e5f";
+  // A credential written in place with a smuggled line break.
+  const Problems header = workspace.problems(
+      with_headers(R"({"Authorization": "Bearer )" + secret + R"(\r\nX-Evil: 1"})"));
+  REQUIRE(header.size() == 1);
+  CHECK(header[0].find(secret) == std::string::npos);
+  // A syntax error inside a string holding one: the parser's "last read" text is not repeated.
+  const Problems syntax = workspace.problems(
+      R"({"openapi": "openapi.json", "upstreams": [{"origin": "http://a", "headers": {"X": ")" +
+      secret);
+  CHECK(syntax ==
+        Problems{"line 1, column 112: syntax error: invalid string: missing closing quote"});
+  for (const std::string& problem : syntax) CHECK(problem.find(secret) == std::string::npos);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The OpenAPI path.
+
+TEST_CASE("the openapi path resolves against the base directory", "[config][openapi]") {
+  const Workspace workspace;
+  workspace.temp().write("specs/api.json", "{}");
+  CHECK(workspace.load(R"({"openapi": "specs/api.json"})").openapi ==
+        workspace.dir() / "specs/api.json");
+  CHECK(workspace.load(R"({"openapi": "./specs/../specs/api.json"})").openapi ==
+        workspace.dir() / "specs/api.json");
+  const std::string absolute = (workspace.dir() / "specs/api.json").string();
+  CHECK(workspace.load(R"({"openapi": ")" + absolute + R"("})").openapi == absolute);
+}
+
+TEST_CASE("the openapi file must exist and be a regular file", "[config][openapi]") {
+  const Workspace workspace;
+  workspace.temp().write("specs/api.json", "{}");
+  CHECK(workspace.problems(R"({"openapi": "missing.json"})") ==
+        Problems{"openapi: cannot read " + (workspace.dir() / "missing.json").string() +
+                 ": No such file or directory"});
+  CHECK(workspace.problems(R"({"openapi": "specs"})") ==
+        Problems{"openapi: " + (workspace.dir() / "specs").string() + " is not a regular file"});
+  // A path with a line break is quoted, so the problem stays one line.
+  CHECK(workspace.problems(R"({"openapi": "two\nlines.json"})") ==
+        Problems{"openapi: cannot read \"" + workspace.dir().string() +
+                 "/two\\nlines.json\": No such file or directory"});
+  // A path from the environment is not shown.
+  CHECK(workspace.problems(R"({"openapi": "${SPEC}"})", {{"SPEC", "missing.json"}}) ==
+        Problems{"openapi: cannot read the file: No such file or directory"});
+  CHECK(workspace.problems(R"({"openapi": "${SPEC}"})", {{"SPEC", "specs"}}) ==
+        Problems{"openapi: the file is not a regular file"});
+}
+
+// ---------------------------------------------------------------------------------------------
+// Origins.
+
+TEST_CASE("origins are stored normalised", "[config][origin]") {
+  const Workspace workspace;
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"HTTP://Example.COM:80/", "http://example.com"},
+      {"https://x:443", "https://x"},
+      {"http://x:8080", "http://x:8080"},
+      {"https://x:80", "https://x:80"},
+      {"http://x:443", "http://x:443"},
+      {"http://127.0.0.1:08788", "http://127.0.0.1:8788"},
+      {"https://API.example.com/", "https://api.example.com"},
+      {"http://[::1]:8080", "http://[::1]:8080"},
+      {"http://[::1]:80", "http://[::1]"},
+      {"http://my_host-1.test", "http://my_host-1.test"},
+  };
+  for (const auto& [written, stored] : cases) {
+    INFO(written);
+    const Config config = workspace.load(with_origin(written));
+    REQUIRE(config.upstreams.size() == 1);
+    CHECK(config.upstreams[0].origin == stored);
+  }
+}
+
+TEST_CASE("origins with anything but scheme, host and port are problems", "[config][origin]") {
+  const Workspace workspace;
+  const std::string port = "port must be a number from 1 to 65535";
+  const std::string host_chars = "host may contain only ASCII letters, digits, '-', '_' and '.' "
+                                 "(write international names in their xn-- form)";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"ftp://x", "scheme must be http or https"},
+      {"ws://x", "scheme must be http or https"},
+      {"http://user@x", "must not contain userinfo (user@)"},
+      {"http://user:pw@x", "must not contain userinfo (user@)"},
+      {"http://x/path", "must not contain a path (only scheme://host[:port])"},
+      {"http://x//", "must not contain a path (only scheme://host[:port])"},
+      {"http://x?q", "must not contain a query"},
+      {"http://x/?", "must not contain a query"},
+      {"http://x#top", "must not contain a fragment"},
+      {"http://", "missing host"},
+      {"http://:80", "missing host"},
+      {"example.com", "expected scheme://host[:port], e.g. https://api.example.com"},
+      {"http:/x", "expected scheme://host[:port], e.g. https://api.example.com"},
+      {"http://x:0", port},
+      {"http://x:65536", port},
+      {"http://x:", port},
+      {"http://x:8a", port},
+      {"http://x:1:2", port},
+      {"http://ex ample.com", host_chars},
+      {"http://b\u00fccher.de", host_chars},
+      {"http://a..b", "host has an empty label"},
+      {"http://x.", "host has an empty label"},
+      {"http://[::1", "unterminated IPv6 address"},
+      {"http://[zz]", "invalid IPv6 address"},
+  };
+  for (const auto& [written, problem] : cases) {
+    INFO(written);
+    CHECK(workspace.problems(with_origin(written)) == Problems{"upstreams[0].origin: " + problem});
+  }
+}
+
+TEST_CASE("allowed_origins follow the same rules and are normalised", "[config][origin][http]") {
+  const Workspace workspace;
+  const Config config =
+      workspace.load(with_http(R"({"allowed_origins": ["HTTP://LocalHost:80",
+                                                        "http://localhost:5173/",
+                                                        "https://App.Example.com:443"]})"));
+  CHECK(config.http.allowed_origins == std::vector<std::string>{"http://localhost",
+                                                               "http://localhost:5173",
+                                                               "https://app.example.com"});
+  CHECK(workspace.problems(with_http(R"({"allowed_origins": ["*", "http://x/app"]})")) ==
+        Problems{
+            "http.allowed_origins[0]: expected scheme://host[:port], e.g. https://api.example.com",
+            "http.allowed_origins[1]: must not contain a path (only scheme://host[:port])",
+        });
+}
+
+TEST_CASE("two upstreams with one origin are a problem", "[config][origin]") {
+  const Workspace workspace;
+  CHECK(workspace.problems(R"({"openapi": "openapi.json", "upstreams": [
+          {"origin": "http://a"}, {"origin": "http://b"}, {"origin": "HTTP://A:80/"}]})") ==
+        Problems{"upstreams[2].origin: same origin as upstreams[0].origin (one entry per origin)"});
+}
+
+// ---------------------------------------------------------------------------------------------
+// Upstream headers.
+
+TEST_CASE("upstream headers keep their order", "[config][headers]") {
+  const Workspace workspace;
+  const Config config = workspace.load(
+      with_headers(R"({"X-B": "2", "Authorization": "Bearer x", "X-A": "a\tb",
+                       "X-Api.Key": "k"})"));
+  CHECK(config.upstreams[0].headers == Headers{{"X-B", "2"},
+                                               {"Authorization", "Bearer x"},
+                                               {"X-A", "a\tb"},
+                                               {"X-Api.Key", "k"}});
+}
+
+TEST_CASE("header names must be tokens, unique, and not owned by the gateway",
+          "[config][headers]") {
+  const Workspace workspace;
+  const std::string invalid = "not a valid header name (letters, digits and !#$%&'*+-.^_`|~ only)";
+  CHECK(workspace.problems(with_headers(R"json({"X Api": "1", "X(y)": "2", "": "3",
+          "Host": "a", "host": "b", "Content-Length": "1", "Transfer-Encoding": "chunked",
+          "Connection": "close", "Authorization": "a", "authorization": "b"})json")) ==
+        Problems{
+            R"(upstreams[0].headers["X Api"]: )" + invalid,
+            R"json(upstreams[0].headers["X(y)"]: )json" + invalid,
+            R"(upstreams[0].headers[""]: )" + invalid,
+            "upstreams[0].headers.Host: may not be set (the gateway derives Host from the origin)",
+            "upstreams[0].headers.host: may not be set (the gateway derives Host from the origin)",
+            "upstreams[0].headers.Content-Length: may not be set (the gateway controls message "
+            "framing)",
+            "upstreams[0].headers.Transfer-Encoding: may not be set (the gateway controls message "
+            "framing)",
+            "upstreams[0].headers.Connection: may not be set (the gateway controls message "
+            "framing)",
+            R"(upstreams[0].headers.authorization: duplicate of header "Authorization" )"
+            "(header names are case-insensitive)",
+        });
+}
+
+TEST_CASE("header values must not hold control characters", "[config][headers]") {
+  const Workspace workspace;
+  const std::string control = "value contains a control character (CR, LF, NUL or another; "
+                              "only horizontal tab is allowed)";
+  CHECK(workspace.problems(with_headers(R"({"X-Cr": "a\rb", "X-Lf": "a\nb", "X-Nul": "a\u0000b",
+          "X-Esc": "\u001b[0m", "X-Del": "a\u007fb", "X-Lead": " a", "X-Trail": "a\t",
+          "X-Empty": ""})")) ==
+        Problems{
+            "upstreams[0].headers.X-Cr: " + control,
+            "upstreams[0].headers.X-Lf: " + control,
+            "upstreams[0].headers.X-Nul: " + control,
+            "upstreams[0].headers.X-Esc: " + control,
+            "upstreams[0].headers.X-Del: " + control,
+            "upstreams[0].headers.X-Lead: value begins or ends with whitespace",
+            "upstreams[0].headers.X-Trail: value begins or ends with whitespace",
+            "upstreams[0].headers.X-Empty: must not be empty",
+        });
+  // Non-ASCII bytes (obs-text) are allowed.
+  CHECK(workspace.load(with_headers(R"({"X-Name": "Jos\u00e9"})")).upstreams[0].headers ==
+        Headers{{"X-Name", "Jos\xC3\xA9"}});
+}
+
+// ---------------------------------------------------------------------------------------------
+// Bearer tokens.
+
+TEST_CASE("bearer tokens are long, visible ASCII, without whitespace", "[config][http]") {
+  const Workspace workspace;
+  CHECK(workspace.load(with_http(R"({"bearer_tokens": ["0123456789abcdef"]})"))
+            .http.bearer_tokens == std::vector<std::string>{"0123456789abcdef"});
+  CHECK(workspace.problems(with_http(R"({"bearer_tokens": ["0123456789abcde", "",
+          "0123456789 abcdef", "0123456789abcdef\t", "0123456789abcdef\u00e9"]})")) ==
+        Problems{
+            "http.bearer_tokens[0]: shorter than 16 characters; short tokens are guessable",
+            "http.bearer_tokens[1]: must not be empty",
+            "http.bearer_tokens[2]: contains whitespace",
+            "http.bearer_tokens[3]: contains whitespace",
+            "http.bearer_tokens[4]: may contain only visible ASCII characters",
+        });
+}
+
+// ---------------------------------------------------------------------------------------------
+// All at once, files, the process environment.
+
+TEST_CASE("every problem in a file is reported together", "[config]") {
+  const Workspace workspace;
+  const LoadResult result = workspace.parse(R"({
+    "openapi": "missing.json",
+    "upstreams": [{"origin": "ftp://files", "headers": {"Host": "x", "Authorization": "${TOKEN}"}}],
+    "limits": {"cpu_msec": 5, "heap_mb": 1.5},
+    "http": {"bearer_tokens": ["short"]},
+    "extra": true
+  })");
+  CHECK_FALSE(result.config.has_value());
+  CHECK(result.problems ==
+        Problems{
+            "openapi: cannot read " + (workspace.dir() / "missing.json").string() +
+                ": No such file or directory",
+            "upstreams[0].origin: scheme must be http or https",
+            "upstreams[0].headers.Host: may not be set (the gateway derives Host from the origin)",
+            "upstreams[0].headers.Authorization: environment variable TOKEN is not set",
+            R"(limits.cpu_msec: unknown key (did you mean "cpu_ms"?))",
+            "limits.heap_mb: expected an integer, got a floating-point number",
+            "http.bearer_tokens[0]: shorter than 16 characters; short tokens are guessable",
+            "extra: unknown key (known keys: openapi, upstreams, limits, http)",
+        });
+}
+
+TEST_CASE("load_file reports a file it cannot read as one problem", "[config][file]") {
+  const TempDir dir;
+  const fs::path missing = dir.path() / "absent.json";
+  CHECK(load_file(missing, env_of({})).problems ==
+        Problems{"cannot read " + missing.string() + ": No such file or directory"});
+  const LoadResult directory = load_file(dir.path(), env_of({}));
+  CHECK_FALSE(directory.config.has_value());
+  CHECK(directory.problems == Problems{"cannot read " + dir.path().string() + ": Is a directory"});
+}
+
+TEST_CASE("load_file resolves paths against the file's directory", "[config][file]") {
+  const TempDir dir;
+  dir.write("deploy/specs/api.json", "{}");
+  const fs::path file = dir.write("deploy/codemode.json", R"({"openapi": "specs/api.json"})");
+  const LoadResult result = load_file(file, env_of({}));
+  REQUIRE(result.problems == Problems{});
+  CHECK(result.config->openapi == dir.path() / "deploy/specs/api.json");
+}
+
+TEST_CASE("config/markethub.json loads with MARKETHUB_TOKEN set", "[config][markethub]") {
+  const fs::path source = CODEMODE_SOURCE_DIR;
+  const fs::path file = source / "config/markethub.json";
+
+  const LoadResult result = load_file(file, env_of({{"MARKETHUB_TOKEN", "demo-token"}}));
+  REQUIRE(result.problems == Problems{});
+  const Config& config = *result.config;
+  CHECK(config.openapi == (source / "fixtures/markethub/openapi.json").lexically_normal());
+  REQUIRE(config.upstreams.size() == 1);
+  CHECK(config.upstreams[0].origin == "http://127.0.0.1:8788");
+  CHECK(config.upstreams[0].headers == Headers{{"Authorization", "Bearer demo-token"}});
+  check_default_limits(config.limits);
+
+  const LoadResult other_port = load_file(
+      file, env_of({{"MARKETHUB_TOKEN", "demo-token"}, {"MARKETHUB_PORT", "41234"}}));
+  REQUIRE(other_port.problems == Problems{});
+  CHECK(other_port.config->upstreams[0].origin == "http://127.0.0.1:41234");
+
+  CHECK(load_file(file, env_of({})).problems ==
+        Problems{
+            "upstreams[0].headers.Authorization: environment variable MARKETHUB_TOKEN is not set"});
+}
+
+TEST_CASE("process_environment reads the process environment", "[config][env]") {
+  ::setenv("CODEMODE_CONFIG_TEST_VARIABLE", "from-the-process", 1);
+  ::unsetenv("CODEMODE_CONFIG_TEST_UNSET");
+  const Environment env = process_environment();
+  CHECK(env("CODEMODE_CONFIG_TEST_VARIABLE") == std::optional<std::string>("from-the-process"));
+  CHECK(env("CODEMODE_CONFIG_TEST_UNSET") == std::nullopt);
+  ::unsetenv("CODEMODE_CONFIG_TEST_VARIABLE");
+}
+
+TEST_CASE("parse never throws, whatever the text", "[config][syntax]") {
+  const Workspace workspace;
+  const std::string deep = std::string(20000, '[') + std::string(20000, ']');
+  const std::vector<std::string> texts = {
+      deep, "\xFF\xFE{}", "{\"openapi\": \"\xC3\"}", std::string(3, '\0'), "{} {}", "1e999999",
+      R"({"openapi": {"nested": [1, 2, {"x": null}]}})",
+  };
+  for (const std::string& text : texts) {
+    LoadResult result;
+    REQUIRE_NOTHROW(result = workspace.parse(text));
+    CHECK_FALSE(result.config.has_value());
+    CHECK(result.problems.size() == 1);
+  }
+}
+
+}  // namespace
+}  // namespace codemode::config

@@ -1,0 +1,145 @@
+// codemode-mcp: parse the command line, load the config and the API description, run the daemon.
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdio>
+#include <iostream>
+#include <optional>
+#include <random>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include "config/config.h"
+#include "fixtures/markethub/fixture_server.h"
+#include "openapi/document.h"
+#include "server/daemon.h"
+
+namespace {
+
+constexpr std::string_view kUsage = R"(codemode-mcp — Code Mode for one HTTP API, as an MCP server.
+
+The model gets two tools and writes a short async JavaScript function for each call:
+  search   runs the code with `spec`, the API's OpenAPI document, and nothing else
+  execute  runs the code with fetch(), which reaches only the configured upstreams;
+           credentials are added by the server and never visible to the code
+
+Usage:
+  codemode-mcp                     serve the built-in MarketHub demo API over stdio
+  codemode-mcp --config FILE       serve the API described by FILE over stdio
+
+Options:
+  --config FILE       JSON config: openapi, upstreams, limits, http (see README.md)
+  --log-level LEVEL   stderr log level: trace, debug, info, warn, error, off (default: info)
+  --version           print the version and exit
+  -h, --help          print this help and exit
+
+MCP messages use stdin and stdout (one JSON-RPC message per line); logs go to stderr.
+The server exits 0 when stdin closes or on SIGINT/SIGTERM, after running calls finish.
+Exit status 2: bad arguments or config (one line per problem on stderr).
+)";
+
+struct Arguments {
+  std::optional<std::string> config_file;
+  std::string log_level = "info";
+};
+
+int usage_error(const std::string& message) {
+  std::cerr << "codemode-mcp: " << message << "\nTry 'codemode-mcp --help'.\n";
+  return 2;
+}
+
+std::string random_token() {
+  std::random_device random;
+  std::string token = "demo-";
+  constexpr char kHex[] = "0123456789abcdef";
+  for (int i = 0; i < 32; ++i) token += kHex[random() % 16];
+  return token;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Arguments args;
+  std::vector<std::string_view> argv_list(argv + 1, argv + argc);
+  for (std::size_t i = 0; i < argv_list.size(); ++i) {
+    const std::string_view arg = argv_list[i];
+    auto value = [&]() -> std::optional<std::string> {
+      if (i + 1 >= argv_list.size()) return std::nullopt;
+      return std::string(argv_list[++i]);
+    };
+    if (arg == "-h" || arg == "--help") {
+      std::cout << kUsage;
+      return 0;
+    } else if (arg == "--version") {
+      std::cout << "codemode-mcp " << CODEMODE_VERSION << "\n";
+      return 0;
+    } else if (arg == "--config") {
+      args.config_file = value();
+      if (!args.config_file) return usage_error("--config needs a file");
+    } else if (arg == "--log-level") {
+      auto level = value();
+      if (!level) return usage_error("--log-level needs a level");
+      if (spdlog::level::from_str(*level) == spdlog::level::off && *level != "off") {
+        return usage_error("unknown log level '" + *level + "'");
+      }
+      args.log_level = *level;
+    } else {
+      return usage_error("unknown argument '" + std::string(arg) + "'");
+    }
+  }
+
+  // stdout is the protocol channel: every log line goes to stderr.
+  auto logger = spdlog::stderr_color_mt("codemode");
+  logger->set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
+  logger->set_level(spdlog::level::from_str(args.log_level));
+  spdlog::set_default_logger(logger);
+  // A client that exits mid-write must not kill us with SIGPIPE; the write reports it instead.
+  std::signal(SIGPIPE, SIG_IGN);
+
+  codemode::config::Config config;
+  codemode::openapi::LoadResult api;
+  std::optional<codemode::fixtures::MarkethubServer> demo;
+  if (args.config_file) {
+    auto loaded = codemode::config::load_file(*args.config_file,
+                                              codemode::config::process_environment());
+    if (!loaded.config) {
+      for (const auto& problem : loaded.problems) {
+        std::cerr << *args.config_file << ": " << problem << "\n";
+      }
+      return 2;
+    }
+    config = std::move(*loaded.config);
+    api = codemode::openapi::load_file(config.openapi);
+  } else {
+    // The embedded default: the MarketHub demo API, in-process, reachable only with a token
+    // generated now and known only to this process.
+    const std::string token = random_token();
+    demo.emplace(codemode::fixtures::MarkethubOptions{"127.0.0.1", 0, token});
+    demo->start();
+    config.upstreams.push_back({demo->origin(), {{"Authorization", "Bearer " + token}}});
+    api = codemode::openapi::parse_json(codemode::fixtures::markethub_openapi_json());
+  }
+  if (!api.document) {
+    for (const auto& problem : api.problems) std::cerr << "openapi: " << problem << "\n";
+    return 2;
+  }
+
+  if (::isatty(STDIN_FILENO)) {
+    std::cerr << "codemode-mcp " << CODEMODE_VERSION << ": serving MCP on stdio for "
+              << api.document->title << (demo ? " (the built-in demo at " + demo->origin() + ")" : "")
+              << ".\nIt expects an MCP client on stdin/stdout, one JSON-RPC message per line; "
+                 "add this command to your client's MCP servers (see README.md).\n"
+                 "Press Ctrl-D or Ctrl-C to stop.\n";
+  }
+
+  codemode::server::Daemon daemon(codemode::server::DaemonOptions{
+      .config = std::move(config),
+      .api = std::move(*api.document),
+      .info = {.name = "codemode-mcp", .version = CODEMODE_VERSION, .instructions = {}},
+  });
+  return daemon.run();
+}

@@ -1,0 +1,57 @@
+#include "openapi/document.h"
+
+#include <fstream>
+#include <sstream>
+
+namespace codemode::openapi {
+
+LoadResult parse_json(std::string_view text) {
+  LoadResult out;
+  nlohmann::json root;
+  try {
+    root = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    out.problems.push_back("not valid JSON at byte " + std::to_string(e.byte));
+    return out;
+  }
+  if (!root.is_object()) {
+    out.problems.push_back("the document must be a JSON object");
+    return out;
+  }
+  const bool v3 = root.contains("openapi") && root["openapi"].is_string() &&
+                  root["openapi"].get<std::string>().rfind("3.", 0) == 0;
+  const bool v2 = root.contains("swagger") && root["swagger"] == "2.0";
+  if (!v3 && !v2) {
+    out.problems.push_back("\"openapi\" must be a 3.x version string (or \"swagger\": \"2.0\")");
+  }
+  const auto info = root.find("info");
+  if (info == root.end() || !info->is_object() || !info->contains("title") ||
+      !(*info)["title"].is_string()) {
+    out.problems.push_back("info.title must be a string");
+  }
+  const auto paths = root.find("paths");
+  if (paths == root.end() || !paths->is_object()) {
+    out.problems.push_back("paths must be an object");
+  }
+  if (!out.problems.empty()) return out;
+
+  Document doc;
+  doc.title = (*info)["title"].get<std::string>();
+  doc.version = info->value("version", std::string("unversioned"));
+  doc.path_count = paths->size();
+  doc.root = std::move(root);
+  out.document = std::move(doc);
+  return out;
+}
+
+LoadResult load_file(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) return LoadResult{std::nullopt, {"cannot read " + file.string()}};
+  std::ostringstream text;
+  text << in.rdbuf();
+  LoadResult out = parse_json(text.str());
+  for (auto& problem : out.problems) problem = file.string() + ": " + problem;
+  return out;
+}
+
+}  // namespace codemode::openapi

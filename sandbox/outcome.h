@@ -1,0 +1,62 @@
+// What running one tool call produced: a value or a classified failure, plus captured logs.
+//
+// Everything generated code can cause ends here as a value; nothing it does throws across the
+// sandbox boundary. The failure kinds are part of the external contract: the MCP result text
+// starts with `to_string(kind) + ": "`, and tests pin those prefixes.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace codemode::sandbox {
+
+enum class ErrorKind {
+  input,    // the arguments were refused before any isolate existed (type, length, form)
+  compile,  // the code is not a single async function expression, or does not parse
+  runtime,  // the code threw, or the call failed in a way the code could observe
+  timeout,  // cpu_ms or wall_ms ran out
+  memory,   // heap_mb or the ArrayBuffer budget ran out
+  policy,   // the gateway refused a request, or a budget (subrequests) ran out
+};
+
+constexpr std::string_view to_string(ErrorKind kind) {
+  switch (kind) {
+    case ErrorKind::input: return "input";
+    case ErrorKind::compile: return "compile";
+    case ErrorKind::runtime: return "runtime";
+    case ErrorKind::timeout: return "timeout";
+    case ErrorKind::memory: return "memory";
+    case ErrorKind::policy: return "policy";
+  }
+  return "runtime";
+}
+
+struct Outcome {
+  bool ok = false;
+  // ok: the JSON text of the value the code's promise resolved to, complete (the server cuts
+  // it to result_chars). "null" stands for undefined.
+  std::string result_json;
+  // !ok: the kind and a one-line fact, without the kind prefix and without host stack frames.
+  ErrorKind error_kind = ErrorKind::runtime;
+  std::string error_message;
+  // console.* lines in call order, already bounded by the sandbox.
+  std::vector<std::string> logs;
+
+  static Outcome success(std::string json, std::vector<std::string> logs = {}) {
+    Outcome o;
+    o.ok = true;
+    o.result_json = std::move(json);
+    o.logs = std::move(logs);
+    return o;
+  }
+  static Outcome failure(ErrorKind kind, std::string message, std::vector<std::string> logs = {}) {
+    Outcome o;
+    o.error_kind = kind;
+    o.error_message = std::move(message);
+    o.logs = std::move(logs);
+    return o;
+  }
+};
+
+}  // namespace codemode::sandbox

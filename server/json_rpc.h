@@ -1,0 +1,63 @@
+// JSON-RPC 2.0 framing: one text message in, a classified value out; values out, text out.
+//
+// Everything here handles bytes from a peer we do not trust, so nothing throws: a message that
+// is not valid JSON-RPC becomes a JsonRpcError value with the id we could recover (null when
+// none), which the caller sends back before reading on. Stateless and thread-agnostic.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <variant>
+
+#include <nlohmann/json.hpp>
+
+namespace codemode::server {
+
+using Json = nlohmann::json;
+
+// The codes JSON-RPC 2.0 reserves, as MCP uses them.
+enum class ErrorCode : int {
+  parse_error = -32700,
+  invalid_request = -32600,
+  method_not_found = -32601,
+  invalid_params = -32602,
+  internal_error = -32603,
+};
+
+struct JsonRpcError {
+  ErrorCode code = ErrorCode::internal_error;
+  std::string message;
+  Json id = nullptr;  // the request's id when it could be read, else null
+};
+
+struct Request {
+  Json id;  // string or integer, never null
+  std::string method;
+  Json params;  // object, array, or null when absent
+};
+
+struct Notification {
+  std::string method;
+  Json params;
+};
+
+// A response from the peer to a request of ours. We send none, so these are only counted.
+struct Response {
+  Json id;
+};
+
+using Message = std::variant<Request, Notification, Response, JsonRpcError>;
+
+// Classifies one message. Batches (JSON arrays) are refused: no MCP revision we speak has them.
+Message parse_message(std::string_view text);
+
+// One-line serialisations (no trailing newline), invalid UTF-8 replaced rather than thrown.
+std::string serialize_result(const Json& id, const Json& result);
+std::string serialize_error(const Json& id, ErrorCode code, std::string_view message);
+std::string serialize_error(const JsonRpcError& error);
+std::string serialize_notification(std::string_view method, const Json& params);
+
+// Safe dump for any Json this process built: never throws on invalid UTF-8 in strings.
+std::string dump(const Json& value);
+
+}  // namespace codemode::server

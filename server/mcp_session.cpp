@@ -1,0 +1,171 @@
+#include "server/mcp_session.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include <boost/asio/post.hpp>
+#include <spdlog/spdlog.h>
+
+namespace codemode::server {
+
+namespace {
+
+std::string id_key(const Json& id) { return dump(id); }
+
+bool supported(std::string_view version) {
+  return std::find(std::begin(kProtocolVersions), std::end(kProtocolVersions), version) !=
+         std::end(kProtocolVersions);
+}
+
+}  // namespace
+
+McpSession::McpSession(boost::asio::any_io_executor executor, const ToolCatalog& tools,
+                       sandbox::Sandbox& sandbox, ServerInfo info, Send send)
+    : executor_(std::move(executor)),
+      tools_(tools),
+      sandbox_(sandbox),
+      info_(std::move(info)),
+      send_(std::move(send)) {}
+
+void McpSession::handle(std::string_view message) {
+  auto parsed = parse_message(message);
+  if (auto* request = std::get_if<Request>(&parsed)) {
+    on_request(std::move(*request));
+  } else if (auto* notification = std::get_if<Notification>(&parsed)) {
+    on_notification(*notification);
+  } else if (auto* error = std::get_if<JsonRpcError>(&parsed)) {
+    spdlog::debug("refused a message: {}", error->message);
+    send_(serialize_error(*error));
+  }
+  // Responses: we send no requests, so there is nothing to match them with.
+}
+
+void McpSession::reject_oversize(std::size_t limit) {
+  spdlog::warn("dropped a message over {} bytes", limit);
+  send_(serialize_error(nullptr, ErrorCode::invalid_request,
+                        "invalid request: the message exceeds " + std::to_string(limit) +
+                            " bytes and was dropped"));
+}
+
+void McpSession::on_request(Request request) {
+  const std::string& method = request.method;
+  if (method == "initialize") {
+    if (initialized_) {
+      return reply_error(request.id, ErrorCode::invalid_request,
+                         "invalid request: the session is already initialized");
+    }
+    if (!request.params.is_object() || !request.params.contains("protocolVersion") ||
+        !request.params["protocolVersion"].is_string()) {
+      return reply_error(request.id, ErrorCode::invalid_params,
+                         "invalid params: initialize needs params.protocolVersion (a string)");
+    }
+    return reply(request.id, initialize(request.params));
+  }
+  if (method == "ping") return reply(request.id, Json::object());
+  if (!initialized_) {
+    return reply_error(request.id, ErrorCode::invalid_request,
+                       "invalid request: the session is not initialized; send initialize first");
+  }
+  if (method == "tools/list") return reply(request.id, Json{{"tools", tools_.list()}});
+  if (method == "tools/call") return call_tool(request.id, request.params);
+  reply_error(request.id, ErrorCode::method_not_found, "method not found: " + method);
+}
+
+void McpSession::on_notification(const Notification& notification) {
+  if (notification.method == "notifications/initialized") return;
+  if (notification.method == "notifications/cancelled") {
+    if (!notification.params.is_object()) return;
+    auto request_id = notification.params.find("requestId");
+    if (request_id == notification.params.end()) return;
+    if (auto call = calls_.find(id_key(*request_id)); call != calls_.end()) {
+      call->second.cancelled = true;
+      spdlog::info("call {} cancelled by the client", call->first);
+    }
+    return;
+  }
+  spdlog::debug("ignored notification {}", notification.method);
+}
+
+Json McpSession::initialize(const Json& params) {
+  const auto requested = params["protocolVersion"].get<std::string>();
+  protocol_version_ = supported(requested) ? requested : std::string(kProtocolVersions[0]);
+  initialized_ = true;
+  std::string client = "unknown client";
+  if (auto info = params.find("clientInfo"); info != params.end() && info->is_object()) {
+    client = info->value("name", client) + " " + info->value("version", "");
+  }
+  spdlog::info("initialized: {} asked for {}, speaking {}", client, requested, protocol_version_);
+  Json result{{"protocolVersion", protocol_version_},
+              {"capabilities", {{"tools", {{"listChanged", false}}}}},
+              {"serverInfo", {{"name", info_.name}, {"version", info_.version}}}};
+  if (!info_.instructions.empty()) result["instructions"] = info_.instructions;
+  return result;
+}
+
+void McpSession::call_tool(const Json& id, const Json& params) {
+  if (!params.is_object() || !params.contains("name") || !params["name"].is_string()) {
+    return reply_error(id, ErrorCode::invalid_params,
+                       "invalid params: tools/call needs params.name (a string)");
+  }
+  const auto name = params["name"].get<std::string>();
+  const auto tool = tools_.find(name);
+  if (!tool) return reply_error(id, ErrorCode::invalid_params, "invalid params: unknown tool " + name);
+  const std::string key = id_key(id);
+  if (calls_.count(key) != 0) {
+    return reply_error(id, ErrorCode::invalid_request,
+                       "invalid request: id " + key + " is already in use by a running call");
+  }
+
+  // Argument problems are tool results, not protocol errors, so the model can correct itself.
+  const Json arguments = params.value("arguments", Json::object());
+  if (!arguments.is_object() || !arguments.contains("code") || !arguments["code"].is_string()) {
+    return reply(id, tools_.result(sandbox::Outcome::failure(
+                         sandbox::ErrorKind::input,
+                         "arguments must be an object with \"code\", a string holding an async "
+                         "arrow function")));
+  }
+  std::string code = arguments["code"].get<std::string>();
+  if (auto refused = sandbox::check_input(code, tools_.limits())) {
+    return reply(id, tools_.result(*refused));
+  }
+
+  calls_.emplace(key, CallState{});
+  const auto started = std::chrono::steady_clock::now();
+  sandbox_.submit(sandbox::Call{*tool, std::move(code)},
+                  [self = shared_from_this(), id, name, started](sandbox::Outcome outcome) {
+                    boost::asio::post(self->executor_, [self, id, name, started,
+                                                        outcome = std::move(outcome)] {
+                      const double ms = std::chrono::duration<double, std::milli>(
+                                            std::chrono::steady_clock::now() - started)
+                                            .count();
+                      spdlog::info("tools/call {} id={}: {} in {:.1f} ms", name, dump(id),
+                                   outcome.ok ? "ok" : sandbox::to_string(outcome.error_kind), ms);
+                      self->finish_call(id, outcome);
+                    });
+                  });
+}
+
+void McpSession::finish_call(const Json& id, const sandbox::Outcome& outcome) {
+  auto call = calls_.find(id_key(id));
+  const bool cancelled = call != calls_.end() && call->second.cancelled;
+  if (call != calls_.end()) calls_.erase(call);
+  if (!cancelled) reply(id, tools_.result(outcome));
+  maybe_idle();
+}
+
+void McpSession::reply(const Json& id, const Json& result) { send_(serialize_result(id, result)); }
+
+void McpSession::reply_error(const Json& id, ErrorCode code, std::string_view message) {
+  send_(serialize_error(id, code, message));
+}
+
+void McpSession::when_idle(std::function<void()> on_idle) {
+  on_idle_ = std::move(on_idle);
+  maybe_idle();
+}
+
+void McpSession::maybe_idle() {
+  if (calls_.empty() && on_idle_) std::exchange(on_idle_, nullptr)();
+}
+
+}  // namespace codemode::server

@@ -1,0 +1,80 @@
+// One MCP client's conversation: lifecycle (initialize, version negotiation), the methods we
+// serve, and the tool calls in flight. Transport-agnostic: a transport feeds it whole messages
+// and gives it a Send function for whole outgoing messages.
+//
+// Threading: every member function runs on the session's executor (the I/O thread for stdio, a
+// connection strand for HTTP). Tool calls run in the sandbox; their completions are posted back
+// to the executor, so answers may leave in a different order than requests came in, and a slow
+// call never holds up ping or tools/list. The session is held by shared_ptr: a completion keeps
+// it alive until the answer is sent.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include <boost/asio/any_io_executor.hpp>
+
+#include "sandbox/sandbox.h"
+#include "server/json_rpc.h"
+#include "server/tools.h"
+
+namespace codemode::server {
+
+// Newest first; initialize answers with the client's version when listed here, else the first.
+inline constexpr std::string_view kProtocolVersions[] = {"2025-11-25", "2025-06-18",
+                                                         "2025-03-26"};
+
+struct ServerInfo {
+  std::string name = "codemode-mcp";
+  std::string version;
+  std::string instructions;
+};
+
+class McpSession : public std::enable_shared_from_this<McpSession> {
+ public:
+  using Send = std::function<void(std::string message)>;
+
+  McpSession(boost::asio::any_io_executor executor, const ToolCatalog& tools,
+             sandbox::Sandbox& sandbox, ServerInfo info, Send send);
+
+  // One message from the peer (a line without its newline, or an HTTP body).
+  void handle(std::string_view message);
+
+  // The transport dropped a message for being larger than `limit` bytes.
+  void reject_oversize(std::size_t limit);
+
+  // Calls `on_idle` once no tool call is in flight (right away when none is). Used to drain
+  // on EOF and on shutdown signals.
+  void when_idle(std::function<void()> on_idle);
+
+  std::size_t in_flight() const { return calls_.size(); }
+
+ private:
+  struct CallState {
+    bool cancelled = false;
+  };
+
+  void on_request(Request request);
+  void on_notification(const Notification& notification);
+  Json initialize(const Json& params);
+  void call_tool(const Json& id, const Json& params);
+  void finish_call(const Json& id, const sandbox::Outcome& outcome);
+  void reply(const Json& id, const Json& result);
+  void reply_error(const Json& id, ErrorCode code, std::string_view message);
+  void maybe_idle();
+
+  boost::asio::any_io_executor executor_;
+  const ToolCatalog& tools_;
+  sandbox::Sandbox& sandbox_;
+  ServerInfo info_;
+  Send send_;
+  bool initialized_ = false;
+  std::string protocol_version_;
+  std::map<std::string, CallState> calls_;  // key: dumped id, so 1 and "1" stay distinct
+  std::function<void()> on_idle_;
+};
+
+}  // namespace codemode::server

@@ -1,0 +1,139 @@
+#include "server/mcp_session.h"
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <catch2/catch.hpp>
+
+using namespace codemode;
+using namespace codemode::server;
+
+namespace {
+
+// A session wired to a real sandbox, with every outgoing message collected in order.
+struct Harness {
+  boost::asio::io_context io;
+  ToolCatalog tools{ApiSummary{"Test API", "1", 1, {}}, config::Limits{}};
+  sandbox::Sandbox sandbox{sandbox::SandboxOptions{config::Limits{}, 1}};
+  std::vector<Json> sent;
+  std::shared_ptr<McpSession> session = std::make_shared<McpSession>(
+      io.get_executor(), tools, sandbox, ServerInfo{"codemode-mcp", "9.9.9", ""},
+      [this](std::string message) { sent.push_back(Json::parse(message)); });
+
+  // Feeds a message and runs the io_context until every call in flight is answered.
+  void send(std::string_view message) {
+    session->handle(message);
+    settle();
+  }
+  void settle() {
+    // The work guard keeps run_one() waiting for completions posted by sandbox workers.
+    auto work = boost::asio::make_work_guard(io);
+    bool idle = false;
+    session->when_idle([&] { idle = true; });
+    io.restart();
+    while (!idle) io.run_one();
+    work.reset();
+    io.poll();
+  }
+  void initialize(std::string_view version = "2025-11-25") {
+    send(R"({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":")" +
+         std::string(version) + R"(","capabilities":{},"clientInfo":{"name":"t","version":"1"}}})");
+  }
+};
+
+}  // namespace
+
+TEST_CASE("initialize negotiates a version we speak", "[server][session]") {
+  for (std::string_view version : kProtocolVersions) {
+    Harness h;
+    h.initialize(version);
+    REQUIRE(h.sent.size() == 1);
+    CHECK(h.sent[0]["result"]["protocolVersion"] == version);
+    CHECK(h.sent[0]["result"]["capabilities"]["tools"].is_object());
+    CHECK(h.sent[0]["result"]["serverInfo"]["version"] == "9.9.9");
+  }
+  Harness h;
+  h.initialize("2024-11-05");
+  CHECK(h.sent[0]["result"]["protocolVersion"] == "2025-11-25");
+}
+
+TEST_CASE("requests before initialize are refused, except ping", "[server][session]") {
+  Harness h;
+  h.send(R"({"jsonrpc":"2.0","id":1,"method":"tools/list"})");
+  h.send(R"({"jsonrpc":"2.0","id":2,"method":"ping"})");
+  REQUIRE(h.sent.size() == 2);
+  CHECK(h.sent[0]["error"]["code"] == -32600);
+  CHECK(h.sent[1]["result"] == Json::object());
+}
+
+TEST_CASE("initialize needs a protocolVersion and comes once", "[server][session]") {
+  Harness h;
+  h.send(R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{}})");
+  CHECK(h.sent.back()["error"]["code"] == -32602);
+  h.initialize();
+  h.initialize();
+  CHECK(h.sent.back()["error"]["code"] == -32600);
+}
+
+TEST_CASE("tools/list and unknown methods", "[server][session]") {
+  Harness h;
+  h.initialize();
+  h.send(R"({"jsonrpc":"2.0","method":"notifications/initialized"})");
+  h.send(R"({"jsonrpc":"2.0","id":"l","method":"tools/list"})");
+  h.send(R"({"jsonrpc":"2.0","id":3,"method":"resources/list"})");
+  REQUIRE(h.sent.size() == 3);  // notifications get no answer
+  CHECK(h.sent[1]["id"] == "l");
+  CHECK(h.sent[1]["result"]["tools"].size() == 2);
+  CHECK(h.sent[2]["error"]["code"] == -32601);
+  CHECK(h.sent[2]["error"]["message"] == "method not found: resources/list");
+}
+
+TEST_CASE("tools/call: protocol errors and input errors", "[server][session]") {
+  Harness h;
+  h.initialize();
+  h.send(R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"nope","arguments":{}}})");
+  CHECK(h.sent.back()["error"]["code"] == -32602);
+  CHECK(h.sent.back()["error"]["message"] == "invalid params: unknown tool nope");
+
+  h.send(R"({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{}})");
+  CHECK(h.sent.back()["error"]["code"] == -32602);
+
+  h.send(R"({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"search","arguments":{"code":5}}})");
+  CHECK(h.sent.back()["result"]["isError"] == true);
+  CHECK(h.sent.back()["result"]["structuredContent"]["error"]["type"] == "input");
+
+  const std::string long_code(20001, 'x');
+  h.send(R"({"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"search","arguments":{"code":")" +
+         long_code + R"("}}})");
+  CHECK(h.sent.back()["result"]["content"][0]["text"] ==
+        "input: code is 20001 characters; the limit is 20000");
+}
+
+TEST_CASE("tools/call reaches the sandbox and answers with its outcome", "[server][session]") {
+  Harness h;
+  h.initialize();
+  h.send(R"({"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"search","arguments":{"code":"async () => 1"}}})");
+  REQUIRE(h.sent.size() == 2);
+  CHECK(h.sent[1]["id"] == 5);
+  CHECK(h.sent[1]["result"]["content"][0]["text"].is_string());
+}
+
+TEST_CASE("a cancelled call sends no result", "[server][session]") {
+  Harness h;
+  h.initialize();
+  h.session->handle(
+      R"({"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"search","arguments":{"code":"async () => 1"}}})");
+  // The completion is posted to the io_context, which has not run yet: the cancel comes first.
+  h.session->handle(
+      R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":6,"reason":"user"}})");
+  h.settle();
+  REQUIRE(h.sent.size() == 1);
+  CHECK(h.session->in_flight() == 0);
+}
+
+TEST_CASE("an oversize message is answered with an error and a null id", "[server][session]") {
+  Harness h;
+  h.session->reject_oversize(1024);
+  REQUIRE(h.sent.size() == 1);
+  CHECK(h.sent[0]["id"].is_null());
+  CHECK(h.sent[0]["error"]["code"] == -32600);
+}

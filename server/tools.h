@@ -1,0 +1,50 @@
+// The two tools as MCP declares them, and the translation of a sandbox Outcome into an MCP
+// tool result (text cut at result_chars, structuredContent, isError with the kind prefix).
+//
+// Built once at start-up from the config and the API description; immutable afterwards and
+// read from any thread.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "config/config.h"
+#include "sandbox/outcome.h"
+#include "sandbox/sandbox.h"
+#include "server/json_rpc.h"
+
+namespace codemode::server {
+
+// What the tool descriptions say about the API; the openapi module supplies it.
+struct ApiSummary {
+  std::string title;
+  std::string version;
+  std::size_t path_count = 0;
+  std::vector<std::string> origins;  // the upstreams execute may call
+};
+
+class ToolCatalog {
+ public:
+  ToolCatalog(ApiSummary api, config::Limits limits);
+
+  // The `tools` array of a tools/list result.
+  const Json& list() const { return list_; }
+
+  // nullopt: no tool of that name.
+  std::optional<sandbox::Tool> find(std::string_view name) const;
+
+  // An MCP CallToolResult for an outcome.
+  Json result(const sandbox::Outcome& outcome) const;
+
+  const config::Limits& limits() const { return limits_; }
+
+ private:
+  config::Limits limits_;
+  Json list_;
+};
+
+// Cuts `text` to at most `limit` characters (code points), never splitting a UTF-8 sequence,
+// and appends a marker saying how many characters were dropped. Unchanged when it fits.
+std::string cut_text(std::string_view text, std::size_t limit);
+
+}  // namespace codemode::server

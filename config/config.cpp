@@ -79,8 +79,8 @@ bool is_plain_key(std::string_view key) {
 
 std::string child_path(std::string_view parent, std::string_view key) {
   if (!is_plain_key(key)) {
-    return std::string(parent) + "[" +
-           Json(std::string(key)).dump(-1, ' ', /*ensure_ascii=*/true) + "]";
+    return std::string(parent) + "[" + Json(std::string(key)).dump(-1, ' ', /*ensure_ascii=*/true) +
+           "]";
   }
   if (parent.empty()) return std::string(key);
   return std::string(parent) + "." + std::string(key);
@@ -99,15 +99,23 @@ std::string printable(const std::string& text) {
 
 std::string_view type_phrase(const Json& value) {
   switch (value.type()) {
-    case Json::value_t::null: return "null";
-    case Json::value_t::boolean: return "a boolean";
+    case Json::value_t::null:
+      return "null";
+    case Json::value_t::boolean:
+      return "a boolean";
     case Json::value_t::number_integer:
-    case Json::value_t::number_unsigned: return "an integer";
-    case Json::value_t::number_float: return "a floating-point number";
-    case Json::value_t::string: return "a string";
-    case Json::value_t::array: return "an array";
-    case Json::value_t::object: return "an object";
-    default: return "an unsupported value";
+    case Json::value_t::number_unsigned:
+      return "an integer";
+    case Json::value_t::number_float:
+      return "a floating-point number";
+    case Json::value_t::string:
+      return "a string";
+    case Json::value_t::array:
+      return "an array";
+    case Json::value_t::object:
+      return "an object";
+    default:
+      return "an unsupported value";
   }
 }
 
@@ -180,10 +188,22 @@ class DocumentBuilder final : public nlohmann::json_sax<Json> {
     if (start == std::string_view::npos || dash == std::string_view::npos) return "syntax error";
     std::string_view detail = text.substr(dash + 3);
     std::string_view expected;
-    static constexpr std::array<std::string_view, 16> kTokenKinds = {
-        "<uninitialized>", "true literal", "false literal", "null literal", "string literal",
-        "number literal", "'['", "'{'", "']'", "'}'", "':'", "','", "<parse error>",
-        "end of input", "'[', '{', or a literal", "unknown token"};
+    static constexpr std::array<std::string_view, 16> kTokenKinds = {"<uninitialized>",
+                                                                     "true literal",
+                                                                     "false literal",
+                                                                     "null literal",
+                                                                     "string literal",
+                                                                     "number literal",
+                                                                     "'['",
+                                                                     "'{'",
+                                                                     "']'",
+                                                                     "'}'",
+                                                                     "':'",
+                                                                     "','",
+                                                                     "<parse error>",
+                                                                     "end of input",
+                                                                     "'[', '{', or a literal",
+                                                                     "unknown token"};
     for (const std::string_view kind : kTokenKinds) {
       const std::string tail = "; expected " + std::string(kind);
       if (detail.ends_with(tail)) {
@@ -561,10 +581,10 @@ class Loader {
     }
     const fs::file_status status = fs::status(path, error);
     if (error || !fs::exists(status)) {
-      add("openapi", "cannot read " + shown + ": " +
-                         (error ? error.message()
-                                : std::make_error_code(std::errc::no_such_file_or_directory)
-                                      .message()));
+      add("openapi",
+          "cannot read " + shown + ": " +
+              (error ? error.message()
+                     : std::make_error_code(std::errc::no_such_file_or_directory).message()));
       return;
     }
     if (!fs::is_regular_file(status)) {
@@ -624,8 +644,7 @@ class Loader {
         add(header_path, "not a valid header name (letters, digits and !#$%&'*+-.^_`|~ only)");
       } else if (const auto reason = reserved_header_reason(name)) {
         add(header_path, *reason);
-      } else if (const auto [it, inserted] = first_spelling.emplace(lower(name), name);
-                 !inserted) {
+      } else if (const auto [it, inserted] = first_spelling.emplace(lower(name), name); !inserted) {
         add(header_path,
             "duplicate of header \"" + it->second + "\" (header names are case-insensitive)");
       } else {
@@ -639,8 +658,9 @@ class Loader {
         return (byte < 0x20 && byte != '\t') || byte == 0x7F;
       });
       if (has_control) {
-        add(header_path, "value contains a control character (CR, LF, NUL or another; only "
-                         "horizontal tab is allowed)");
+        add(header_path,
+            "value contains a control character (CR, LF, NUL or another; only "
+            "horizontal tab is allowed)");
         continue;
       }
       const auto is_space = [](char c) { return c == ' ' || c == '\t'; };

@@ -41,13 +41,13 @@ struct Upstream {
 // The ranges reject values that are surely typos (0 ms, a 1 TB heap) without second-guessing
 // any plausible deployment.
 struct Limits {
-  std::uint32_t code_chars = 20000;          // 1..1000000: longest accepted `code` argument
-  std::uint32_t result_chars = 12000;        // 100..10000000: result JSON text is cut beyond
-  std::uint32_t cpu_ms = 50;                 // 1..600000: CPU time on the isolate's thread
-  std::uint32_t wall_ms = 10000;             // 10..3600000: wall-clock deadline of a call
-  std::uint32_t heap_mb = 64;                // 8..4096: V8 heap cap of an isolate
-  std::uint32_t subrequests = 10;            // 0..10000: fetch() calls per execute call
-  std::uint32_t response_bytes = 1048576;    // 1..1073741824: largest upstream body accepted
+  std::uint32_t code_chars = 20000;        // 1..1000000: longest accepted `code` argument
+  std::uint32_t result_chars = 12000;      // 100..10000000: result JSON text is cut beyond
+  std::uint32_t cpu_ms = 50;               // 1..600000: CPU time on the isolate's thread
+  std::uint32_t wall_ms = 10000;           // 10..3600000: wall-clock deadline of a call
+  std::uint32_t heap_mb = 64;              // 8..4096: V8 heap cap of an isolate
+  std::uint32_t subrequests = 10;          // 0..10000: fetch() calls per execute call
+  std::uint32_t response_bytes = 1048576;  // 1..1073741824: largest upstream body accepted
 };
 
 // The Streamable HTTP transport (used only with --http).
@@ -71,8 +71,8 @@ struct Config {
 };
 
 struct LoadResult {
-  std::optional<Config> config;         // set exactly when problems is empty
-  std::vector<std::string> problems;    // one line each, no trailing newline, no secrets
+  std::optional<Config> config;       // set exactly when problems is empty
+  std::vector<std::string> problems;  // one line each, no trailing newline, no secrets
 };
 
 // Looks an environment variable up; nullopt when it is not set. Injected so tests need no

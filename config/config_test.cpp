@@ -392,8 +392,8 @@ TEST_CASE("${NAME} and ${NAME:-fallback} expand in every string value", "[config
   CHECK(config.http.allowed_origins == std::vector<std::string>{"http://localhost:5173"});
   CHECK(config.http.bearer_tokens == std::vector<std::string>{"abcdefghijklmnopqrstuvwxyz"});
 
-  const Config port_set = workspace.load(with_origin("http://127.0.0.1:${PORT:-8788}"),
-                                         {{"PORT", "9000"}});
+  const Config port_set =
+      workspace.load(with_origin("http://127.0.0.1:${PORT:-8788}"), {{"PORT", "9000"}});
   CHECK(port_set.upstreams[0].origin == "http://127.0.0.1:9000");
 }
 
@@ -426,8 +426,9 @@ TEST_CASE("an unset variable without a fallback is a problem", "[config][env]") 
 
 TEST_CASE("malformed references are problems", "[config][env]") {
   const Workspace workspace;
-  const std::string invalid = " (expected ${NAME} or ${NAME:-fallback}, NAME matching "
-                              "[A-Za-z_][A-Za-z0-9_]*)";
+  const std::string invalid =
+      " (expected ${NAME} or ${NAME:-fallback}, NAME matching "
+      "[A-Za-z_][A-Za-z0-9_]*)";
   CHECK(workspace.problems(with_headers(R"({"X-A": "${1ABC}", "X-B": "x${}", "X-C": "${A-B}",
                                              "X-D": "${A:B}", "X-E": "${A B}"})")) ==
         Problems{
@@ -588,8 +589,9 @@ TEST_CASE("origins are stored normalised", "[config][origin]") {
 TEST_CASE("origins with anything but scheme, host and port are problems", "[config][origin]") {
   const Workspace workspace;
   const std::string port = "port must be a number from 1 to 65535";
-  const std::string host_chars = "host may contain only ASCII letters, digits, '-', '_' and '.' "
-                                 "(write international names in their xn-- form)";
+  const std::string host_chars =
+      "host may contain only ASCII letters, digits, '-', '_' and '.' "
+      "(write international names in their xn-- form)";
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"ftp://x", "scheme must be http or https"},
       {"ws://x", "scheme must be http or https"},
@@ -624,13 +626,12 @@ TEST_CASE("origins with anything but scheme, host and port are problems", "[conf
 
 TEST_CASE("allowed_origins follow the same rules and are normalised", "[config][origin][http]") {
   const Workspace workspace;
-  const Config config =
-      workspace.load(with_http(R"({"allowed_origins": ["HTTP://LocalHost:80",
+  const Config config = workspace.load(with_http(R"({"allowed_origins": ["HTTP://LocalHost:80",
                                                         "http://localhost:5173/",
                                                         "https://App.Example.com:443"]})"));
   CHECK(config.http.allowed_origins == std::vector<std::string>{"http://localhost",
-                                                               "http://localhost:5173",
-                                                               "https://app.example.com"});
+                                                                "http://localhost:5173",
+                                                                "https://app.example.com"});
   CHECK(workspace.problems(with_http(R"({"allowed_origins": ["*", "http://x/app"]})")) ==
         Problems{
             "http.allowed_origins[0]: expected scheme://host[:port], e.g. https://api.example.com",
@@ -650,13 +651,11 @@ TEST_CASE("two upstreams with one origin are a problem", "[config][origin]") {
 
 TEST_CASE("upstream headers keep their order", "[config][headers]") {
   const Workspace workspace;
-  const Config config = workspace.load(
-      with_headers(R"({"X-B": "2", "Authorization": "Bearer x", "X-A": "a\tb",
+  const Config config =
+      workspace.load(with_headers(R"({"X-B": "2", "Authorization": "Bearer x", "X-A": "a\tb",
                        "X-Api.Key": "k"})"));
-  CHECK(config.upstreams[0].headers == Headers{{"X-B", "2"},
-                                               {"Authorization", "Bearer x"},
-                                               {"X-A", "a\tb"},
-                                               {"X-Api.Key", "k"}});
+  CHECK(config.upstreams[0].headers ==
+        Headers{{"X-B", "2"}, {"Authorization", "Bearer x"}, {"X-A", "a\tb"}, {"X-Api.Key", "k"}});
 }
 
 TEST_CASE("header names must be tokens, unique, and not owned by the gateway",
@@ -685,8 +684,9 @@ TEST_CASE("header names must be tokens, unique, and not owned by the gateway",
 
 TEST_CASE("header values must not hold control characters", "[config][headers]") {
   const Workspace workspace;
-  const std::string control = "value contains a control character (CR, LF, NUL or another; "
-                              "only horizontal tab is allowed)";
+  const std::string control =
+      "value contains a control character (CR, LF, NUL or another; "
+      "only horizontal tab is allowed)";
   CHECK(workspace.problems(with_headers(R"({"X-Cr": "a\rb", "X-Lf": "a\nb", "X-Nul": "a\u0000b",
           "X-Esc": "\u001b[0m", "X-Del": "a\u007fb", "X-Lead": " a", "X-Trail": "a\t",
           "X-Empty": ""})")) ==
@@ -710,8 +710,9 @@ TEST_CASE("header values must not hold control characters", "[config][headers]")
 
 TEST_CASE("bearer tokens are long, visible ASCII, without whitespace", "[config][http]") {
   const Workspace workspace;
-  CHECK(workspace.load(with_http(R"({"bearer_tokens": ["0123456789abcdef"]})"))
-            .http.bearer_tokens == std::vector<std::string>{"0123456789abcdef"});
+  CHECK(
+      workspace.load(with_http(R"({"bearer_tokens": ["0123456789abcdef"]})")).http.bearer_tokens ==
+      std::vector<std::string>{"0123456789abcdef"});
   CHECK(workspace.problems(with_http(R"({"bearer_tokens": ["0123456789abcde", "",
           "0123456789 abcdef", "0123456789abcdef\t", "0123456789abcdef\u00e9"]})")) ==
         Problems{
@@ -782,8 +783,8 @@ TEST_CASE("config/markethub.json loads with MARKETHUB_TOKEN set", "[config][mark
   CHECK(config.upstreams[0].headers == Headers{{"Authorization", "Bearer demo-token"}});
   check_default_limits(config.limits);
 
-  const LoadResult other_port = load_file(
-      file, env_of({{"MARKETHUB_TOKEN", "demo-token"}, {"MARKETHUB_PORT", "41234"}}));
+  const LoadResult other_port =
+      load_file(file, env_of({{"MARKETHUB_TOKEN", "demo-token"}, {"MARKETHUB_PORT", "41234"}}));
   REQUIRE(other_port.problems == Problems{});
   CHECK(other_port.config->upstreams[0].origin == "http://127.0.0.1:41234");
 
@@ -805,7 +806,12 @@ TEST_CASE("parse never throws, whatever the text", "[config][syntax]") {
   const Workspace workspace;
   const std::string deep = std::string(20000, '[') + std::string(20000, ']');
   const std::vector<std::string> texts = {
-      deep, "\xFF\xFE{}", "{\"openapi\": \"\xC3\"}", std::string(3, '\0'), "{} {}", "1e999999",
+      deep,
+      "\xFF\xFE{}",
+      "{\"openapi\": \"\xC3\"}",
+      std::string(3, '\0'),
+      "{} {}",
+      "1e999999",
       R"({"openapi": {"nested": [1, 2, {"x": null}]}})",
   };
   for (const std::string& text : texts) {

@@ -22,12 +22,18 @@ enum class ErrorKind {
 
 constexpr std::string_view to_string(ErrorKind kind) {
   switch (kind) {
-    case ErrorKind::input: return "input";
-    case ErrorKind::compile: return "compile";
-    case ErrorKind::runtime: return "runtime";
-    case ErrorKind::timeout: return "timeout";
-    case ErrorKind::memory: return "memory";
-    case ErrorKind::policy: return "policy";
+    case ErrorKind::input:
+      return "input";
+    case ErrorKind::compile:
+      return "compile";
+    case ErrorKind::runtime:
+      return "runtime";
+    case ErrorKind::timeout:
+      return "timeout";
+    case ErrorKind::memory:
+      return "memory";
+    case ErrorKind::policy:
+      return "policy";
   }
   return "runtime";
 }

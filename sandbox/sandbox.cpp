@@ -18,8 +18,8 @@ std::optional<Outcome> check_input(std::string_view code, const config::Limits& 
                                                   " characters; the limit is " +
                                                   std::to_string(limits.code_chars));
   }
-  const bool blank = std::all_of(code.begin(), code.end(),
-                                 [](char c) { return std::isspace(static_cast<unsigned char>(c)); });
+  const bool blank = std::all_of(
+      code.begin(), code.end(), [](char c) { return std::isspace(static_cast<unsigned char>(c)); });
   if (blank) {
     return Outcome::failure(ErrorKind::input,
                             "code is empty; send an async arrow function such as "

@@ -4,10 +4,10 @@
 
 #include <csignal>
 
+#include <spdlog/spdlog.h>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <spdlog/spdlog.h>
 
 #include "server/stdio_transport.h"
 
@@ -25,12 +25,10 @@ int Daemon::run() {
   boost::asio::io_context io;
   const ToolCatalog tools(summarize(options_.api, options_.config), options_.config.limits);
   sandbox::Sandbox sandbox(sandbox::SandboxOptions{options_.config.limits, 0});
-  StdioTransport stdio(io.get_executor(), STDIN_FILENO, STDOUT_FILENO,
-                       options_.max_message_bytes);
+  StdioTransport stdio(io.get_executor(), STDIN_FILENO, STDOUT_FILENO, options_.max_message_bytes);
 
   auto session = std::make_shared<McpSession>(
-      io.get_executor(), tools, sandbox, options_.info,
-      [&stdio](std::string message) {
+      io.get_executor(), tools, sandbox, options_.info, [&stdio](std::string message) {
         if (!stdio.write_line(message)) spdlog::warn("stdout is closed; a message was lost");
       });
 
@@ -61,8 +59,14 @@ int Daemon::run() {
   });
 
   stdio.start(StdioHandlers{
-      .on_line = [&](std::string line) { if (!stopping) session->handle(line); },
-      .on_oversize = [&](std::size_t limit) { if (!stopping) session->reject_oversize(limit); },
+      .on_line =
+          [&](std::string line) {
+            if (!stopping) session->handle(line);
+          },
+      .on_oversize =
+          [&](std::size_t limit) {
+            if (!stopping) session->reject_oversize(limit);
+          },
       .on_eof = [&] { shut_down("stdin closed", false); },
   });
 

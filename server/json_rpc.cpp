@@ -17,7 +17,8 @@ JsonRpcError invalid(std::string message, Json id = nullptr) {
 Message parse_message(std::string_view text) {
   Json message = Json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (message.is_discarded()) {
-    return JsonRpcError{ErrorCode::parse_error, "parse error: the message is not valid JSON", nullptr};
+    return JsonRpcError{ErrorCode::parse_error, "parse error: the message is not valid JSON",
+                        nullptr};
   }
   if (message.is_array()) return invalid("invalid request: JSON-RPC batches are not supported");
   if (!message.is_object()) return invalid("invalid request: a message must be a JSON object");

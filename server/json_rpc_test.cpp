@@ -41,7 +41,8 @@ JsonRpcError error_of(std::string_view text) {
 }
 }  // namespace
 
-TEST_CASE("malformed messages become errors with the id when it can be read", "[server][json_rpc]") {
+TEST_CASE("malformed messages become errors with the id when it can be read",
+          "[server][json_rpc]") {
   auto e = error_of("{not json");
   CHECK(e.code == ErrorCode::parse_error);
   CHECK(e.id.is_null());

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <chrono>
 
-#include <boost/asio/post.hpp>
 #include <spdlog/spdlog.h>
+#include <boost/asio/post.hpp>
 
 namespace codemode::server {
 
@@ -42,9 +42,9 @@ void McpSession::handle(std::string_view message) {
 
 void McpSession::reject_oversize(std::size_t limit) {
   spdlog::warn("dropped a message over {} bytes", limit);
-  send_(serialize_error(nullptr, ErrorCode::invalid_request,
-                        "invalid request: the message exceeds " + std::to_string(limit) +
-                            " bytes and was dropped"));
+  send_(serialize_error(
+      nullptr, ErrorCode::invalid_request,
+      "invalid request: the message exceeds " + std::to_string(limit) + " bytes and was dropped"));
 }
 
 void McpSession::on_request(Request request) {
@@ -109,7 +109,8 @@ void McpSession::call_tool(const Json& id, const Json& params) {
   }
   const auto name = params["name"].get<std::string>();
   const auto tool = tools_.find(name);
-  if (!tool) return reply_error(id, ErrorCode::invalid_params, "invalid params: unknown tool " + name);
+  if (!tool)
+    return reply_error(id, ErrorCode::invalid_params, "invalid params: unknown tool " + name);
   const std::string key = id_key(id);
   if (calls_.count(key) != 0) {
     return reply_error(id, ErrorCode::invalid_request,
@@ -131,18 +132,17 @@ void McpSession::call_tool(const Json& id, const Json& params) {
 
   calls_.emplace(key, CallState{});
   const auto started = std::chrono::steady_clock::now();
-  sandbox_.submit(sandbox::Call{*tool, std::move(code)},
-                  [self = shared_from_this(), id, name, started](sandbox::Outcome outcome) {
-                    boost::asio::post(self->executor_, [self, id, name, started,
-                                                        outcome = std::move(outcome)] {
-                      const double ms = std::chrono::duration<double, std::milli>(
-                                            std::chrono::steady_clock::now() - started)
-                                            .count();
-                      spdlog::info("tools/call {} id={}: {} in {:.1f} ms", name, dump(id),
-                                   outcome.ok ? "ok" : sandbox::to_string(outcome.error_kind), ms);
-                      self->finish_call(id, outcome);
-                    });
-                  });
+  sandbox_.submit(sandbox::Call{*tool, std::move(code)}, [self = shared_from_this(), id, name,
+                                                          started](sandbox::Outcome outcome) {
+    boost::asio::post(self->executor_, [self, id, name, started, outcome = std::move(outcome)] {
+      const double ms =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
+              .count();
+      spdlog::info("tools/call {} id={}: {} in {:.1f} ms", name, dump(id),
+                   outcome.ok ? "ok" : sandbox::to_string(outcome.error_kind), ms);
+      self->finish_call(id, outcome);
+    });
+  });
 }
 
 void McpSession::finish_call(const Json& id, const sandbox::Outcome& outcome) {

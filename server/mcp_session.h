@@ -24,8 +24,7 @@
 namespace codemode::server {
 
 // Newest first; initialize answers with the client's version when listed here, else the first.
-inline constexpr std::string_view kProtocolVersions[] = {"2025-11-25", "2025-06-18",
-                                                         "2025-03-26"};
+inline constexpr std::string_view kProtocolVersions[] = {"2025-11-25", "2025-06-18", "2025-03-26"};
 
 struct ServerInfo {
   std::string name = "codemode-mcp";

@@ -90,20 +90,23 @@ TEST_CASE("tools/list and unknown methods", "[server][session]") {
 TEST_CASE("tools/call: protocol errors and input errors", "[server][session]") {
   Harness h;
   h.initialize();
-  h.send(R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"nope","arguments":{}}})");
+  h.send(
+      R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"nope","arguments":{}}})");
   CHECK(h.sent.back()["error"]["code"] == -32602);
   CHECK(h.sent.back()["error"]["message"] == "invalid params: unknown tool nope");
 
   h.send(R"({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{}})");
   CHECK(h.sent.back()["error"]["code"] == -32602);
 
-  h.send(R"({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"search","arguments":{"code":5}}})");
+  h.send(
+      R"({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"search","arguments":{"code":5}}})");
   CHECK(h.sent.back()["result"]["isError"] == true);
   CHECK(h.sent.back()["result"]["structuredContent"]["error"]["type"] == "input");
 
   const std::string long_code(20001, 'x');
-  h.send(R"({"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"search","arguments":{"code":")" +
-         long_code + R"("}}})");
+  h.send(
+      R"({"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"search","arguments":{"code":")" +
+      long_code + R"("}}})");
   CHECK(h.sent.back()["result"]["content"][0]["text"] ==
         "input: code is 20001 characters; the limit is 20000");
 }
@@ -111,7 +114,8 @@ TEST_CASE("tools/call: protocol errors and input errors", "[server][session]") {
 TEST_CASE("tools/call reaches the sandbox and answers with its outcome", "[server][session]") {
   Harness h;
   h.initialize();
-  h.send(R"({"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"search","arguments":{"code":"async () => 1"}}})");
+  h.send(
+      R"({"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"search","arguments":{"code":"async () => 1"}}})");
   REQUIRE(h.sent.size() == 2);
   CHECK(h.sent[1]["id"] == 5);
   CHECK(h.sent[1]["result"]["content"][0]["text"].is_string());

@@ -6,8 +6,8 @@
 #include <cerrno>
 #include <system_error>
 
-#include <boost/asio/post.hpp>
 #include <spdlog/spdlog.h>
+#include <boost/asio/post.hpp>
 
 namespace codemode::server {
 
@@ -75,7 +75,8 @@ void StdioTransport::read_loop() {
       chunk.remove_prefix(newline + 1);
       if (!dropping) {
         if (!line.empty() && line.back() == '\r') line.pop_back();
-        if (!line.empty()) post([this, l = std::move(line)]() mutable { handlers_.on_line(std::move(l)); });
+        if (!line.empty())
+          post([this, l = std::move(line)]() mutable { handlers_.on_line(std::move(l)); });
         line = std::string();
       }
       dropping = false;

@@ -11,14 +11,13 @@ constexpr std::string_view kCodeDescription =
     "returned as JSON.";
 
 Json code_schema(std::size_t code_chars) {
-  return Json{{"type", "object"},
-              {"properties",
-               {{"code",
-                 {{"type", "string"},
-                  {"description", kCodeDescription},
-                  {"maxLength", code_chars}}}}},
-              {"required", Json::array({"code"})},
-              {"additionalProperties", false}};
+  return Json{
+      {"type", "object"},
+      {"properties",
+       {{"code",
+         {{"type", "string"}, {"description", kCodeDescription}, {"maxLength", code_chars}}}}},
+      {"required", Json::array({"code"})},
+      {"additionalProperties", false}};
 }
 
 std::string limits_sentence(const config::Limits& limits) {
@@ -50,7 +49,8 @@ std::string execute_description(const ApiSummary& api, const config::Limits& lim
          " API by writing JavaScript that uses fetch(). Requests may go only to: " + origins +
          "; relative URLs resolve against the first. Authentication is added for you: do not "
          "set credentials. At most " +
-         std::to_string(limits.subrequests) + " requests per call.\n\n"
+         std::to_string(limits.subrequests) +
+         " requests per call.\n\n"
          "Example: async () => { const r = await fetch('/products?limit=3'); return r.json(); }"
          "\n\n" +
          limits_sentence(limits);

@@ -48,7 +48,8 @@ TEST_CASE("a success result carries the JSON text and structuredContent", "[serv
   CHECK(result["structuredContent"]["logs"] == Json::array({"hello"}));
 }
 
-TEST_CASE("a result over result_chars is cut and left out of structuredContent", "[server][tools]") {
+TEST_CASE("a result over result_chars is cut and left out of structuredContent",
+          "[server][tools]") {
   config::Limits limits;
   limits.result_chars = 100;
   const auto tools = catalog(limits);

@@ -42,6 +42,10 @@ The server exits 0 when stdin closes or on SIGINT/SIGTERM, after running calls f
 Exit status 2: bad arguments or config (one line per problem on stderr).
 )";
 
+constexpr const char* kInstructions =
+    "Use `search` to find the endpoints you need in the API description, then `execute` to call "
+    "them. Both take one async JavaScript arrow function and return its result as JSON.";
+
 struct Arguments {
   std::optional<std::string> config_file;
   std::string log_level = "info";
@@ -104,8 +108,8 @@ int main(int argc, char** argv) {
   codemode::openapi::LoadResult api;
   std::optional<codemode::fixtures::MarkethubServer> demo;
   if (args.config_file) {
-    auto loaded = codemode::config::load_file(*args.config_file,
-                                              codemode::config::process_environment());
+    auto loaded =
+        codemode::config::load_file(*args.config_file, codemode::config::process_environment());
     if (!loaded.config) {
       for (const auto& problem : loaded.problems) {
         std::cerr << *args.config_file << ": " << problem << "\n";
@@ -130,7 +134,8 @@ int main(int argc, char** argv) {
 
   if (::isatty(STDIN_FILENO)) {
     std::cerr << "codemode-mcp " << CODEMODE_VERSION << ": serving MCP on stdio for "
-              << api.document->title << (demo ? " (the built-in demo at " + demo->origin() + ")" : "")
+              << api.document->title
+              << (demo ? " (the built-in demo at " + demo->origin() + ")" : "")
               << ".\nIt expects an MCP client on stdin/stdout, one JSON-RPC message per line; "
                  "add this command to your client's MCP servers (see README.md).\n"
                  "Press Ctrl-D or Ctrl-C to stop.\n";
@@ -139,7 +144,7 @@ int main(int argc, char** argv) {
   codemode::server::Daemon daemon(codemode::server::DaemonOptions{
       .config = std::move(config),
       .api = std::move(*api.document),
-      .info = {.name = "codemode-mcp", .version = CODEMODE_VERSION, .instructions = {}},
+      .info = {.name = "codemode-mcp", .version = CODEMODE_VERSION, .instructions = kInstructions},
   });
   return daemon.run();
 }

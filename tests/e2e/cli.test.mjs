@@ -1,0 +1,87 @@
+// The command line: help, version, argument and config errors.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { writeFileSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { run } from './harness.mjs';
+
+const dir = mkdtempSync(join(tmpdir(), 'codemode-cli-'));
+function configFile(name, content) {
+  const file = join(dir, name);
+  writeFileSync(file, typeof content === 'string' ? content : JSON.stringify(content));
+  return file;
+}
+
+test('--help explains usage on stdout and exits 0', async () => {
+  const { code, stdout } = await run(['--help']);
+  assert.equal(code, 0);
+  assert.match(stdout, /Usage:/);
+  assert.match(stdout, /--config FILE/);
+});
+
+test('--version prints the version', async () => {
+  const { code, stdout } = await run(['--version']);
+  assert.equal(code, 0);
+  assert.match(stdout, /^codemode-mcp \d+\.\d+\.\d+\n$/);
+});
+
+test('an unknown argument exits 2 with a hint and nothing on stdout', async () => {
+  const { code, stdout, stderr } = await run(['--bogus']);
+  assert.equal(code, 2);
+  assert.equal(stdout, '');
+  assert.match(stderr, /unknown argument '--bogus'/);
+  assert.equal((await run(['--config'])).code, 2);
+});
+
+test('a broken config prints every problem, one per line, and exits 2', async () => {
+  const file = configFile('broken.json', {
+    openapi: 'missing.json',
+    upstreams: [{ origin: 'ftp://example.com', headers: { Authorization: 'Bearer ${CLI_TEST_UNSET_VAR}' } }],
+    limits: { cpu_msec: 5, heap_mb: -1 },
+  });
+  const { code, stdout, stderr } = await run(['--config', file]);
+  assert.equal(code, 2);
+  assert.equal(stdout, '');
+  const lines = stderr.trim().split('\n');
+  assert.ok(lines.length >= 5, `expected every problem, got:\n${stderr}`);
+  for (const line of lines) assert.ok(line.startsWith(`${file}: `), line);
+  assert.match(stderr, /openapi: /);
+  assert.match(stderr, /upstreams\[0\]\.origin: /);
+  assert.match(stderr, /CLI_TEST_UNSET_VAR is not set/);
+  assert.match(stderr, /limits\.cpu_msec: unknown key \(did you mean "cpu_ms"\?\)/);
+  assert.match(stderr, /limits\.heap_mb: /);
+});
+
+test('a config error never echoes a credential', async () => {
+  const secret = 'sk-live-SECRET-0123456789abcdef';
+  const file = configFile('secret.json', {
+    openapi: 'missing.json',
+    upstreams: [{ origin: 'http://example.com', headers: { Authorization: `Bearer ${secret}\r\nX: y` } }],
+  });
+  const { code, stderr } = await run(['--config', file]);
+  assert.equal(code, 2);
+  assert.ok(!stderr.includes(secret), stderr);
+});
+
+test('invalid JSON in the config is one problem with its position', async () => {
+  const file = configFile('syntax.json', '{\n  "openapi": "x.json",\n  oops\n}');
+  const { code, stderr } = await run(['--config', file]);
+  assert.equal(code, 2);
+  assert.match(stderr, /line 3, column \d+: syntax error/);
+});
+
+test('a missing config file exits 2', async () => {
+  const { code, stderr } = await run(['--config', join(dir, 'nope.json')]);
+  assert.equal(code, 2);
+  assert.match(stderr, /cannot read/);
+});
+
+test('an OpenAPI document that is not usable exits 2', async () => {
+  const spec = configFile('bad-spec.json', '{"openapi":"3.1.0"}');
+  const file = configFile('spec-config.json', { openapi: spec });
+  const { code, stderr } = await run(['--config', file]);
+  assert.equal(code, 2);
+  assert.match(stderr, /info\.title must be a string/);
+  assert.match(stderr, /paths must be an object/);
+});

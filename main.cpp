@@ -132,6 +132,11 @@ int main(int argc, char** argv) {
     return 2;
   }
 
+  for (const auto& warning : api.document->warnings) spdlog::warn("openapi: {}", warning);
+  spdlog::info("serving {} {}: {} paths, {} $refs ({} circular)", api.document->title,
+               api.document->version, api.document->path_count, api.document->refs.size(),
+               api.document->refs.circular_count());
+
   if (::isatty(STDIN_FILENO)) {
     std::cerr << "codemode-mcp " << CODEMODE_VERSION << ": serving MCP on stdio for "
               << api.document->title

@@ -39,7 +39,9 @@ LoadResult parse_json(std::string_view text) {
   doc.title = (*info)["title"].get<std::string>();
   doc.version = info->value("version", std::string("unversioned"));
   doc.path_count = paths->size();
-  doc.root = std::move(root);
+  auto shared = std::make_shared<const nlohmann::json>(std::move(root));
+  doc.refs = RefIndex::build(*shared, doc.warnings);
+  doc.root = std::move(shared);
   out.document = std::move(doc);
   return out;
 }

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -12,10 +13,16 @@
 
 #include <nlohmann/json.hpp>
 
+#include "openapi/ref_index.h"
+
 namespace codemode::openapi {
 
 struct Document {
-  nlohmann::json root;  // the document as written ($refs not yet resolved)
+  // The document as written. Shared and never modified, so the node addresses `refs` and the
+  // sandbox hold stay valid for as long as any copy of the Document lives.
+  std::shared_ptr<const nlohmann::json> root;
+  RefIndex refs;
+  std::vector<std::string> warnings;  // usable, but worth a log line (e.g. unresolved $refs)
   std::string title;
   std::string version;  // info.version
   std::size_t path_count = 0;

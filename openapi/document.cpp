@@ -7,10 +7,10 @@ namespace codemode::openapi {
 
 LoadResult parse_json(std::string_view text) {
   LoadResult out;
-  nlohmann::json root;
+  nlohmann::ordered_json root;
   try {
-    root = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
+    root = nlohmann::ordered_json::parse(text);
+  } catch (const nlohmann::ordered_json::parse_error& e) {
     out.problems.push_back("not valid JSON at byte " + std::to_string(e.byte));
     return out;
   }
@@ -39,7 +39,7 @@ LoadResult parse_json(std::string_view text) {
   doc.title = (*info)["title"].get<std::string>();
   doc.version = info->value("version", std::string("unversioned"));
   doc.path_count = paths->size();
-  auto shared = std::make_shared<const nlohmann::json>(std::move(root));
+  auto shared = std::make_shared<const nlohmann::ordered_json>(std::move(root));
   doc.refs = RefIndex::build(*shared, doc.warnings);
   doc.root = std::move(shared);
   out.document = std::move(doc);

@@ -17,10 +17,11 @@
 
 namespace codemode::openapi {
 
+// Documents keep their keys in the order written (paths read in the API's own order).
 struct Document {
   // The document as written. Shared and never modified, so the node addresses `refs` and the
   // sandbox hold stay valid for as long as any copy of the Document lives.
-  std::shared_ptr<const nlohmann::json> root;
+  std::shared_ptr<const nlohmann::ordered_json> root;
   RefIndex refs;
   std::vector<std::string> warnings;  // usable, but worth a log line (e.g. unresolved $refs)
   std::string title;

@@ -8,7 +8,7 @@ namespace codemode::openapi {
 
 namespace {
 
-using nlohmann::json;
+using json = nlohmann::ordered_json;
 
 // Deeper than any real document; a bound so a pathological one cannot exhaust the stack.
 constexpr int kMaxDepth = 2000;

@@ -24,17 +24,18 @@ namespace codemode::openapi {
 class RefIndex {
  public:
   struct Ref {
-    std::string pointer;                     // the $ref text as written
-    const nlohmann::json* target = nullptr;  // nullptr: not resolvable (external or missing)
-    bool circular = false;                   // following it would lead back into itself
+    std::string pointer;  // the $ref text as written
+    const nlohmann::ordered_json* target =
+        nullptr;            // nullptr: not resolvable (external or missing)
+    bool circular = false;  // following it would lead back into itself
   };
 
   // Indexes every `$ref` under `root`. Refs it cannot resolve are kept as written and each
   // distinct one is reported once in `warnings`.
-  static RefIndex build(const nlohmann::json& root, std::vector<std::string>& warnings);
+  static RefIndex build(const nlohmann::ordered_json& root, std::vector<std::string>& warnings);
 
   // The ref an object node stands for; nullptr when the node is not a `{"$ref": string}` object.
-  const Ref* find(const nlohmann::json* node) const {
+  const Ref* find(const nlohmann::ordered_json* node) const {
     auto it = refs_.find(node);
     return it == refs_.end() ? nullptr : &it->second;
   }
@@ -43,11 +44,12 @@ class RefIndex {
   std::size_t circular_count() const;
 
  private:
-  std::unordered_map<const nlohmann::json*, Ref> refs_;
+  std::unordered_map<const nlohmann::ordered_json*, Ref> refs_;
 };
 
 // Resolves a local reference ("#", "#/components/schemas/Pet", with ~0 ~1 and %-escapes)
 // against `root`; nullptr when it is not local or names nothing.
-const nlohmann::json* resolve_local_ref(const nlohmann::json& root, std::string_view ref);
+const nlohmann::ordered_json* resolve_local_ref(const nlohmann::ordered_json& root,
+                                                std::string_view ref);
 
 }  // namespace codemode::openapi

@@ -5,7 +5,7 @@
 #include <catch2/catch.hpp>
 
 using namespace codemode::openapi;
-using nlohmann::json;
+using json = nlohmann::ordered_json;
 
 namespace {
 

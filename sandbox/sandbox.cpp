@@ -1,5 +1,7 @@
 #include "sandbox/sandbox.h"
 
+#include "sandbox/v8_platform.h"
+
 #include <algorithm>
 #include <cctype>
 
@@ -29,10 +31,12 @@ std::optional<Outcome> check_input(std::string_view code, const config::Limits& 
 }
 
 Sandbox::Sandbox(SandboxOptions options) : options_(std::move(options)) {
+  ensure_v8_initialized();
   unsigned n = options_.workers != 0 ? options_.workers : std::thread::hardware_concurrency();
   n = std::max(1u, n);
   workers_.reserve(n);
-  for (unsigned i = 0; i < n; ++i) workers_.emplace_back([this] { worker_loop(); });
+  running_.resize(n);
+  for (unsigned i = 0; i < n; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
 }
 
 Sandbox::~Sandbox() {
@@ -52,7 +56,7 @@ void Sandbox::submit(Call call, Completion done) {
   wake_.notify_one();
 }
 
-void Sandbox::worker_loop() {
+void Sandbox::worker_loop(unsigned slot) {
   for (;;) {
     Job job;
     {
@@ -61,16 +65,28 @@ void Sandbox::worker_loop() {
       if (queue_.empty()) return;  // stopping and drained
       job = std::move(queue_.front());
       queue_.pop_front();
+      if (!job.call.cancel) job.call.cancel = std::make_shared<CancelToken>();
+      running_[slot] = job.call.cancel;
     }
-    job.done(run(job.call));
+    Outcome outcome = run_in_fresh_isolate(RunRequest{
+        job.call.tool, job.call.code, &options_.limits, options_.api, job.call.cancel.get()});
+    {
+      std::lock_guard lock(mutex_);
+      running_[slot].reset();
+    }
+    job.done(std::move(outcome));
   }
 }
 
-Outcome Sandbox::run(const Call& call) {
-  // TODO(sandbox): run the code in a fresh V8 isolate (issue 3).
-  return Outcome::failure(ErrorKind::runtime, std::string(to_string(call.tool)) +
-                                                  " is not available yet: this build has no "
-                                                  "JavaScript sandbox");
+void Sandbox::cancel_all() {
+  std::lock_guard lock(mutex_);
+  for (auto& job : queue_) {
+    if (!job.call.cancel) job.call.cancel = std::make_shared<CancelToken>();
+    job.call.cancel->cancel();
+  }
+  for (auto& token : running_) {
+    if (token) token->cancel();
+  }
 }
 
 }  // namespace codemode::sandbox

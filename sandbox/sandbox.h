@@ -21,20 +21,12 @@
 #include <vector>
 
 #include "config/config.h"
+#include "openapi/document.h"
+#include "sandbox/call.h"
+#include "sandbox/isolate_runner.h"
 #include "sandbox/outcome.h"
 
 namespace codemode::sandbox {
-
-enum class Tool { search, execute };
-
-constexpr std::string_view to_string(Tool tool) {
-  return tool == Tool::search ? "search" : "execute";
-}
-
-struct Call {
-  Tool tool = Tool::search;
-  std::string code;
-};
 
 // Refuses code that must never reach an isolate. nullopt: the code may run.
 std::optional<Outcome> check_input(std::string_view code, const config::Limits& limits);
@@ -45,6 +37,8 @@ std::size_t count_code_points(std::string_view utf8);
 struct SandboxOptions {
   config::Limits limits;
   unsigned workers = 0;  // 0: one per hardware thread
+  // The document `search` code sees as `spec`; must outlive the Sandbox. Null: no `spec`.
+  const openapi::Document* api = nullptr;
 };
 
 class Sandbox {
@@ -56,8 +50,12 @@ class Sandbox {
   Sandbox(const Sandbox&) = delete;
   Sandbox& operator=(const Sandbox&) = delete;
 
-  // Queues a call; `done` runs exactly once on a worker thread.
+  // Queues a call; `done` runs exactly once on a worker thread. A call whose token is
+  // cancelled completes with `runtime: cancelled`, at once if it has not started.
   void submit(Call call, Completion done);
+
+  // Cancels every queued and running call (shutdown when the grace period is over).
+  void cancel_all();
 
   const config::Limits& limits() const { return options_.limits; }
 
@@ -66,13 +64,13 @@ class Sandbox {
     Call call;
     Completion done;
   };
-  void worker_loop();
-  Outcome run(const Call& call);
+  void worker_loop(unsigned slot);
 
   SandboxOptions options_;
   std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<Job> queue_;
+  std::vector<std::shared_ptr<CancelToken>> running_;  // one slot per worker, under mutex_
   bool stopping_ = false;
   std::vector<std::thread> workers_;
 };

@@ -30,7 +30,7 @@ TEST_CASE("every submitted call completes exactly once, also at shutdown", "[san
   {
     Sandbox sandbox(SandboxOptions{config::Limits{}, 2});
     for (int i = 0; i < 50; ++i) {
-      sandbox.submit(Call{Tool::search, "async () => 1"}, [&](Outcome) { ++completed; });
+      sandbox.submit(Call{Tool::search, "async () => 1", nullptr}, [&](Outcome) { ++completed; });
     }
   }  // the destructor drains the queue
   CHECK(completed == 50);

@@ -24,7 +24,7 @@ Daemon::Daemon(DaemonOptions options) : options_(std::move(options)) {}
 int Daemon::run() {
   boost::asio::io_context io;
   const ToolCatalog tools(summarize(options_.api, options_.config), options_.config.limits);
-  sandbox::Sandbox sandbox(sandbox::SandboxOptions{options_.config.limits, 0});
+  sandbox::Sandbox sandbox(sandbox::SandboxOptions{options_.config.limits, 0, &options_.api});
   StdioTransport stdio(io.get_executor(), STDIN_FILENO, STDOUT_FILENO, options_.max_message_bytes);
 
   auto session = std::make_shared<McpSession>(
@@ -43,7 +43,8 @@ int Daemon::run() {
       grace.expires_after(options_.shutdown_grace);
       grace.async_wait([&](boost::system::error_code ec) {
         if (ec) return;
-        spdlog::warn("shutdown grace period over; {} call(s) abandoned", session->in_flight());
+        spdlog::warn("shutdown grace period over; cancelling {} call(s)", session->in_flight());
+        sandbox.cancel_all();  // the workers finish at once; their answers are not awaited
         io.stop();
       });
     }

@@ -78,7 +78,7 @@ void McpSession::on_notification(const Notification& notification) {
     auto request_id = notification.params.find("requestId");
     if (request_id == notification.params.end()) return;
     if (auto call = calls_.find(id_key(*request_id)); call != calls_.end()) {
-      call->second.cancelled = true;
+      call->second.cancel->cancel();  // the isolate stops; the outcome is dropped unsent
       spdlog::info("call {} cancelled by the client", call->first);
     }
     return;
@@ -130,24 +130,26 @@ void McpSession::call_tool(const Json& id, const Json& params) {
     return reply(id, tools_.result(*refused));
   }
 
-  calls_.emplace(key, CallState{});
+  auto cancel = std::make_shared<sandbox::CancelToken>();
+  calls_.emplace(key, CallState{cancel});
   const auto started = std::chrono::steady_clock::now();
-  sandbox_.submit(sandbox::Call{*tool, std::move(code)}, [self = shared_from_this(), id, name,
-                                                          started](sandbox::Outcome outcome) {
-    boost::asio::post(self->executor_, [self, id, name, started, outcome = std::move(outcome)] {
-      const double ms =
-          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
-              .count();
-      spdlog::info("tools/call {} id={}: {} in {:.1f} ms", name, dump(id),
-                   outcome.ok ? "ok" : sandbox::to_string(outcome.error_kind), ms);
-      self->finish_call(id, outcome);
-    });
-  });
+  sandbox_.submit(
+      sandbox::Call{*tool, std::move(code), std::move(cancel)},
+      [self = shared_from_this(), id, name, started](sandbox::Outcome outcome) {
+        boost::asio::post(self->executor_, [self, id, name, started, outcome = std::move(outcome)] {
+          const double ms =
+              std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
+                  .count();
+          spdlog::info("tools/call {} id={}: {} in {:.1f} ms", name, dump(id),
+                       outcome.ok ? "ok" : sandbox::to_string(outcome.error_kind), ms);
+          self->finish_call(id, outcome);
+        });
+      });
 }
 
 void McpSession::finish_call(const Json& id, const sandbox::Outcome& outcome) {
   auto call = calls_.find(id_key(id));
-  const bool cancelled = call != calls_.end() && call->second.cancelled;
+  const bool cancelled = call != calls_.end() && call->second.cancel->cancelled();
   if (call != calls_.end()) calls_.erase(call);
   if (!cancelled) reply(id, tools_.result(outcome));
   maybe_idle();

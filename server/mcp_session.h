@@ -53,7 +53,7 @@ class McpSession : public std::enable_shared_from_this<McpSession> {
 
  private:
   struct CallState {
-    bool cancelled = false;
+    std::shared_ptr<sandbox::CancelToken> cancel;
   };
 
   void on_request(Request request);

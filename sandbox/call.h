@@ -1,0 +1,25 @@
+// A tool call as the sandbox receives it. Plain data; moves between the I/O thread and a worker.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace codemode::sandbox {
+
+enum class Tool { search, execute };
+
+constexpr std::string_view to_string(Tool tool) {
+  return tool == Tool::search ? "search" : "execute";
+}
+
+class CancelToken;
+
+struct Call {
+  Tool tool = Tool::search;
+  std::string code;
+  // Lets the submitter stop the call from its own thread (notifications/cancelled, shutdown).
+  std::shared_ptr<CancelToken> cancel;
+};
+
+}  // namespace codemode::sandbox

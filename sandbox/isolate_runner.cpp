@@ -1,0 +1,758 @@
+#include "sandbox/isolate_runner.h"
+
+#include <pthread.h>
+#include <time.h>
+
+#include <v8.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <optional>
+#include <thread>
+#include <variant>
+#include <vector>
+
+#include "sandbox/spec_view.h"
+#include "sandbox/v8_platform.h"
+
+namespace codemode::embedded {
+std::string_view sandbox_bootstrap_js();
+std::string_view sandbox_url_js();
+}  // namespace codemode::embedded
+
+namespace codemode::sandbox {
+
+// ------------------------------------------------------------------------------------------
+// SpecSource, CancelToken
+
+void CancelToken::cancel() {
+  std::lock_guard lock(mutex_);
+  if (cancelled_) return;
+  cancelled_ = true;
+  if (on_cancel_) on_cancel_();
+}
+
+bool CancelToken::cancelled() const {
+  std::lock_guard lock(mutex_);
+  return cancelled_;
+}
+
+// Hooks a running call into a token for the call's duration. The hook runs under the token's
+// mutex, so once the registration is destroyed no cancel() can reach the (disposed) isolate.
+class CancelRegistration {
+ public:
+  CancelRegistration(CancelToken* token, std::function<void()> hook) : token_(token) {
+    if (!token_) return;
+    std::lock_guard lock(token_->mutex_);
+    token_->on_cancel_ = std::move(hook);
+    if (token_->cancelled_) token_->on_cancel_();
+  }
+  ~CancelRegistration() {
+    if (!token_) return;
+    std::lock_guard lock(token_->mutex_);
+    token_->on_cancel_ = nullptr;
+  }
+  CancelRegistration(const CancelRegistration&) = delete;
+  CancelRegistration& operator=(const CancelRegistration&) = delete;
+
+ private:
+  CancelToken* token_;
+};
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr std::size_t kMB = 1024 * 1024;
+constexpr std::size_t kMaxLogLines = 100;
+constexpr std::size_t kMaxLogChars = 8000;
+constexpr std::size_t kMaxErrorChars = 2000;
+
+// Why a call stopped early. The first reason wins; later ones are ignored.
+enum class Stop { none, cpu, wall, heap, cancelled };
+
+// State shared between the worker (which runs JS and waits for timers), the watchdog thread,
+// the near-heap-limit callback and a canceller. trip() may run on any of them.
+class Interrupts {
+ public:
+  explicit Interrupts(v8::Isolate* isolate) : isolate_(isolate) {}
+
+  void trip(Stop reason) {
+    Stop expected = Stop::none;
+    if (!reason_.compare_exchange_strong(expected, reason)) return;
+    isolate_->TerminateExecution();
+    std::lock_guard lock(mutex_);
+    wake_.notify_all();
+  }
+  Stop reason() const { return reason_.load(); }
+
+  // Worker: sleeps until `deadline` or until a trip.
+  void wait_until(Clock::time_point deadline) {
+    std::unique_lock lock(mutex_);
+    wake_.wait_until(lock, deadline, [this] { return reason_.load() != Stop::none; });
+  }
+
+ private:
+  v8::Isolate* isolate_;
+  std::atomic<Stop> reason_{Stop::none};
+  std::mutex mutex_;
+  std::condition_variable wake_;
+};
+
+std::chrono::nanoseconds thread_cpu_time(clockid_t clock) {
+  timespec ts{};
+  clock_gettime(clock, &ts);
+  return std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec);
+}
+
+// Enforces cpu_ms on the worker's CPU clock and wall_ms on the steady clock. CPU time never
+// advances faster than wall time, so sleeping for the CPU budget still left cannot overshoot
+// it; the watchdog wakes rarely for waiting code and converges on a busy loop's deadline.
+// Joined in the destructor, which runs before the isolate is disposed.
+class Watchdog {
+ public:
+  Watchdog(Interrupts& interrupts, clockid_t cpu_clock, std::chrono::nanoseconds cpu_budget,
+           Clock::time_point wall_deadline)
+      : interrupts_(interrupts),
+        cpu_clock_(cpu_clock),
+        cpu_limit_(thread_cpu_time(cpu_clock) + cpu_budget),
+        wall_deadline_(wall_deadline),
+        thread_([this] { loop(); }) {}
+  ~Watchdog() {
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
+    }
+    wake_.notify_all();
+    thread_.join();
+  }
+  Watchdog(const Watchdog&) = delete;
+  Watchdog& operator=(const Watchdog&) = delete;
+
+ private:
+  void loop() {
+    using namespace std::chrono;
+    std::unique_lock lock(mutex_);
+    while (!stopping_) {
+      const auto cpu_left = cpu_limit_ - thread_cpu_time(cpu_clock_);
+      if (cpu_left <= nanoseconds::zero()) return interrupts_.trip(Stop::cpu);
+      const auto now = Clock::now();
+      if (now >= wall_deadline_) return interrupts_.trip(Stop::wall);
+      const auto sleep = std::max<nanoseconds>(
+          std::min<nanoseconds>(cpu_left, wall_deadline_ - now), microseconds(200));
+      wake_.wait_for(lock, sleep, [this] { return stopping_; });
+    }
+  }
+
+  Interrupts& interrupts_;
+  clockid_t cpu_clock_;
+  std::chrono::nanoseconds cpu_limit_;
+  Clock::time_point wall_deadline_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stopping_ = false;
+  std::thread thread_;  // last: starts after every member it reads
+};
+
+// ArrayBuffer memory lives outside the V8 heap cap; this allocator gives it its own budget.
+// Free() may run on V8's background threads, hence the atomic.
+class BudgetAllocator final : public v8::ArrayBuffer::Allocator {
+ public:
+  explicit BudgetAllocator(std::size_t budget) : budget_(budget) {}
+  void* Allocate(std::size_t length) override {
+    if (!reserve(length)) return nullptr;
+    void* p = std::calloc(std::max<std::size_t>(length, 1), 1);
+    if (!p) used_ -= length;
+    return p;
+  }
+  void* AllocateUninitialized(std::size_t length) override {
+    if (!reserve(length)) return nullptr;
+    void* p = std::malloc(std::max<std::size_t>(length, 1));
+    if (!p) used_ -= length;
+    return p;
+  }
+  void Free(void* data, std::size_t length) override {
+    std::free(data);
+    used_ -= length;
+  }
+  bool refused() const { return refused_.load(); }
+
+ private:
+  bool reserve(std::size_t length) {
+    if (used_.fetch_add(length) + length > budget_) {
+      used_ -= length;
+      refused_ = true;
+      return false;
+    }
+    return true;
+  }
+  const std::size_t budget_;
+  std::atomic<std::size_t> used_{0};
+  std::atomic<bool> refused_{false};
+};
+
+// console.* output of one call, bounded by lines and characters.
+class LogSink {
+ public:
+  void add(int level, std::string_view text) {
+    static constexpr std::string_view kPrefix[] = {"", "[info] ", "[warn] ", "[error] ",
+                                                   "[debug] "};
+    if (lines_.size() >= kMaxLogLines || chars_ >= kMaxLogChars) {
+      ++dropped_;
+      return;
+    }
+    std::string line(kPrefix[level < 0 || level > 4 ? 0 : level]);
+    line += text;
+    if (chars_ + line.size() > kMaxLogChars) {
+      const std::size_t keep = kMaxLogChars - chars_;
+      const std::size_t cut = line.size() - keep;
+      line.resize(keep);
+      while (!line.empty() && (static_cast<unsigned char>(line.back()) & 0xC0) == 0x80) {
+        line.pop_back();  // do not split a UTF-8 sequence
+      }
+      if (!line.empty() && static_cast<unsigned char>(line.back()) >= 0xC0) line.pop_back();
+      line += "…[" + std::to_string(cut) + " chars dropped]";
+    }
+    chars_ += line.size();
+    lines_.push_back(std::move(line));
+  }
+  std::vector<std::string> take() {
+    if (dropped_ > 0) lines_.push_back("…[" + std::to_string(dropped_) + " more lines dropped]");
+    return std::move(lines_);
+  }
+
+ private:
+  std::vector<std::string> lines_;
+  std::size_t chars_ = 0;
+  std::size_t dropped_ = 0;
+};
+
+struct Timer {
+  std::uint32_t id;
+  v8::Global<v8::Function> callback;
+  v8::Global<v8::Array> args;
+};
+
+// Everything the host functions of one call reach through the isolate's data slot.
+struct CallState {
+  LogSink logs;
+  std::multimap<std::pair<Clock::time_point, std::uint64_t>, Timer> timers;
+  std::uint64_t timer_sequence = 0;
+  std::uint32_t next_timer_id = 1;
+  Clock::time_point wall_deadline;
+};
+
+CallState& state_of(v8::Isolate* isolate) { return *static_cast<CallState*>(isolate->GetData(0)); }
+
+v8::Local<v8::String> v8_string(v8::Isolate* isolate, std::string_view text) {
+  return v8::String::NewFromUtf8(isolate, text.data(), v8::NewStringType::kNormal,
+                                 static_cast<int>(text.size()))
+      .ToLocalChecked();
+}
+
+std::string utf8(v8::Isolate* isolate, v8::Local<v8::Value> value) {
+  v8::String::Utf8Value text(isolate, value);
+  return *text ? std::string(*text, text.length()) : std::string();
+}
+
+void throw_type_error(v8::Isolate* isolate, std::string_view message) {
+  isolate->ThrowException(v8::Exception::TypeError(v8_string(isolate, message)));
+}
+
+// ------------------------------------------------------------------------------------------
+// Host functions. Each is reached only through the bootstrap closure, which checks argument
+// types first; the checks here are for invariants, not for the code's benefit.
+
+void host_log(const v8::FunctionCallbackInfo<v8::Value>& info) {
+  v8::Isolate* isolate = info.GetIsolate();
+  if (info.Length() < 2 || !info[0]->IsInt32() || !info[1]->IsString()) return;
+  state_of(isolate).logs.add(info[0].As<v8::Int32>()->Value(), utf8(isolate, info[1]));
+}
+
+void host_set_timeout(const v8::FunctionCallbackInfo<v8::Value>& info) {
+  v8::Isolate* isolate = info.GetIsolate();
+  if (info.Length() < 3 || !info[0]->IsFunction() || !info[1]->IsNumber() || !info[2]->IsArray()) {
+    return throw_type_error(isolate, "setTimeout: bad arguments");
+  }
+  CallState& state = state_of(isolate);
+  const double delay = std::clamp(info[1].As<v8::Number>()->Value(), 0.0, 1e9);
+  const auto due =
+      Clock::now() + std::chrono::microseconds(static_cast<std::int64_t>(delay * 1000));
+  const std::uint32_t id = state.next_timer_id++;
+  // A timer due after the wall deadline can never fire; it still counts as pending work, so the
+  // call ends as a wall timeout rather than "never settled" — that is what the code asked for.
+  state.timers.emplace(std::make_pair(due, state.timer_sequence++),
+                       Timer{id, v8::Global<v8::Function>(isolate, info[0].As<v8::Function>()),
+                             v8::Global<v8::Array>(isolate, info[2].As<v8::Array>())});
+  info.GetReturnValue().Set(id);
+}
+
+void host_clear_timeout(const v8::FunctionCallbackInfo<v8::Value>& info) {
+  if (info.Length() < 1 || !info[0]->IsNumber()) return;
+  const double id = info[0].As<v8::Number>()->Value();
+  auto& timers = state_of(info.GetIsolate()).timers;
+  for (auto it = timers.begin(); it != timers.end(); ++it) {
+    if (it->second.id == id) {
+      timers.erase(it);
+      return;
+    }
+  }
+}
+
+void host_queue_microtask(const v8::FunctionCallbackInfo<v8::Value>& info) {
+  if (info.Length() < 1 || !info[0]->IsFunction()) return;
+  info.GetIsolate()->EnqueueMicrotask(info[0].As<v8::Function>());
+}
+
+void host_structured_clone(const v8::FunctionCallbackInfo<v8::Value>& info) {
+  v8::Isolate* isolate = info.GetIsolate();
+  v8::Local<v8::Context> context = isolate->GetCurrentContext();
+  v8::ValueSerializer serializer(isolate);
+  serializer.WriteHeader();
+  if (!serializer.WriteValue(context, info[0]).FromMaybe(false)) return;  // DataCloneError thrown
+  const std::pair<std::uint8_t*, std::size_t> buffer = serializer.Release();
+  std::unique_ptr<std::uint8_t, decltype(&std::free)> owned(buffer.first, &std::free);
+  v8::ValueDeserializer deserializer(isolate, buffer.first, buffer.second);
+  if (!deserializer.ReadHeader(context).FromMaybe(false)) return;
+  v8::Local<v8::Value> copy;
+  if (deserializer.ReadValue(context).ToLocal(&copy)) info.GetReturnValue().Set(copy);
+}
+
+void host_utf8_encode(const v8::FunctionCallbackInfo<v8::Value>& info) {
+  v8::Isolate* isolate = info.GetIsolate();
+  if (info.Length() < 1 || !info[0]->IsString())
+    return throw_type_error(isolate, "expected a string");
+  v8::Local<v8::String> text = info[0].As<v8::String>();
+  const int length = text->Utf8Length(isolate);
+  v8::Local<v8::ArrayBuffer> buffer = v8::ArrayBuffer::New(isolate, length);  // may throw
+  if (buffer.IsEmpty()) return;
+  text->WriteUtf8(isolate, static_cast<char*>(buffer->GetBackingStore()->Data()), length, nullptr,
+                  v8::String::NO_NULL_TERMINATION | v8::String::REPLACE_INVALID_UTF8);
+  info.GetReturnValue().Set(v8::Uint8Array::New(buffer, 0, length));
+}
+
+bool valid_utf8(const unsigned char* p, std::size_t n) {
+  std::size_t i = 0;
+  while (i < n) {
+    const unsigned char c = p[i];
+    std::size_t len = 0;
+    std::uint32_t cp = 0;
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    if ((c & 0xE0) == 0xC0) {
+      len = 2;
+      cp = c & 0x1F;
+    } else if ((c & 0xF0) == 0xE0) {
+      len = 3;
+      cp = c & 0x0F;
+    } else if ((c & 0xF8) == 0xF0) {
+      len = 4;
+      cp = c & 0x07;
+    } else
+      return false;
+    if (i + len > n) return false;
+    for (std::size_t k = 1; k < len; ++k) {
+      if ((p[i + k] & 0xC0) != 0x80) return false;
+      cp = (cp << 6) | (p[i + k] & 0x3F);
+    }
+    static constexpr std::uint32_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};
+    if (cp < kMin[len] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
+    i += len;
+  }
+  return true;
+}
+
+void host_utf8_decode(const v8::FunctionCallbackInfo<v8::Value>& info) {
+  v8::Isolate* isolate = info.GetIsolate();
+  if (info.Length() < 1 || !info[0]->IsUint8Array())
+    return throw_type_error(isolate, "expected bytes");
+  v8::Local<v8::Uint8Array> view = info[0].As<v8::Uint8Array>();
+  std::string bytes(view->ByteLength(), '\0');
+  view->CopyContents(bytes.data(), bytes.size());
+  if (info.Length() > 1 && info[1]->IsTrue() &&
+      !valid_utf8(reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size())) {
+    return throw_type_error(isolate, "TextDecoder.decode: the input is not valid UTF-8");
+  }
+  // NewFromUtf8 replaces malformed sequences with U+FFFD, as the WHATWG decoder does.
+  v8::Local<v8::String> text;
+  if (v8::String::NewFromUtf8(isolate, bytes.data(), v8::NewStringType::kNormal,
+                              static_cast<int>(bytes.size()))
+          .ToLocal(&text)) {
+    info.GetReturnValue().Set(text);
+  }
+}
+
+// ------------------------------------------------------------------------------------------
+// Messages
+
+std::string one_line(std::string text) {
+  for (char& c : text) {
+    if (c == '\n' || c == '\r') c = ' ';
+  }
+  if (text.size() > kMaxErrorChars) {
+    const std::size_t cut = text.size() - kMaxErrorChars;
+    text.resize(kMaxErrorChars);
+    while (!text.empty() && (static_cast<unsigned char>(text.back()) & 0xC0) == 0x80)
+      text.pop_back();
+    if (!text.empty() && static_cast<unsigned char>(text.back()) >= 0xC0) text.pop_back();
+    text += "…[" + std::to_string(cut) + " chars dropped]";
+  }
+  return text;
+}
+
+// "TypeError: x is not a function" for a thrown value, computed by V8 without running any of
+// the code's getters (message text is built side-effect free), and without stack frames.
+std::string describe_exception(v8::Isolate* isolate, v8::Local<v8::Value> exception) {
+  v8::Local<v8::Message> message = v8::Exception::CreateMessage(isolate, exception);
+  std::string text = utf8(isolate, message->Get());
+  constexpr std::string_view kUncaught = "Uncaught ";
+  if (text.starts_with(kUncaught)) text.erase(0, kUncaught.size());
+  return one_line(std::move(text));
+}
+
+std::string stop_message(Stop reason, const config::Limits& limits) {
+  switch (reason) {
+    case Stop::cpu:
+      return "cpu limit " + std::to_string(limits.cpu_ms) + " ms exceeded";
+    case Stop::wall:
+      return "wall limit " + std::to_string(limits.wall_ms) + " ms exceeded";
+    case Stop::heap:
+      return "heap limit " + std::to_string(limits.heap_mb) + " MB exceeded";
+    case Stop::cancelled:
+      return "cancelled";
+    case Stop::none:
+      break;
+  }
+  return "stopped";
+}
+
+ErrorKind stop_kind(Stop reason) {
+  switch (reason) {
+    case Stop::cpu:
+    case Stop::wall:
+      return ErrorKind::timeout;
+    case Stop::heap:
+      return ErrorKind::memory;
+    default:
+      return ErrorKind::runtime;
+  }
+}
+
+// ------------------------------------------------------------------------------------------
+// Compilation
+
+v8::MaybeLocal<v8::Script> compile(v8::Local<v8::Context> context, std::string_view source,
+                                   std::string_view name, int line_offset) {
+  v8::Isolate* isolate = context->GetIsolate();
+  v8::ScriptOrigin origin(isolate, v8_string(isolate, name), line_offset);
+  v8::ScriptCompiler::Source script_source(v8_string(isolate, source), origin);
+  return v8::ScriptCompiler::Compile(context, &script_source);
+}
+
+// Compiles the code as exactly one expression, or returns the SyntaxError text.
+//
+// Why two wrappers: a single wrapper like `(\n<code>\n)` is escapable, because the code may
+// close the wrapper's bracket itself and smuggle statements in between
+// (`1); evil(); (2`). So the code must parse in two wrappers whose innermost open bracket
+// differs: `(\n<code>\n)` and `({[\n<code>\n]: 0})`. Both parses see the same token stream for
+// the code (after `(` and after `[` the lexer is in the same state: a `/` starts a regex), so
+// a bracket in the code that closes the wrapper's `(` would have to close the other's `[`
+// too, which no grammar allows: one of the two parses fails. Hence when both succeed the
+// code is balanced and spans the whole inside of each wrapper. The computed property key
+// `[ AssignmentExpression ]` also refuses a top-level comma, so `f, evil()` fails there.
+// The newlines keep a trailing `//` comment from eating the closing bracket; an unterminated
+// `/*`, string or template swallows the closing bracket and so fails to parse.
+// Compiling does not run anything; the first wrapper's script is then run to get the value.
+std::variant<v8::Local<v8::Script>, std::string> compile_one_expression(
+    v8::Local<v8::Context> context, std::string_view code) {
+  v8::Isolate* isolate = context->GetIsolate();
+  std::string check = "({[\n";
+  check += code;
+  check += "\n]: 0})";
+  std::string wrapped = "(\n";
+  wrapped += code;
+  wrapped += "\n)";
+  for (const std::string* source : {&check, &wrapped}) {
+    v8::TryCatch try_catch(isolate);
+    v8::Local<v8::Script> script;
+    if (compile(context, *source, "code.js", -1).ToLocal(&script)) {
+      if (source == &wrapped) return script;
+      continue;
+    }
+    if (try_catch.HasTerminated()) return std::string("terminated");
+    std::string text = try_catch.HasCaught() ? describe_exception(isolate, try_catch.Exception())
+                                             : std::string("SyntaxError: the code does not parse");
+    return text;
+  }
+  return std::string("unreachable");
+}
+
+v8::Local<v8::Function> host_function(v8::Local<v8::Context> context,
+                                      v8::FunctionCallback callback) {
+  v8::Isolate* isolate = context->GetIsolate();
+  return v8::FunctionTemplate::New(isolate, callback, v8::Local<v8::Value>(),
+                                   v8::Local<v8::Signature>(), 0, v8::ConstructorBehavior::kThrow)
+      ->GetFunction(context)
+      .ToLocalChecked();
+}
+
+size_t near_heap_limit(void* data, size_t current_limit, size_t /*initial_limit*/) {
+  static_cast<Interrupts*>(data)->trip(Stop::heap);
+  // Headroom for the code to reach its next interrupt check; without it V8 aborts the process.
+  return current_limit + std::max<size_t>(current_limit / 2, 64 * kMB);
+}
+
+// One call, inside an isolate that the caller creates and disposes.
+class Run {
+ public:
+  Run(v8::Isolate* isolate, const RunRequest& request, Interrupts& interrupts,
+      const BudgetAllocator& allocator, Clock::time_point wall_deadline)
+      : isolate_(isolate),
+        request_(request),
+        limits_(*request.limits),
+        interrupts_(interrupts),
+        allocator_(allocator),
+        wall_deadline_(wall_deadline) {}
+
+  Outcome run() {
+    v8::HandleScope handles(isolate_);
+    isolate_->SetData(0, &state_);
+    v8::Local<v8::Context> context = v8::Context::New(isolate_);
+    v8::Context::Scope context_scope(context);
+    Outcome outcome = run_in(context);
+    outcome.logs = state_.logs.take();
+    state_.timers.clear();  // the Globals must go while the isolate lives
+    spec_view_.reset();
+    isolate_->SetData(0, nullptr);
+    return outcome;
+  }
+
+ private:
+  // A failure caused by a failed JS step: a tripped limit wins over what the step threw.
+  Outcome failed(const v8::TryCatch& try_catch) {
+    if (interrupts_.reason() != Stop::none) return stopped();
+    if (try_catch.HasCaught()) return thrown(try_catch.Exception());
+    return Outcome::failure(ErrorKind::runtime, "the code stopped without an exception");
+  }
+  Outcome stopped() {
+    const Stop reason = interrupts_.reason();
+    return Outcome::failure(stop_kind(reason), stop_message(reason, limits_));
+  }
+  Outcome thrown(v8::Local<v8::Value> exception) {
+    std::string text = describe_exception(isolate_, exception);
+    if (allocator_.refused() && text.starts_with("RangeError: Array buffer allocation failed")) {
+      return Outcome::failure(
+          ErrorKind::memory,
+          "ArrayBuffer limit " + std::to_string(limits_.heap_mb) + " MB exceeded");
+    }
+    return Outcome::failure(ErrorKind::runtime, std::move(text));
+  }
+
+  bool set_up(v8::Local<v8::Context> context, Outcome& outcome) {
+    context->AllowCodeGenerationFromStrings(false);
+    v8::Local<v8::Object> global = context->Global();
+    for (const char* name : {"WebAssembly", "SharedArrayBuffer", "Atomics"}) {
+      global->Delete(context, v8_string(isolate_, name)).Check();
+    }
+    v8::TryCatch try_catch(isolate_);
+    v8::Local<v8::Script> script;
+    v8::Local<v8::Value> bootstrap, url_factory, kept;
+    if (!compile(context, embedded::sandbox_bootstrap_js(), "bootstrap.js", 0).ToLocal(&script) ||
+        !script->Run(context).ToLocal(&bootstrap) ||
+        !compile(context, embedded::sandbox_url_js(), "url.js", 0).ToLocal(&script) ||
+        !script->Run(context).ToLocal(&url_factory) || !bootstrap->IsFunction()) {
+      outcome = setup_failed(try_catch);
+      return false;
+    }
+    v8::Local<v8::Object> host = v8::Object::New(isolate_);
+    const std::pair<const char*, v8::FunctionCallback> functions[] = {
+        {"log", host_log},
+        {"setTimeout", host_set_timeout},
+        {"clearTimeout", host_clear_timeout},
+        {"queueMicrotask", host_queue_microtask},
+        {"structuredClone", host_structured_clone},
+        {"utf8Encode", host_utf8_encode},
+        {"utf8Decode", host_utf8_decode},
+    };
+    for (const auto& [name, callback] : functions) {
+      host->Set(context, v8_string(isolate_, name), host_function(context, callback)).Check();
+    }
+    host->Set(context, v8_string(isolate_, "urlFactory"), url_factory).Check();
+    v8::Local<v8::Value> args[] = {host, global};
+    v8::Local<v8::Value> serialize;
+    if (!bootstrap.As<v8::Function>()
+             ->Call(context, v8::Undefined(isolate_), 2, args)
+             .ToLocal(&kept) ||
+        !kept->IsObject() ||
+        !kept.As<v8::Object>()
+             ->Get(context, v8_string(isolate_, "serialize"))
+             .ToLocal(&serialize) ||
+        !serialize->IsFunction()) {
+      outcome = setup_failed(try_catch);
+      return false;
+    }
+    serialize_ = serialize.As<v8::Function>();
+
+    if (request_.tool == Tool::search && request_.api != nullptr) {
+      v8::Local<v8::Value> spec;
+      if (!spec_view_.emplace(isolate_, *request_.api).root(context).ToLocal(&spec)) {
+        outcome = setup_failed(try_catch);
+        return false;
+      }
+      global->Set(context, v8_string(isolate_, "spec"), spec).Check();
+    }
+    return true;
+  }
+
+  Outcome setup_failed(const v8::TryCatch& try_catch) {
+    if (interrupts_.reason() != Stop::none) return stopped();
+    // Only the host's own scripts ran: a failure here is a broken build, not the code's fault.
+    std::string what = try_catch.HasCaught() ? describe_exception(isolate_, try_catch.Exception())
+                                             : std::string("no exception");
+    return Outcome::failure(ErrorKind::runtime, "sandbox set-up failed: " + what);
+  }
+
+  Outcome run_in(v8::Local<v8::Context> context) {
+    Outcome outcome;
+    if (!set_up(context, outcome)) return outcome;
+
+    auto compiled = compile_one_expression(context, request_.code);
+    if (auto* error = std::get_if<std::string>(&compiled)) {
+      if (interrupts_.reason() != Stop::none) return stopped();
+      return Outcome::failure(ErrorKind::compile, std::move(*error));
+    }
+    v8::Local<v8::Script> script = std::get<v8::Local<v8::Script>>(compiled);
+
+    // The code's own CPU time starts here: set-up (and the spec parse) is the host's cost.
+    clockid_t cpu_clock{};
+    pthread_getcpuclockid(pthread_self(), &cpu_clock);
+    Watchdog watchdog(interrupts_, cpu_clock, std::chrono::milliseconds(limits_.cpu_ms),
+                      wall_deadline_);
+
+    v8::TryCatch try_catch(isolate_);
+    v8::Local<v8::Value> function;
+    if (!script->Run(context).ToLocal(&function)) return failed(try_catch);
+    if (!function->IsFunction()) {
+      return Outcome::failure(ErrorKind::compile,
+                              "the code must be a function expression such as async () => …; it "
+                              "evaluated to " +
+                                  utf8(isolate_, function->TypeOf(isolate_)));
+    }
+    v8::Local<v8::Value> result;
+    if (!function.As<v8::Function>()
+             ->Call(context, v8::Undefined(isolate_), 0, nullptr)
+             .ToLocal(&result)) {
+      return failed(try_catch);
+    }
+    if (result->IsPromise()) {
+      v8::Local<v8::Promise> promise = result.As<v8::Promise>();
+      if (auto failure = drive(context, promise)) return std::move(*failure);
+      if (promise->State() == v8::Promise::kRejected) return thrown(promise->Result());
+      result = promise->Result();
+    }
+    v8::Local<v8::Value> json;
+    if (!serialize_->Call(context, v8::Undefined(isolate_), 1, &result).ToLocal(&json)) {
+      if (interrupts_.reason() != Stop::none || !try_catch.HasCaught()) return failed(try_catch);
+      return Outcome::failure(ErrorKind::runtime,
+                              "result is not JSON-serialisable: " +
+                                  describe_exception(isolate_, try_catch.Exception()));
+    }
+    if (interrupts_.reason() != Stop::none) return stopped();
+    return Outcome::success(utf8(isolate_, json));
+  }
+
+  // The event loop: microtasks, then the earliest due timer, until the promise settles.
+  // nullopt: the promise settled.
+  std::optional<Outcome> drive(v8::Local<v8::Context> context, v8::Local<v8::Promise> promise) {
+    for (;;) {
+      isolate_->PerformMicrotaskCheckpoint();
+      if (interrupts_.reason() != Stop::none) return stopped();
+      if (promise->State() != v8::Promise::kPending) return std::nullopt;
+      if (state_.timers.empty()) {
+        return Outcome::failure(ErrorKind::runtime,
+                                "the promise never settled (nothing left that could settle it)");
+      }
+      auto first = state_.timers.begin();
+      const Clock::time_point due = first->first.first;
+      if (due > Clock::now()) {
+        interrupts_.wait_until(std::min(due, wall_deadline_));
+        if (Clock::now() >= wall_deadline_) interrupts_.trip(Stop::wall);
+        if (interrupts_.reason() != Stop::none) return stopped();
+        continue;
+      }
+      Timer timer = std::move(first->second);
+      state_.timers.erase(first);
+      v8::HandleScope handles(isolate_);
+      v8::Local<v8::Array> args = timer.args.Get(isolate_);
+      std::vector<v8::Local<v8::Value>> argv;
+      for (std::uint32_t i = 0; i < args->Length(); ++i) {
+        argv.push_back(
+            args->Get(context, i).FromMaybe(v8::Local<v8::Value>(v8::Undefined(isolate_))));
+      }
+      v8::TryCatch try_catch(isolate_);
+      v8::Local<v8::Value> ignored;
+      if (!timer.callback.Get(isolate_)
+               ->Call(context, v8::Undefined(isolate_), static_cast<int>(argv.size()), argv.data())
+               .ToLocal(&ignored)) {
+        // An exception nobody can catch: the call fails with it, as an uncaught one would.
+        return failed(try_catch);
+      }
+    }
+  }
+
+  v8::Isolate* isolate_;
+  const RunRequest& request_;
+  const config::Limits& limits_;
+  Interrupts& interrupts_;
+  const BudgetAllocator& allocator_;
+  Clock::time_point wall_deadline_;
+  CallState state_;
+  std::optional<SpecView> spec_view_;  // search only; destroyed before the isolate
+  v8::Local<v8::Function> serialize_;
+};
+
+}  // namespace
+
+Outcome run_in_fresh_isolate(const RunRequest& request) {
+  const config::Limits& limits = *request.limits;
+  const Clock::time_point wall_deadline = Clock::now() + std::chrono::milliseconds(limits.wall_ms);
+  if (request.cancel != nullptr && request.cancel->cancelled()) {
+    return Outcome::failure(ErrorKind::runtime, "cancelled");
+  }
+  ensure_v8_initialized();
+
+  const std::size_t heap_bytes = std::size_t{limits.heap_mb} * kMB;
+  BudgetAllocator allocator(heap_bytes);
+  v8::Isolate::CreateParams params;
+  params.constraints.ConfigureDefaultsFromHeapSize(0, heap_bytes);
+  params.array_buffer_allocator = &allocator;
+  v8::Isolate* isolate = v8::Isolate::New(params);
+  Outcome outcome;
+  {
+    v8::Isolate::Scope isolate_scope(isolate);
+    isolate->SetMicrotasksPolicy(v8::MicrotasksPolicy::kExplicit);
+    isolate->SetAllowAtomicsWait(false);
+    isolate->SetAllowWasmCodeGenerationCallback(
+        [](v8::Local<v8::Context>, v8::Local<v8::String>) { return false; });
+    Interrupts interrupts(isolate);
+    isolate->AddNearHeapLimitCallback(near_heap_limit, &interrupts);
+    {
+      CancelRegistration registration(request.cancel,
+                                      [&interrupts] { interrupts.trip(Stop::cancelled); });
+      Run run(isolate, request, interrupts, allocator, wall_deadline);
+      outcome = run.run();
+    }  // the watchdog and the canceller can no longer reach the isolate
+    isolate->RemoveNearHeapLimitCallback(near_heap_limit, 0);
+  }
+  isolate->Dispose();
+  return outcome;
+}
+
+}  // namespace codemode::sandbox

@@ -1,0 +1,70 @@
+// The V8 core of the sandbox: one tool call's code, run in a fresh isolate on the calling thread.
+//
+// run_in_fresh_isolate() creates an isolate, gives it the globals of DESIGN.md (console,
+// timers, URL, ...; for `search` also `spec`), compiles the code as exactly one expression,
+// calls the function it evaluates to, drives microtasks and timers until the returned promise
+// settles or a limit trips, serialises the value and disposes the isolate. An isolate is never
+// reused, so nothing a call does (mutating `spec`, Object.prototype, globalThis) is seen by the
+// next one.
+//
+// Threads: the call runs entirely on the thread that calls it (a Sandbox worker); V8 objects
+// never leave it. While it runs, one watchdog thread per call enforces cpu_ms (on the calling
+// thread's CPU clock) and wall_ms; it is joined before the isolate is disposed. A CancelToken
+// lets any other thread stop the call.
+//
+// Errors: nothing the code does throws out of here; every failure is an Outcome with its kind.
+#pragma once
+
+#include <functional>
+#include <mutex>
+#include <string>
+#include <string_view>
+
+#include "config/config.h"
+#include "openapi/document.h"
+#include "sandbox/call.h"
+#include "sandbox/outcome.h"
+
+namespace codemode::sandbox {
+
+// Stops a running call from another thread. One token per call: once cancelled it stays so.
+// cancel() before the call starts makes the call return at once without running any code;
+// cancel() during the call terminates the isolate; after the call it does nothing.
+// The call reports `runtime: cancelled`; the caller decides whether anyone hears of it.
+class CancelToken {
+ public:
+  void cancel();
+  bool cancelled() const;
+
+ private:
+  friend class CancelRegistration;
+  mutable std::mutex mutex_;
+  bool cancelled_ = false;
+  std::function<void()> on_cancel_;  // set by the running call, under mutex_
+};
+
+struct RunRequest {
+  Tool tool = Tool::search;
+  std::string_view code;                   // already accepted by check_input()
+  const config::Limits* limits = nullptr;  // required
+  const openapi::Document* api = nullptr;  // search: its `spec` (see SpecView); execute: unused
+  CancelToken* cancel = nullptr;           // optional
+};
+
+// Runs on the calling thread; V8 must be initialised (ensure_v8_initialized()).
+//
+// The code must be one expression evaluating to a function (async or not); the function is
+// called with no arguments and its result, awaited when it is a promise, becomes
+// Outcome::result_json (JSON.stringify; undefined -> "null"; BigInt -> its decimal string).
+// Failure messages (Outcome::error_message, tests pin them):
+//   compile: SyntaxError: <V8's message>            the code does not parse as one expression
+//   compile: the code must evaluate to a function ... it evaluated to something else
+//   runtime: <Name>: <message>                      an uncaught exception or rejection
+//   runtime: the promise never settled              pending, and no timer left to wake it
+//   runtime: result is not JSON-serialisable: ...   e.g. a cycle
+//   runtime: cancelled                              CancelToken::cancel()
+//   timeout: cpu limit 50 ms exceeded | timeout: wall limit 10000 ms exceeded
+//   memory: heap limit 64 MB exceeded | memory: ArrayBuffer limit 64 MB exceeded
+Outcome run_in_fresh_isolate(const RunRequest& request);
+
+}  // namespace codemode::sandbox

@@ -1,0 +1,135 @@
+#include "sandbox/spec_view.h"
+
+#include <limits>
+
+namespace codemode::sandbox {
+
+namespace {
+
+using json = nlohmann::ordered_json;
+
+thread_local SpecView* active_view = nullptr;
+
+v8::MaybeLocal<v8::String> v8_string(v8::Isolate* isolate, std::string_view text,
+                                     v8::NewStringType type = v8::NewStringType::kNormal) {
+  if (text.size() > static_cast<std::size_t>(std::numeric_limits<int>::max())) return {};
+  return v8::String::NewFromUtf8(isolate, text.data(), type, static_cast<int>(text.size()));
+}
+
+}  // namespace
+
+SpecView::SpecView(v8::Isolate* isolate, const openapi::Document& document)
+    : isolate_(isolate), document_(document), previous_(active_view) {
+  active_view = this;
+}
+
+SpecView::~SpecView() {
+  for (auto& [node, value] : shared_) value.Reset();
+  active_view = previous_;
+}
+
+v8::MaybeLocal<v8::Value> SpecView::root(v8::Local<v8::Context> context) {
+  return value_of(context, *document_.root);
+}
+
+void SpecView::lazy_get(v8::Local<v8::Name>, const v8::PropertyCallbackInfo<v8::Value>& info) {
+  SpecView* view = active_view;
+  if (view == nullptr) return;  // no view on this thread: the property reads as undefined
+  const auto* node = static_cast<const json*>(info.Data().As<v8::External>()->Value());
+  v8::Local<v8::Value> value;
+  if (view->value_of(info.GetIsolate()->GetCurrentContext(), *node).ToLocal(&value)) {
+    info.GetReturnValue().Set(value);
+  }
+}
+
+// A node as code sees it: $refs followed (or marked circular), shared targets materialised once.
+v8::MaybeLocal<v8::Value> SpecView::value_of(v8::Local<v8::Context> context, const json& node) {
+  const json* key = &node;
+  const json* source = &node;
+  const json* siblings = nullptr;  // a $ref object whose other members override the target's
+  if (const auto* ref = document_.refs.find(&node)) {
+    if (ref->circular) {
+      v8::Local<v8::Object> marker = v8::Object::New(isolate_);
+      v8::Local<v8::String> name, pointer;
+      if (!v8_string(isolate_, "$circular", v8::NewStringType::kInternalized).ToLocal(&name) ||
+          !v8_string(isolate_, ref->pointer).ToLocal(&pointer) ||
+          marker->Set(context, name, pointer).IsNothing()) {
+        return {};
+      }
+      return marker;
+    }
+    if (ref->target != nullptr) {
+      source = ref->target;
+      if (node.size() > 1 && ref->target->is_object()) {
+        siblings = &node;
+      } else {
+        key = ref->target;
+      }
+    }
+  }
+  if (!source->is_structured()) return plain_value(*source);
+
+  if (siblings == nullptr) {
+    if (auto cached = shared_.find(key); cached != shared_.end()) {
+      return cached->second.Get(isolate_);
+    }
+  }
+  v8::Local<v8::Value> value;
+  if (source->is_array()) {
+    std::vector<v8::Local<v8::Value>> items;
+    items.reserve(source->size());
+    for (const auto& item : *source) {
+      v8::Local<v8::Value> element;
+      if (!value_of(context, item).ToLocal(&element)) return {};
+      items.push_back(element);
+    }
+    value = v8::Array::New(isolate_, items.data(), items.size());
+  } else {
+    v8::Local<v8::Object> object = v8::Object::New(isolate_);
+    if (!add_lazy_members(context, object, *source, /*skip_ref=*/false)) return {};
+    if (siblings != nullptr && !add_lazy_members(context, object, *siblings, /*skip_ref=*/true)) {
+      return {};
+    }
+    value = object;
+  }
+  if (siblings == nullptr) shared_.emplace(key, v8::Global<v8::Value>(isolate_, value));
+  return value;
+}
+
+bool SpecView::add_lazy_members(v8::Local<v8::Context> context, v8::Local<v8::Object> object,
+                                const json& node, bool skip_ref) {
+  for (const auto& [name, member] : node.items()) {
+    if (skip_ref && name == "$ref") continue;
+    v8::Local<v8::String> key;
+    if (!v8_string(isolate_, name, v8::NewStringType::kInternalized).ToLocal(&key)) return false;
+    // Redefining replaces a target's member with the sibling's (3.1 allows e.g. description).
+    if (skip_ref && object->Delete(context, key).IsNothing()) return false;
+    auto data = v8::External::New(isolate_, const_cast<json*>(&member));
+    if (object->SetLazyDataProperty(context, key, &SpecView::lazy_get, data).IsNothing()) {
+      return false;
+    }
+  }
+  return true;
+}
+
+v8::MaybeLocal<v8::Value> SpecView::plain_value(const json& node) {
+  switch (node.type()) {
+    case json::value_t::boolean:
+      return v8::Boolean::New(isolate_, node.get<bool>()).As<v8::Value>();
+    case json::value_t::number_integer:
+      return v8::Number::New(isolate_, static_cast<double>(node.get<std::int64_t>()));
+    case json::value_t::number_unsigned:
+      return v8::Number::New(isolate_, static_cast<double>(node.get<std::uint64_t>()));
+    case json::value_t::number_float:
+      return v8::Number::New(isolate_, node.get<double>());
+    case json::value_t::string: {
+      v8::Local<v8::String> text;
+      if (!v8_string(isolate_, node.get_ref<const std::string&>()).ToLocal(&text)) return {};
+      return text;
+    }
+    default:
+      return v8::Null(isolate_).As<v8::Value>();
+  }
+}
+
+}  // namespace codemode::sandbox

@@ -1,0 +1,49 @@
+// The `spec` global of a search isolate: a lazy, read-write JavaScript view of the shared,
+// immutable API document.
+//
+// The document stays in the host, parsed once (openapi::Document). An isolate starts with only
+// the root object; each property is a V8 lazy data property that, on first access, materialises
+// its value one level deep and becomes an ordinary data property. A call therefore pays for the
+// parts of the spec it touches, not for the spec's size, and it sees plain objects: keys,
+// enumeration, JSON.stringify, mutation all behave as usual, and mutation stays in the isolate,
+// which is thrown away after the call. $refs appear resolved (one shared object per target
+// within a call) or, where the document is cyclic, as {"$circular": "<ref>"} (see RefIndex).
+//
+// Threading: a SpecView lives on one worker thread, inside one isolate's lifetime, and at most
+// one is active per thread (the getters find it through a thread-local pointer). Destroy it
+// before disposing the isolate.
+#pragma once
+
+#include <unordered_map>
+
+#include <v8.h>
+
+#include "openapi/document.h"
+
+namespace codemode::sandbox {
+
+class SpecView {
+ public:
+  SpecView(v8::Isolate* isolate, const openapi::Document& document);
+  ~SpecView();
+  SpecView(const SpecView&) = delete;
+  SpecView& operator=(const SpecView&) = delete;
+
+  // The root object, to be installed as the `spec` global. Empty if V8 threw (e.g. terminated).
+  v8::MaybeLocal<v8::Value> root(v8::Local<v8::Context> context);
+
+ private:
+  static void lazy_get(v8::Local<v8::Name> name, const v8::PropertyCallbackInfo<v8::Value>& info);
+  v8::MaybeLocal<v8::Value> value_of(v8::Local<v8::Context> context,
+                                     const nlohmann::ordered_json& node);
+  v8::MaybeLocal<v8::Value> plain_value(const nlohmann::ordered_json& node);
+  bool add_lazy_members(v8::Local<v8::Context> context, v8::Local<v8::Object> object,
+                        const nlohmann::ordered_json& node, bool skip_ref);
+
+  v8::Isolate* isolate_;
+  const openapi::Document& document_;
+  SpecView* previous_;
+  std::unordered_map<const nlohmann::ordered_json*, v8::Global<v8::Value>> shared_;
+};
+
+}  // namespace codemode::sandbox

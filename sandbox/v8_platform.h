@@ -1,0 +1,26 @@
+// Process-wide V8 set-up: flags, ICU, the platform (V8's GC and compiler worker threads).
+//
+// V8 can be initialised once per process and never again after disposal, so the set-up is a
+// one-shot: the first ensure_v8_initialized() does it, every later call (from any thread)
+// returns at once. The platform is deliberately never torn down: isolates live only inside
+// run_in_fresh_isolate() on the sandbox's worker threads, which the Sandbox joins before main()
+// returns, and process exit releases the rest. Tearing V8 down from a static destructor would
+// race with any thread still unwinding.
+#pragma once
+
+#include <string_view>
+
+namespace codemode::sandbox {
+
+// The V8 flags set before V8::Initialize, as one string (for logs and the README).
+//   --no-expose-wasm: no `WebAssembly` global (the wasm code-gen callback refuses it as well).
+//   --disallow-code-generation-from-strings: eval / new Function refused in every context,
+//     on top of the per-context AllowCodeGenerationFromStrings(false).
+// Not --jitless: the isolate's bounds (heap, CPU, no wasm) do not depend on it, and
+// interpreter-only execution makes search code slower (see README.md for the measurement).
+std::string_view v8_flags();
+
+// Initialises ICU (system data), the flags above, the default platform and V8. Thread-safe.
+void ensure_v8_initialized();
+
+}  // namespace codemode::sandbox

@@ -37,6 +37,7 @@ class SpecView {
   v8::MaybeLocal<v8::Value> value_of(v8::Local<v8::Context> context,
                                      const nlohmann::ordered_json& node);
   v8::MaybeLocal<v8::Value> plain_value(const nlohmann::ordered_json& node);
+  v8::Local<v8::Object> new_object(std::size_t members);
   bool add_lazy_members(v8::Local<v8::Context> context, v8::Local<v8::Object> object,
                         const nlohmann::ordered_json& node, bool skip_ref);
 
@@ -44,6 +45,7 @@ class SpecView {
   const openapi::Document& document_;
   SpecView* previous_;
   std::unordered_map<const nlohmann::ordered_json*, v8::Global<v8::Value>> shared_;
+  v8::Global<v8::Value> object_prototype_;  // this context's Object.prototype, once needed
 };
 
 }  // namespace codemode::sandbox

@@ -11,6 +11,7 @@
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -72,6 +73,14 @@ constexpr std::size_t kMB = 1024 * 1024;
 constexpr std::size_t kMaxLogLines = 100;
 constexpr std::size_t kMaxLogChars = 8000;
 constexpr std::size_t kMaxErrorChars = 2000;
+// Pending setTimeout callbacks of one call. Each holds host memory (two global handles and a map
+// node) that the heap cap does not see.
+constexpr std::size_t kMaxTimers = 10000;
+// How far past heap_mb the near-heap-limit callback lets the heap grow while a termination is on
+// its way. V8 cannot fail an allocation: a limit it cannot allocate under aborts the process, and
+// one uninterruptible builtin (String.prototype.split, JSON.stringify of a huge string) may need
+// up to 1 GiB in one object on top of what is live. Past this, V8 aborts, as it would anyway.
+constexpr std::size_t kMaxHeapOvershoot = 3072 * kMB;
 
 // Why a call stopped early. The first reason wins; later ones are ignored.
 enum class Stop { none, cpu, wall, heap, cancelled };
@@ -90,6 +99,7 @@ class Interrupts {
     wake_.notify_all();
   }
   Stop reason() const { return reason_.load(); }
+  v8::Isolate* isolate() const { return isolate_; }
 
   // Worker: sleeps until `deadline` or until a trip.
   void wait_until(Clock::time_point deadline) {
@@ -199,7 +209,8 @@ class BudgetAllocator final : public v8::ArrayBuffer::Allocator {
 // console.* output of one call, bounded by lines and characters.
 class LogSink {
  public:
-  void add(int level, std::string_view text) {
+  // `unconverted`: characters of the line that were dropped before they reached the host.
+  void add(int level, std::string_view text, std::size_t unconverted = 0) {
     static constexpr std::string_view kPrefix[] = {"", "[info] ", "[warn] ", "[error] ",
                                                    "[debug] "};
     if (lines_.size() >= kMaxLogLines || chars_ >= kMaxLogChars) {
@@ -208,9 +219,9 @@ class LogSink {
     }
     std::string line(kPrefix[level < 0 || level > 4 ? 0 : level]);
     line += text;
-    if (chars_ + line.size() > kMaxLogChars) {
-      const std::size_t keep = kMaxLogChars - chars_;
-      const std::size_t cut = line.size() - keep;
+    if (chars_ + line.size() > kMaxLogChars || unconverted > 0) {
+      const std::size_t keep = std::min(kMaxLogChars - chars_, line.size());
+      const std::size_t cut = line.size() - keep + unconverted;
       line.resize(keep);
       while (!line.empty() && (static_cast<unsigned char>(line.back()) & 0xC0) == 0x80) {
         line.pop_back();  // do not split a UTF-8 sequence
@@ -245,6 +256,7 @@ struct CallState {
   std::uint64_t timer_sequence = 0;
   std::uint32_t next_timer_id = 1;
   Clock::time_point wall_deadline;
+  std::size_t clone_budget = 0;  // bytes a structuredClone may serialise to (heap_mb)
 };
 
 CallState& state_of(v8::Isolate* isolate) { return *static_cast<CallState*>(isolate->GetData(0)); }
@@ -253,6 +265,25 @@ v8::Local<v8::String> v8_string(v8::Isolate* isolate, std::string_view text) {
   return v8::String::NewFromUtf8(isolate, text.data(), v8::NewStringType::kNormal,
                                  static_cast<int>(text.size()))
       .ToLocalChecked();
+}
+
+// At most `max_bytes` of a string's UTF-8 (whole characters), and how many UTF-16 units were
+// left out. Code can make strings of 2^29 characters; the host copies only what it keeps.
+struct Utf8Prefix {
+  std::string text;
+  std::size_t dropped = 0;
+};
+Utf8Prefix utf8_prefix(v8::Isolate* isolate, v8::Local<v8::String> value, std::size_t max_bytes) {
+  const std::size_t length = static_cast<std::size_t>(value->Length());
+  Utf8Prefix out;
+  out.text.resize(std::min(length * 3, max_bytes));
+  int units = 0;
+  const int written =
+      value->WriteUtf8(isolate, out.text.data(), static_cast<int>(out.text.size()), &units,
+                       v8::String::NO_NULL_TERMINATION | v8::String::REPLACE_INVALID_UTF8);
+  out.text.resize(static_cast<std::size_t>(std::max(written, 0)));
+  out.dropped = length - std::min(length, static_cast<std::size_t>(std::max(units, 0)));
+  return out;
 }
 
 std::string utf8(v8::Isolate* isolate, v8::Local<v8::Value> value) {
@@ -271,7 +302,9 @@ void throw_type_error(v8::Isolate* isolate, std::string_view message) {
 void host_log(const v8::FunctionCallbackInfo<v8::Value>& info) {
   v8::Isolate* isolate = info.GetIsolate();
   if (info.Length() < 2 || !info[0]->IsInt32() || !info[1]->IsString()) return;
-  state_of(isolate).logs.add(info[0].As<v8::Int32>()->Value(), utf8(isolate, info[1]));
+  // A little more than a log can hold, so LogSink still sees that it cuts the line.
+  Utf8Prefix text = utf8_prefix(isolate, info[1].As<v8::String>(), kMaxLogChars + 4);
+  state_of(isolate).logs.add(info[0].As<v8::Int32>()->Value(), text.text, text.dropped);
 }
 
 void host_set_timeout(const v8::FunctionCallbackInfo<v8::Value>& info) {
@@ -280,6 +313,11 @@ void host_set_timeout(const v8::FunctionCallbackInfo<v8::Value>& info) {
     return throw_type_error(isolate, "setTimeout: bad arguments");
   }
   CallState& state = state_of(isolate);
+  if (state.timers.size() >= kMaxTimers) {
+    isolate->ThrowException(v8::Exception::RangeError(v8_string(
+        isolate, "setTimeout: too many pending timers (" + std::to_string(kMaxTimers) + ")")));
+    return;
+  }
   const double delay = std::clamp(info[1].As<v8::Number>()->Value(), 0.0, 1e9);
   const auto due =
       Clock::now() + std::chrono::microseconds(static_cast<std::int64_t>(delay * 1000));
@@ -309,10 +347,34 @@ void host_queue_microtask(const v8::FunctionCallbackInfo<v8::Value>& info) {
   info.GetIsolate()->EnqueueMicrotask(info[0].As<v8::Function>());
 }
 
+// The serialised form of a structuredClone lives in host memory and is written without interrupt
+// checks (one string repeated in an array is copied once per element), so it gets a budget.
+// Over the budget V8 throws `Data cannot be cloned, out of memory.`
+class CloneDelegate final : public v8::ValueSerializer::Delegate {
+ public:
+  CloneDelegate(v8::Isolate* isolate, std::size_t budget) : isolate_(isolate), budget_(budget) {}
+  void ThrowDataCloneError(v8::Local<v8::String> message) override {
+    isolate_->ThrowException(v8::Exception::Error(message));
+  }
+  void* ReallocateBufferMemory(void* old_buffer, std::size_t size,
+                               std::size_t* actual_size) override {
+    if (size > budget_) return nullptr;
+    void* p = std::realloc(old_buffer, size);
+    if (p) *actual_size = size;
+    return p;
+  }
+  void FreeBufferMemory(void* buffer) override { std::free(buffer); }
+
+ private:
+  v8::Isolate* isolate_;
+  std::size_t budget_;
+};
+
 void host_structured_clone(const v8::FunctionCallbackInfo<v8::Value>& info) {
   v8::Isolate* isolate = info.GetIsolate();
   v8::Local<v8::Context> context = isolate->GetCurrentContext();
-  v8::ValueSerializer serializer(isolate);
+  CloneDelegate delegate(isolate, state_of(isolate).clone_budget);
+  v8::ValueSerializer serializer(isolate, &delegate);
   serializer.WriteHeader();
   if (!serializer.WriteValue(context, info[0]).FromMaybe(false)) return;  // DataCloneError thrown
   const std::pair<std::uint8_t*, std::size_t> buffer = serializer.Release();
@@ -323,17 +385,28 @@ void host_structured_clone(const v8::FunctionCallbackInfo<v8::Value>& info) {
   if (deserializer.ReadValue(context).ToLocal(&copy)) info.GetReturnValue().Set(copy);
 }
 
-void host_utf8_encode(const v8::FunctionCallbackInfo<v8::Value>& info) {
+// TextEncoder in two steps so that the bytes are allocated by JS (`new Uint8Array(n)`): refused
+// by the ArrayBuffer budget there it is a RangeError, while v8::ArrayBuffer::New in the host
+// aborts the whole process.
+void host_utf8_length(const v8::FunctionCallbackInfo<v8::Value>& info) {
   v8::Isolate* isolate = info.GetIsolate();
   if (info.Length() < 1 || !info[0]->IsString())
     return throw_type_error(isolate, "expected a string");
-  v8::Local<v8::String> text = info[0].As<v8::String>();
-  const int length = text->Utf8Length(isolate);
-  v8::Local<v8::ArrayBuffer> buffer = v8::ArrayBuffer::New(isolate, length);  // may throw
-  if (buffer.IsEmpty()) return;
-  text->WriteUtf8(isolate, static_cast<char*>(buffer->GetBackingStore()->Data()), length, nullptr,
-                  v8::String::NO_NULL_TERMINATION | v8::String::REPLACE_INVALID_UTF8);
-  info.GetReturnValue().Set(v8::Uint8Array::New(buffer, 0, length));
+  info.GetReturnValue().Set(info[0].As<v8::String>()->Utf8Length(isolate));
+}
+
+void host_utf8_write(const v8::FunctionCallbackInfo<v8::Value>& info) {
+  v8::Isolate* isolate = info.GetIsolate();
+  if (info.Length() < 2 || !info[0]->IsString() || !info[1]->IsUint8Array())
+    return throw_type_error(isolate, "expected a string and bytes");
+  v8::Local<v8::Uint8Array> view = info[1].As<v8::Uint8Array>();
+  const std::size_t capacity = view->ByteLength();
+  if (capacity == 0) return;
+  char* data = static_cast<char*>(view->Buffer()->GetBackingStore()->Data()) + view->ByteOffset();
+  info[0].As<v8::String>()->WriteUtf8(
+      isolate, data,
+      static_cast<int>(std::min<std::size_t>(capacity, std::numeric_limits<int>::max())), nullptr,
+      v8::String::NO_NULL_TERMINATION | v8::String::REPLACE_INVALID_UTF8);
 }
 
 bool valid_utf8(const unsigned char* p, std::size_t n) {
@@ -386,18 +459,22 @@ void host_utf8_decode(const v8::FunctionCallbackInfo<v8::Value>& info) {
                               static_cast<int>(bytes.size()))
           .ToLocal(&text)) {
     info.GetReturnValue().Set(text);
+  } else if (!isolate->IsExecutionTerminating()) {
+    isolate->ThrowException(
+        v8::Exception::RangeError(v8_string(isolate, "TextDecoder.decode: Invalid string length")));
   }
 }
 
 // ------------------------------------------------------------------------------------------
 // Messages
 
-std::string one_line(std::string text) {
+// `unconverted`: characters already left out before the text reached the host.
+std::string one_line(std::string text, std::size_t unconverted = 0) {
   for (char& c : text) {
     if (c == '\n' || c == '\r') c = ' ';
   }
-  if (text.size() > kMaxErrorChars) {
-    const std::size_t cut = text.size() - kMaxErrorChars;
+  if (text.size() > kMaxErrorChars || unconverted > 0) {
+    const std::size_t cut = text.size() - std::min(text.size(), kMaxErrorChars) + unconverted;
     text.resize(kMaxErrorChars);
     while (!text.empty() && (static_cast<unsigned char>(text.back()) & 0xC0) == 0x80)
       text.pop_back();
@@ -411,10 +488,10 @@ std::string one_line(std::string text) {
 // the code's getters (message text is built side-effect free), and without stack frames.
 std::string describe_exception(v8::Isolate* isolate, v8::Local<v8::Value> exception) {
   v8::Local<v8::Message> message = v8::Exception::CreateMessage(isolate, exception);
-  std::string text = utf8(isolate, message->Get());
+  Utf8Prefix text = utf8_prefix(isolate, message->Get(), kMaxErrorChars + 64);
   constexpr std::string_view kUncaught = "Uncaught ";
-  if (text.starts_with(kUncaught)) text.erase(0, kUncaught.size());
-  return one_line(std::move(text));
+  if (text.text.starts_with(kUncaught)) text.text.erase(0, kUncaught.size());
+  return one_line(std::move(text.text), text.dropped);
 }
 
 std::string stop_message(Stop reason, const config::Limits& limits) {
@@ -503,10 +580,18 @@ v8::Local<v8::Function> host_function(v8::Local<v8::Context> context,
       .ToLocalChecked();
 }
 
-size_t near_heap_limit(void* data, size_t current_limit, size_t /*initial_limit*/) {
-  static_cast<Interrupts*>(data)->trip(Stop::heap);
-  // Headroom for the code to reach its next interrupt check; without it V8 aborts the process.
-  return current_limit + std::max<size_t>(current_limit / 2, 64 * kMB);
+size_t near_heap_limit(void* data, size_t current_limit, size_t initial_limit) {
+  auto* interrupts = static_cast<Interrupts*>(data);
+  interrupts->trip(Stop::heap);
+  // V8 aborts the process unless the new limit covers what is already committed (one large
+  // object can be admitted past the limit and promoted later) plus the allocation that is
+  // waiting, which may be a doubling of something big: so grant twice the heap again. The
+  // termination lands at the next interrupt check, and the isolate is then thrown away.
+  v8::HeapStatistics stats;
+  interrupts->isolate()->GetHeapStatistics(&stats);
+  const size_t committed = std::max(current_limit, stats.total_heap_size());
+  const size_t wanted = committed + std::max<size_t>(2 * stats.total_heap_size(), 64 * kMB);
+  return std::max(current_limit, std::min(wanted, initial_limit + kMaxHeapOvershoot));
 }
 
 // One call, inside an isolate that the caller creates and disposes.
@@ -523,6 +608,7 @@ class Run {
 
   Outcome run() {
     v8::HandleScope handles(isolate_);
+    state_.clone_budget = std::size_t{limits_.heap_mb} * kMB;
     isolate_->SetData(0, &state_);
     v8::Local<v8::Context> context = v8::Context::New(isolate_);
     v8::Context::Scope context_scope(context);
@@ -578,7 +664,8 @@ class Run {
         {"clearTimeout", host_clear_timeout},
         {"queueMicrotask", host_queue_microtask},
         {"structuredClone", host_structured_clone},
-        {"utf8Encode", host_utf8_encode},
+        {"utf8Length", host_utf8_length},
+        {"utf8Write", host_utf8_write},
         {"utf8Decode", host_utf8_decode},
     };
     for (const auto& [name, callback] : functions) {

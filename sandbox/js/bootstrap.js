@@ -179,8 +179,15 @@
   }}.atob);
 
   // ---------------------------------------------------------------- TextEncoder / TextDecoder
-  const hostUtf8Encode = host.utf8Encode;
+  const hostUtf8Length = host.utf8Length;
+  const hostUtf8Write = host.utf8Write;
   const hostUtf8Decode = host.utf8Decode;
+  // The bytes are allocated here, where a refused allocation is a RangeError.
+  function hostUtf8Encode(text) {
+    const bytes = new Uint8ArrayCtor(hostUtf8Length(text));
+    hostUtf8Write(text, bytes);
+    return bytes;
+  }
   class TextEncoder {
     get encoding() { return 'utf-8'; }
     encode(input = '') { return hostUtf8Encode('' + input); }

@@ -16,6 +16,7 @@
 #include "config/config.h"
 #include "fixtures/markethub/fixture_server.h"
 #include "openapi/document.h"
+#include "sandbox/v8_platform.h"
 #include "server/daemon.h"
 
 namespace {
@@ -151,5 +152,7 @@ int main(int argc, char** argv) {
       .api = std::move(*api.document),
       .info = {.name = "codemode-mcp", .version = CODEMODE_VERSION, .instructions = kInstructions},
   });
-  return daemon.run();
+  const int status = daemon.run();
+  codemode::sandbox::shutdown_v8();  // every sandbox worker has been joined by now
+  return status;
 }

@@ -10,19 +10,30 @@ namespace codemode::sandbox {
 
 std::string_view v8_flags() { return "--no-expose-wasm --disallow-code-generation-from-strings"; }
 
+namespace {
+std::once_flag initialized;
+std::unique_ptr<v8::Platform> platform;
+bool shut_down = false;
+}  // namespace
+
 void ensure_v8_initialized() {
-  static std::once_flag once;
-  std::call_once(once, [] {
+  std::call_once(initialized, [] {
     // ICU comes from the system library (libicu72); no data file is needed.
     v8::V8::InitializeICUDefaultLocation("/proc/self/exe");
     const std::string_view flags = v8_flags();
     v8::V8::SetFlagsFromString(flags.data(), flags.size());
-    // Leaked on purpose: see the header. The pointer lives in a function-local static so the
-    // platform outlives every isolate regardless of static destruction order.
-    static v8::Platform* platform = v8::platform::NewDefaultPlatform().release();
-    v8::V8::InitializePlatform(platform);
+    platform = v8::platform::NewDefaultPlatform();
+    v8::V8::InitializePlatform(platform.get());
     v8::V8::Initialize();
   });
+}
+
+void shutdown_v8() {
+  if (!platform || shut_down) return;
+  shut_down = true;
+  v8::V8::Dispose();
+  v8::V8::DisposePlatform();
+  platform.reset();
 }
 
 }  // namespace codemode::sandbox

@@ -2,10 +2,9 @@
 //
 // V8 can be initialised once per process and never again after disposal, so the set-up is a
 // one-shot: the first ensure_v8_initialized() does it, every later call (from any thread)
-// returns at once. The platform is deliberately never torn down: isolates live only inside
-// run_in_fresh_isolate() on the sandbox's worker threads, which the Sandbox joins before main()
-// returns, and process exit releases the rest. Tearing V8 down from a static destructor would
-// race with any thread still unwinding.
+// returns at once. Tear-down is explicit, never from a static destructor (which could race with
+// a thread still unwinding): main() calls shutdown_v8() after the daemon, and with it every
+// sandbox worker, has stopped.
 #pragma once
 
 #include <string_view>
@@ -22,5 +21,9 @@ std::string_view v8_flags();
 
 // Initialises ICU (system data), the flags above, the default platform and V8. Thread-safe.
 void ensure_v8_initialized();
+
+// Disposes V8 and its platform. Only once no isolate exists and no thread can create one;
+// nothing V8 may run afterwards in this process. Does nothing if V8 was never initialised.
+void shutdown_v8();
 
 }  // namespace codemode::sandbox

@@ -1,0 +1,285 @@
+#include "gateway/gateway.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <boost/asio/post.hpp>
+
+#include "gateway/request_check.h"
+
+namespace codemode::gateway {
+namespace {
+
+namespace net = boost::asio;
+
+constexpr std::size_t kMinSecretFragment = 8;  // shorter words are too common to withhold text
+constexpr std::size_t kMaxQuotedMethod = 32;
+
+char ascii_lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
+
+bool iequals(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return ascii_lower(x) == ascii_lower(y);
+         });
+}
+
+GatewayError policy_error(std::string message) {
+  return GatewayError{ErrorKind::policy, std::move(message)};
+}
+
+bool is_redirect(unsigned status) {
+  return status == 301 || status == 302 || status == 303 || status == 307 || status == 308;
+}
+
+// The path of a target, without the query: what log lines show.
+std::string_view path_of(std::string_view target) { return target.substr(0, target.find('?')); }
+
+// Everything a configured header value could show up as in text: the whole value and, for
+// "Bearer abc..." style values, each long word of it.
+std::vector<std::string> secrets_of(const std::vector<config::Upstream>& upstreams) {
+  std::vector<std::string> secrets;
+  for (const auto& upstream : upstreams) {
+    for (const auto& [name, value] : upstream.headers) {
+      secrets.push_back(value);
+      std::size_t start = 0;
+      while (start < value.size()) {
+        std::size_t end = value.find_first_of(" \t", start);
+        if (end == std::string::npos) end = value.size();
+        if (end - start >= kMinSecretFragment && end - start != value.size()) {
+          secrets.push_back(value.substr(start, end - start));
+        }
+        start = end + 1;
+      }
+    }
+  }
+  std::sort(secrets.begin(), secrets.end(),
+            [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
+  return secrets;
+}
+
+// A request on its way, possibly across same-origin redirects.
+struct Attempt {
+  Method method = Method::get;
+  NormalisedUrl url;
+  std::size_t upstream = 0;
+  Headers code_headers;  // checked, before credentials
+  std::string body;
+  Deadline deadline;
+  Clock::time_point started;
+  unsigned redirects = 0;
+  Gateway::Completion done;
+};
+
+}  // namespace
+
+bool CallBudget::try_spend() {
+  std::uint32_t used = used_.load();
+  while (used < limit_) {
+    if (used_.compare_exchange_weak(used, used + 1)) return true;
+  }
+  return false;
+}
+
+struct Gateway::State : std::enable_shared_from_this<Gateway::State> {
+  State(net::io_context& io_context, GatewayOptions opts, std::unique_ptr<HttpClient> http)
+      : io(io_context),
+        options(std::move(opts)),
+        policy(options.upstreams),
+        client(std::move(http)),
+        secrets(secrets_of(options.upstreams)) {}
+
+  net::io_context& io;
+  GatewayOptions options;
+  UrlPolicy policy;
+  std::unique_ptr<HttpClient> client;
+  std::vector<std::string> secrets;
+
+  // Our own text (errors, log lines) never shows a configured credential, even when the code
+  // or the upstream put one into a URL or a message.
+  std::string scrub(std::string text) const {
+    if (contains_any(text, secrets)) return "(withheld: it would show a configured credential)";
+    return text;
+  }
+
+  void refuse(Completion done, GatewayError error) {
+    error.message = scrub(std::move(error.message));
+    spdlog::debug("gateway: refused: {}", error.message);
+    net::post(io, [done = std::move(done), error = std::move(error)]() mutable {
+      done(std::move(error));
+    });
+  }
+
+  void send(Attempt attempt) {
+    ClientRequest request{
+        attempt.method, attempt.url,
+        inject_credentials(attempt.code_headers, options.upstreams[attempt.upstream]),
+        attempt.body};
+    const Deadline deadline = attempt.deadline;
+    client->send(std::move(request), deadline,
+                 [self = shared_from_this(), attempt = std::move(attempt)](
+                     ClientResult result) mutable { self->on_result(std::move(attempt), result); });
+  }
+
+  void on_result(Attempt attempt, ClientResult& result) {
+    const auto ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - attempt.started)
+            .count();
+    const std::string where = scrub(attempt.url.origin + std::string(path_of(attempt.url.target)));
+    if (auto* error = std::get_if<GatewayError>(&result)) {
+      error->message = scrub(std::move(error->message));
+      spdlog::debug("gateway: {} {} failed after {} ms: {}", to_string(attempt.method), where, ms,
+                    error->message);
+      attempt.done(std::move(*error));
+      return;
+    }
+    auto& response = std::get<InboundResponse>(result);
+    spdlog::debug("gateway: {} {} -> {} in {} ms", to_string(attempt.method), where,
+                  response.status, ms);
+    response.redirects = attempt.redirects;
+    if (is_redirect(response.status) && attempt.redirects < kMaxRedirects &&
+        follow(attempt, response)) {
+      return;
+    }
+    redact(response);
+    attempt.done(std::move(response));
+  }
+
+  // An upstream that echoes a credential back (in a body, or a header such as a debug echo)
+  // must not hand it to the code: every configured value, and each long word of it, is
+  // replaced before the response leaves the gateway. Encoded forms (base64, hashes) cannot be
+  // recognised; an upstream that transforms credentials into its responses defeats this.
+  void redact(InboundResponse& response) const {
+    if (!contains_any(response.body, secrets) &&
+        std::none_of(response.headers.begin(), response.headers.end(),
+                     [this](const Header& h) { return contains_any(h.second, secrets); })) {
+      return;
+    }
+    for (const auto& secret : secrets) {  // longest first: whole values before their words
+      replace_all(response.body, secret);
+      for (auto& header : response.headers) replace_all(header.second, secret);
+    }
+  }
+
+  static void replace_all(std::string& text, const std::string& secret) {
+    static constexpr std::string_view kRedacted = "[redacted]";
+    for (std::size_t at = text.find(secret); at != std::string::npos;
+         at = text.find(secret, at + kRedacted.size())) {
+      text.replace(at, secret.size(), kRedacted);
+    }
+  }
+
+  // Sends the next request of a same-origin redirect; false: the 3xx goes back to the code
+  // (no Location, a Location that is refused or on another origin).
+  bool follow(Attempt& attempt, const InboundResponse& response) {
+    const auto location =
+        std::find_if(response.headers.begin(), response.headers.end(),
+                     [](const Header& h) { return iequals(h.first, "location"); });
+    if (location == response.headers.end()) return false;
+    PolicyDecision decision = policy.decide(location->second, attempt.url.full());
+    auto* allowed = std::get_if<Allowed>(&decision);
+    if (allowed == nullptr || allowed->url.origin != attempt.url.origin) {
+      spdlog::debug("gateway: not following a redirect from {} ({})", attempt.url.origin,
+                    allowed == nullptr ? "refused by policy" : "another origin");
+      return false;
+    }
+    // As fetch does: 303 turns anything but HEAD into GET, 301/302 turn POST into GET; the
+    // body and the headers that describe it go.
+    const bool to_get =
+        (response.status == 303 && attempt.method != Method::head &&
+         attempt.method != Method::get) ||
+        ((response.status == 301 || response.status == 302) && attempt.method == Method::post);
+    if (to_get) {
+      attempt.method = Method::get;
+      attempt.body.clear();
+      std::erase_if(attempt.code_headers, [](const Header& h) {
+        return iequals(h.first, "content-type") || iequals(h.first, "content-encoding") ||
+               iequals(h.first, "content-language") || iequals(h.first, "content-location");
+      });
+    }
+    attempt.url = std::move(allowed->url);
+    ++attempt.redirects;
+    send(std::move(attempt));
+    return true;
+  }
+};
+
+std::variant<std::unique_ptr<Gateway>, std::vector<std::string>> Gateway::create(
+    net::io_context& io, GatewayOptions options) {
+  std::vector<std::string> problems = UrlPolicy(options.upstreams).problems();
+  ClientOptions client_options;
+  client_options.ca_file = options.ca_file;
+  client_options.system_trust = options.system_trust;
+  client_options.connect_timeout = options.connect_timeout;
+  client_options.response_bytes = options.limits.response_bytes;
+  auto client = HttpClient::create(io, std::move(client_options));
+  if (auto* client_problems = std::get_if<std::vector<std::string>>(&client)) {
+    problems.insert(problems.end(), client_problems->begin(), client_problems->end());
+  }
+  if (!problems.empty()) return problems;
+  auto state = std::make_shared<State>(io, std::move(options),
+                                       std::move(std::get<std::unique_ptr<HttpClient>>(client)));
+  return std::unique_ptr<Gateway>(new Gateway(std::move(state)));
+}
+
+Gateway::Gateway(std::shared_ptr<State> state) : state_(std::move(state)) {}
+
+Gateway::~Gateway() = default;
+
+const UrlPolicy& Gateway::policy() const { return state_->policy; }
+
+std::uint64_t Gateway::connections_opened() const { return state_->client->connections_opened(); }
+
+void Gateway::fetch(OutboundRequest request, CallBudget& budget, Deadline deadline,
+                    Completion done) {
+  const std::optional<Method> method = parse_method(request.method);
+  if (!method) {
+    const bool quotable =
+        is_header_name(request.method) && request.method.size() <= kMaxQuotedMethod;
+    return state_->refuse(std::move(done),
+                          policy_error((quotable ? "method " + request.method + " is not allowed"
+                                                 : std::string("method is not allowed")) +
+                                       " (GET, POST, PUT, PATCH, DELETE, HEAD)"));
+  }
+  PolicyDecision decision = state_->policy.decide(request.url);
+  if (auto* refused = std::get_if<Refused>(&decision)) {
+    return state_->refuse(std::move(done), policy_error(std::move(refused->message)));
+  }
+  Allowed& allowed = std::get<Allowed>(decision);
+  if ((*method == Method::get || *method == Method::head) && !request.body.empty()) {
+    return state_->refuse(std::move(done), policy_error(std::string(to_string(*method)) +
+                                                        " request cannot have a body"));
+  }
+  if (request.body.size() > state_->options.request_body_bytes) {
+    return state_->refuse(
+        std::move(done),
+        policy_error("request body exceeds " + std::to_string(state_->options.request_body_bytes) +
+                     " bytes"));
+  }
+  auto checked = check_headers(request.headers);
+  if (auto* error = std::get_if<GatewayError>(&checked)) {
+    return state_->refuse(std::move(done), std::move(*error));
+  }
+  if (!budget.try_spend()) {
+    return state_->refuse(
+        std::move(done),
+        policy_error("subrequest limit " + std::to_string(budget.limit()) + " reached"));
+  }
+  auto& headers = std::get<CheckedHeaders>(checked);
+  if (!headers.dropped.empty()) {
+    std::string names;
+    for (const auto& name : headers.dropped) names += (names.empty() ? "" : ", ") + name;
+    spdlog::debug("gateway: dropped headers the gateway owns: {}", state_->scrub(names));
+  }
+  Attempt attempt;
+  attempt.method = *method;
+  attempt.url = std::move(allowed.url);
+  attempt.upstream = allowed.upstream;
+  attempt.code_headers = std::move(headers.headers);
+  attempt.body = std::move(request.body);
+  attempt.deadline = deadline;
+  attempt.started = Clock::now();
+  attempt.done = std::move(done);
+  state_->send(std::move(attempt));
+}
+
+}  // namespace codemode::gateway

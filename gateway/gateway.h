@@ -1,0 +1,99 @@
+// The gateway: the only way out of an `execute` isolate (DESIGN.md section 3.4).
+//
+// A request from the code arrives as plain data and goes through, in order: method check, URL
+// normalisation and the origin allowlist, body and header checks, the call's subrequest
+// budget, credential injection, then the HTTP client. Same-origin redirects are followed (at
+// most kMaxRedirects, the policy and credentials applied again each time); a redirect anywhere
+// else comes back to the code as the 3xx response itself, so no request, and no credential,
+// ever reaches an origin off the list. Default deny: no upstreams, no requests.
+//
+// Threading: built once at start-up from config; fetch() may be called from any thread (a
+// sandbox worker). The checks run on the calling thread (the policy is immutable); the request
+// is then posted to the io_context the gateway was built with, and `done` runs exactly once on
+// that I/O thread, for refusals too, so a caller never sees its completion re-entrantly. The
+// sandbox posts it back to its worker. The Gateway must outlive its fetch() calls' starts, not
+// their completions: each completion keeps what it needs alive.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+
+#include "config/config.h"
+#include "gateway/http_client.h"
+#include "gateway/request.h"
+#include "gateway/url_policy.h"
+
+namespace codemode::gateway {
+
+inline constexpr unsigned kMaxRedirects = 3;
+
+// The subrequest budget of one execute call. The sandbox creates one per call from
+// Limits::subrequests and passes it to every fetch() of that call. Each fetch() the policy
+// allows spends one unit (before anything is sent); the N+1th is refused with
+// "subrequest limit N reached". Same-origin redirects the gateway follows are part of the
+// fetch() that caused them and cost nothing more. Thread-safe (atomic), though a call's
+// fetch()es all come from its one worker thread.
+class CallBudget {
+ public:
+  explicit CallBudget(std::uint32_t subrequests) : limit_(subrequests) {}
+  CallBudget(const CallBudget&) = delete;
+  CallBudget& operator=(const CallBudget&) = delete;
+
+  // True and one unit spent, or false when the budget is used up.
+  bool try_spend();
+  std::uint32_t used() const { return used_.load(); }
+  std::uint32_t limit() const { return limit_; }
+
+ private:
+  const std::uint32_t limit_;
+  std::atomic<std::uint32_t> used_{0};
+};
+
+struct GatewayOptions {
+  std::vector<config::Upstream> upstreams;
+  config::Limits limits;  // response_bytes and subrequests are the ones used here
+  // PEM certificates trusted for HTTPS upstreams in addition to the system store.
+  std::optional<std::filesystem::path> ca_file;
+  // Largest request body the code may send.
+  std::size_t request_body_bytes = 1048576;
+  ClientOptions::SystemTrust system_trust = ClientOptions::SystemTrust::use_system_store;
+  std::chrono::milliseconds connect_timeout{5000};
+};
+
+class Gateway {
+ public:
+  using Completion = std::function<void(FetchResult)>;
+
+  // Start-up problems (an upstream origin that does not normalise, an unreadable CA file) come
+  // back as lines, like config problems; main prints them and exits 2.
+  static std::variant<std::unique_ptr<Gateway>, std::vector<std::string>> create(
+      boost::asio::io_context& io, GatewayOptions options);
+  ~Gateway();
+  Gateway(const Gateway&) = delete;
+  Gateway& operator=(const Gateway&) = delete;
+
+  // Sends `request` if the policy allows it, within `budget` and by `deadline`; `done` runs
+  // exactly once on the I/O thread with the response or a GatewayError.
+  void fetch(OutboundRequest request, CallBudget& budget, Deadline deadline, Completion done);
+
+  const UrlPolicy& policy() const;
+  // New TCP connections to upstreams so far (keep-alive reuse shows as fewer).
+  std::uint64_t connections_opened() const;
+
+  struct State;
+
+ private:
+  explicit Gateway(std::shared_ptr<State> state);
+  std::shared_ptr<State> state_;
+};
+
+}  // namespace codemode::gateway

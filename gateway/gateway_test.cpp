@@ -1,0 +1,344 @@
+// The gateway facade end to end: policy, credentials, redirects and budgets against real
+// loopback servers, one of them a forbidden origin that must never be contacted, and the real
+// MarketHub fixture as an upstream.
+#include "gateway/gateway.h"
+
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
+
+#include <fixtures/markethub/fixture_server.h>
+#include <catch2/catch.hpp>
+#include <future>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include "gateway/test_server.h"
+
+namespace {
+
+using namespace codemode::gateway;
+using namespace std::chrono_literals;
+using codemode::config::Upstream;
+using testing::IoThread;
+using testing::TestServer;
+
+constexpr const char* kSecret = "Bearer realsecrettoken123";
+constexpr const char* kSecretWord = "realsecrettoken123";
+
+std::unique_ptr<Gateway> make_gateway(IoThread& io, std::vector<Upstream> upstreams,
+                                      codemode::config::Limits limits = {}) {
+  GatewayOptions options;
+  options.upstreams = std::move(upstreams);
+  options.limits = limits;
+  options.request_body_bytes = 1000;
+  auto created = Gateway::create(io.io(), std::move(options));
+  if (auto* problems = std::get_if<std::vector<std::string>>(&created)) {
+    FAIL("gateway problems: " << problems->at(0));
+  }
+  return std::move(std::get<std::unique_ptr<Gateway>>(created));
+}
+
+FetchResult fetch(Gateway& gateway, CallBudget& budget, OutboundRequest request,
+                  std::chrono::milliseconds timeout = 5000ms) {
+  auto promise = std::make_shared<std::promise<FetchResult>>();
+  auto future = promise->get_future();
+  gateway.fetch(std::move(request), budget, Clock::now() + timeout,
+                [promise](FetchResult result) { promise->set_value(std::move(result)); });
+  REQUIRE(future.wait_for(20s) == std::future_status::ready);
+  return future.get();
+}
+
+InboundResponse response_of(FetchResult result) {
+  if (auto* error = std::get_if<GatewayError>(&result)) FAIL("unexpected error: " << error->text());
+  return std::get<InboundResponse>(std::move(result));
+}
+
+// "policy: ..." / "runtime: ..."
+std::string error_of(FetchResult result) {
+  if (auto* response = std::get_if<InboundResponse>(&result)) {
+    FAIL("unexpected response: " << response->status);
+  }
+  return std::get<GatewayError>(result).text();
+}
+
+OutboundRequest get(std::string url, Headers headers = {}) {
+  return OutboundRequest{"GET", std::move(url), std::move(headers), {}};
+}
+
+// Two loopback servers: `allowed` is the one upstream (with a credential), `forbidden` is not
+// on the list and must see no connection at all.
+struct Harness {
+  IoThread io;
+  TestServer allowed;
+  TestServer forbidden;
+  std::unique_ptr<Gateway> gateway;
+  CallBudget budget{1000};
+
+  explicit Harness(codemode::config::Limits limits = {}) {
+    gateway = make_gateway(
+        io, {Upstream{allowed.origin(), {{"Authorization", kSecret}, {"X-Api-Key", "key-abc"}}}},
+        limits);
+  }
+  ~Harness() { CHECK(forbidden.connections() == 0); }
+
+  FetchResult run(OutboundRequest request) { return fetch(*gateway, budget, std::move(request)); }
+  std::string allowed_port() const { return std::to_string(allowed.port()); }
+  std::string forbidden_port() const { return std::to_string(forbidden.port()); }
+};
+
+std::size_t count(std::string_view text, std::string_view needle) {
+  std::size_t n = 0;
+  for (auto at = text.find(needle); at != std::string_view::npos; at = text.find(needle, at + 1)) {
+    ++n;
+  }
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("credentials are injected last, overriding what the code set", "[gateway][credentials]") {
+  Harness h;
+  const auto echo = response_of(h.run(get("/echo", {{"authorization", "Bearer fake"},
+                                                    {"X-API-KEY", "fake"},
+                                                    {"Host", "evil.test"},
+                                                    {"Content-Length", "99"},
+                                                    {"Cookie", "a=b"},
+                                                    {"Accept", "application/json"}})));
+  CHECK(echo.status == 200);
+  // The upstream echoes what it received: the configured values replaced the code's, and the
+  // gateway redacts them on the way back, so the code never holds a credential.
+  CHECK(echo.body.find("fake") == std::string::npos);
+  CHECK(echo.body.find("realsecrettoken123") == std::string::npos);
+  CHECK(echo.body.find("key-abc") == std::string::npos);
+  CHECK(count(echo.body, "Authorization: [redacted]\n") == 1);
+  CHECK(echo.body.find("X-Api-Key: [redacted]\n") != std::string::npos);
+  CHECK(echo.body.find("Host: 127.0.0.1:" + h.allowed_port() + "\n") != std::string::npos);
+  CHECK(echo.body.find("evil.test") == std::string::npos);
+  CHECK(echo.body.find("Content-Length") == std::string::npos);
+  CHECK(echo.body.find("Cookie: a=b\n") != std::string::npos);
+  CHECK(echo.body.find("Accept: application/json\n") != std::string::npos);
+  CHECK(echo.final_url == h.allowed.origin() + "/echo");
+}
+
+TEST_CASE("off-list origins are refused in every spelling, with no connection",
+          "[gateway][policy]") {
+  Harness h;
+  const std::string fp = h.forbidden_port();
+  const std::string refused = "policy: origin http://127.0.0.1:" + fp + " is not allowed";
+  CHECK(error_of(h.run(get(h.forbidden.origin() + "/echo"))) == refused);
+  CHECK(error_of(h.run(get("http://2130706433:" + fp + "/echo"))) == refused);
+  CHECK(error_of(h.run(get("http://0x7f.1:" + fp + "/echo"))) == refused);
+  CHECK(error_of(h.run(get("http://0177.0.0.1:" + fp + "/echo"))) == refused);
+  CHECK(error_of(h.run(get("HTTP://127.0.0.1.:" + fp + "/echo"))) == refused);
+  CHECK(error_of(h.run(get("//127.0.0.1:" + fp + "/echo"))) == refused);
+  CHECK(error_of(h.run(get("/\\127.0.0.1:" + fp + "/echo"))) == refused);
+  CHECK(error_of(h.run(get("http://%31%32%37.0.0.1:" + fp + "/echo"))) == refused);
+  CHECK(error_of(h.run(get("http://localhost:" + fp + "/"))) ==
+        "policy: origin http://localhost:" + fp + " is not allowed");
+  CHECK(error_of(h.run(get("http://[::ffff:127.0.0.1]:" + fp + "/"))) ==
+        "policy: origin http://[::ffff:127.0.0.1]:" + fp + " is not allowed");
+  CHECK(error_of(h.run(get("https://127.0.0.1:" + h.allowed_port() + "/"))) ==
+        "policy: origin https://127.0.0.1:" + h.allowed_port() + " is not allowed");
+  CHECK(error_of(h.run(get("http://user:pw@127.0.0.1:" + h.allowed_port() + "/"))) ==
+        "policy: URL must not contain userinfo (user:password@)");
+  CHECK(error_of(h.run(get("file:///etc/passwd"))) ==
+        "policy: URL scheme file is not allowed (only http and https)");
+  CHECK(error_of(h.run(get("http://[::1"))) == "policy: URL does not parse");
+  CHECK(h.allowed.requests() == 0);
+
+  // The same spellings of the allowed origin are allowed.
+  const std::string ap = h.allowed_port();
+  CHECK(response_of(h.run(get("http://2130706433:" + ap + "/echo"))).status == 200);
+  CHECK(response_of(h.run(get("http://0x7f.1:" + ap + "/echo"))).status == 200);
+  CHECK(response_of(h.run(get("http://127.0.0.1:" + ap + "\\@127.0.0.1:" + fp + "/echo"))).status ==
+        404);  // path /@127.0.0.1:PORT/echo on the allowed server
+}
+
+TEST_CASE("methods, header bytes and bodies are checked before anything is sent",
+          "[gateway][policy]") {
+  Harness h;
+  CHECK(error_of(h.run(OutboundRequest{"CONNECT", "/echo", {}, {}})) ==
+        "policy: method CONNECT is not allowed (GET, POST, PUT, PATCH, DELETE, HEAD)");
+  CHECK(error_of(h.run(OutboundRequest{"GET\r\nX: y", "/echo", {}, {}})) ==
+        "policy: method is not allowed (GET, POST, PUT, PATCH, DELETE, HEAD)");
+  CHECK(error_of(h.run(get("/echo", {{"X-Token", "abc\r\nX-Injected: 1"}}))) ==
+        "policy: header X-Token has an invalid value (CR, LF, NUL or another control character)");
+  CHECK(error_of(h.run(get("/echo", {{"X-Bad\r\nName", "v"}}))) ==
+        "policy: invalid header name (not an HTTP token)");
+  CHECK(error_of(h.run(OutboundRequest{"GET", "/echo", {}, "body"})) ==
+        "policy: GET request cannot have a body");
+  CHECK(error_of(h.run(OutboundRequest{"POST", "/echo", {}, std::string(1001, 'a')})) ==
+        "policy: request body exceeds 1000 bytes");
+  CHECK(h.allowed.requests() == 0);
+
+  const auto posted = response_of(h.run(OutboundRequest{"post", "/echo", {}, "hi"}));
+  CHECK(posted.body.starts_with("POST /echo\n"));
+  CHECK(posted.body.ends_with("\n\nhi"));
+}
+
+TEST_CASE("the N+1th fetch of a call is refused", "[gateway][budget]") {
+  IoThread io;
+  TestServer server;
+  auto gateway = make_gateway(io, {Upstream{server.origin(), {}}});
+  CallBudget budget(2);
+  CHECK(response_of(fetch(*gateway, budget, get("/echo"))).status == 200);
+  CHECK(error_of(fetch(*gateway, budget, get("http://evil.test/"))) ==
+        "policy: origin http://evil.test is not allowed");  // refused: costs nothing
+  CHECK(response_of(fetch(*gateway, budget, get("/echo"))).status == 200);
+  CHECK(error_of(fetch(*gateway, budget, get("/echo"))) == "policy: subrequest limit 2 reached");
+  CHECK(server.requests() == 2);
+  CallBudget next_call(2);
+  CHECK(response_of(fetch(*gateway, next_call, get("/echo"))).status == 200);
+}
+
+TEST_CASE("redirects are followed only within the origin", "[gateway][redirect]") {
+  Harness h;
+  const std::string fp = h.forbidden_port();
+  h.allowed.add_redirect("/same", 302, "/echo/after");
+  h.allowed.add_redirect("/absolute", 301, h.allowed.origin() + "/echo/abs");
+  h.allowed.add_redirect("/away", 302, h.forbidden.origin() + "/echo");
+  h.allowed.add_redirect("/away-trick", 307, "http://2130706433:" + fp + "/echo");
+  h.allowed.add_redirect("/away-relative", 302, "//127.0.0.1:" + fp + "/echo");
+  h.allowed.add_redirect("/away-scheme", 302, "https://127.0.0.1:" + h.allowed_port() + "/");
+  h.allowed.add_redirect("/bad-location", 302, "http://[::1");
+  h.allowed.add_redirect("/loop", 302, "/loop");
+  h.allowed.add_redirect("/see-other", 303, "/echo/get");
+  h.allowed.add_redirect("/temporary", 307, "/echo/post");
+
+  const auto same = response_of(h.run(get("/same")));
+  CHECK(same.status == 200);
+  CHECK(same.redirects == 1);
+  CHECK(same.final_url == h.allowed.origin() + "/echo/after");
+  CHECK(same.body.find("Authorization: [redacted]\n") != std::string::npos);  // re-injected
+  CHECK(response_of(h.run(get("/absolute"))).final_url == h.allowed.origin() + "/echo/abs");
+
+  for (const char* path :
+       {"/away", "/away-trick", "/away-relative", "/away-scheme", "/bad-location"}) {
+    const auto away = response_of(h.run(get(path)));
+    CHECK(away.redirects == 0);
+    CHECK(away.status >= 301);
+    CHECK(away.final_url == h.allowed.origin() + path);
+  }
+
+  const std::uint64_t before = h.allowed.requests();
+  const auto loop = response_of(h.run(get("/loop")));
+  CHECK(loop.status == 302);
+  CHECK(loop.redirects == kMaxRedirects);
+  CHECK(h.allowed.requests() - before == kMaxRedirects + 1);
+
+  const auto see_other = response_of(h.run(OutboundRequest{
+      "POST", "/see-other", {{"Content-Type", "application/json"}, {"X-Keep", "1"}}, "{}"}));
+  CHECK(see_other.body.starts_with("GET /echo/get\n"));
+  CHECK(see_other.body.find("Content-Type") == std::string::npos);
+  CHECK(see_other.body.find("X-Keep: 1\n") != std::string::npos);
+  CHECK(see_other.body.ends_with("\n\n"));
+
+  const auto temporary = response_of(h.run(OutboundRequest{"PUT", "/temporary", {}, "data"}));
+  CHECK(temporary.body.starts_with("PUT /echo/post\n"));
+  CHECK(temporary.body.ends_with("\n\ndata"));
+}
+
+TEST_CASE("upstream failures are runtime errors and the gateway keeps serving",
+          "[gateway][runtime]") {
+  codemode::config::Limits limits;
+  limits.response_bytes = 1000;
+  Harness h(limits);
+  const std::string origin = h.allowed.origin();
+  CHECK(response_of(h.run(get("/status/500"))).status == 500);
+  CHECK(error_of(h.run(get("/reset")))
+            .starts_with("runtime: connection to " + origin + " closed before a complete"));
+  CHECK(error_of(h.run(get("/big/1001"))) == "runtime: response body exceeds 1000 bytes");
+  CHECK(error_of(h.run(get("/malformed"))).starts_with("runtime: malformed HTTP response"));
+  CHECK(error_of(fetch(*h.gateway, h.budget, get("/slow"), 200ms)) ==
+        "runtime: request to " + origin + " timed out");
+  CHECK(response_of(h.run(get("/echo"))).status == 200);
+}
+
+TEST_CASE("credentials never appear in our errors or logs", "[gateway][credentials]") {
+  std::ostringstream captured;
+  auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(captured);
+  auto previous = spdlog::default_logger();
+  auto logger = std::make_shared<spdlog::logger>("gateway-test", sink);
+  logger->set_level(spdlog::level::debug);
+  spdlog::set_default_logger(logger);
+  {
+    Harness h;
+    // The upstream echoes the credential: redacted before the code can see it...
+    const auto echo = response_of(h.run(get("/echo/" + std::string(kSecretWord))));
+    CHECK(echo.body.find(kSecretWord) == std::string::npos);
+    CHECK(echo.body.find("[redacted]") != std::string::npos);
+    // ...but our messages never repeat it, even when the code puts it into a URL.
+    const std::string refused =
+        error_of(h.run(get("http://" + std::string(kSecretWord) + ".evil.test/")));
+    CHECK(refused == "policy: (withheld: it would show a configured credential)");
+    CHECK(error_of(h.run(get("/echo", {{"X-Leak", std::string(kSecret) + "\n"}}))) ==
+          "policy: header X-Leak has an invalid value (CR, LF, NUL or another control character)");
+    h.run(get("/status/500"));
+  }
+  spdlog::set_default_logger(previous);
+  const std::string log = captured.str();
+  CHECK(log.find("GET http://127.0.0.1:") != std::string::npos);
+  CHECK(log.find("-> 500") != std::string::npos);
+  CHECK(log.find(kSecretWord) == std::string::npos);
+  CHECK(log.find("key-abc") == std::string::npos);
+}
+
+TEST_CASE("completions run on the I/O thread, refusals too", "[gateway][threads]") {
+  IoThread io;
+  TestServer server;
+  auto gateway = make_gateway(io, {Upstream{server.origin(), {}}});
+  CallBudget budget(10);
+  std::vector<std::future<std::thread::id>> threads;
+  std::vector<std::shared_ptr<std::promise<std::thread::id>>> promises;
+  for (const char* url : {"/echo/1", "/echo/2", "/echo/3", "http://evil.test/", "/echo/4"}) {
+    auto promise = std::make_shared<std::promise<std::thread::id>>();
+    threads.push_back(promise->get_future());
+    gateway->fetch(get(url), budget, Clock::now() + 5s,
+                   [promise](FetchResult) { promise->set_value(std::this_thread::get_id()); });
+  }
+  for (auto& thread : threads) {
+    REQUIRE(thread.wait_for(20s) == std::future_status::ready);
+    CHECK(thread.get() != std::this_thread::get_id());
+  }
+  CHECK(server.requests() == 4);
+}
+
+TEST_CASE("start-up problems are reported together", "[gateway][config]") {
+  IoThread io;
+  GatewayOptions options;
+  options.upstreams = {Upstream{"http://0x1.2.3.4.5", {}}};
+  options.ca_file = "/nonexistent/ca.pem";
+  auto created = Gateway::create(io.io(), options);
+  REQUIRE(std::holds_alternative<std::vector<std::string>>(created));
+  CHECK(std::get<std::vector<std::string>>(created).size() == 2);
+}
+
+TEST_CASE("MarketHub end to end: the injected token is what gets in", "[gateway][markethub]") {
+  using codemode::fixtures::MarkethubOptions;
+  using codemode::fixtures::MarkethubServer;
+  MarkethubServer markethub(MarkethubOptions{.token = "markethub-test-token-5b1e"});
+  markethub.start();
+  IoThread io;
+
+  auto with_token = make_gateway(
+      io, {Upstream{markethub.origin(), {{"Authorization", "Bearer markethub-test-token-5b1e"}}}});
+  CallBudget budget(10);
+  const auto products = response_of(fetch(*with_token, budget, get("/products?limit=3")));
+  CHECK(products.status == 200);
+  const auto json = nlohmann::json::parse(products.body);
+  CHECK(json.at("items").size() == 3);
+  // A token the code sets itself is overridden by the configured one.
+  CHECK(response_of(fetch(*with_token, budget,
+                          get("/products?limit=1", {{"Authorization", "Bearer wrong"}})))
+            .status == 200);
+
+  auto without = make_gateway(io, {Upstream{markethub.origin(), {}}});
+  CHECK(response_of(fetch(*without, budget, get("/products?limit=3"))).status == 401);
+  CHECK(response_of(fetch(*without, budget,
+                          get("/products?limit=3",
+                              {{"Authorization", "Bearer markethub-test-token-5b1e"}})))
+            .status == 200);  // without credentials configured, the code's header is sent
+}

@@ -1,0 +1,73 @@
+// The data that crosses between the sandbox and the gateway: a request as the code wrote it, the
+// response it gets back, or the reason there is none.
+//
+// Plain values with no behaviour and no Asio types, so a sandbox worker thread can build an
+// OutboundRequest, hand it to Gateway::fetch() and later receive the completion posted back to
+// its own queue. Nothing in here has been checked: the gateway validates every field (method,
+// URL, header names and values, body size) before anything leaves the process.
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+#include <vector>
+
+namespace codemode::gateway {
+
+using Header = std::pair<std::string, std::string>;  // name, value; in the order given
+using Headers = std::vector<Header>;
+
+// When a request must have completed, on the steady clock; the sandbox passes the call's wall
+// deadline (or earlier).
+using Clock = std::chrono::steady_clock;
+using Deadline = Clock::time_point;
+
+struct OutboundRequest {
+  // GET, POST, PUT, PATCH, DELETE or HEAD, matched ignoring case (fetch() upper-cases these).
+  std::string method = "GET";
+  // Absolute http(s) URL, or a reference resolved against the first upstream ("/products").
+  std::string url;
+  // Set by the code; forbidden framing headers are dropped, credentials override (see README).
+  Headers headers;
+  // Sent as is with a Content-Length; must be empty for GET and HEAD.
+  std::string body;
+};
+
+struct InboundResponse {
+  unsigned status = 0;
+  std::string status_text;
+  // As received, in order, repeated names kept; minus Content-Encoding / Content-Length when
+  // the gateway decoded a compressed body (they no longer describe `body`).
+  Headers headers;
+  std::string body;
+  // The URL of the request that produced this response (after same-origin redirects),
+  // normalised: "http://127.0.0.1:8788/products?limit=3".
+  std::string final_url;
+  // Same-origin redirects the gateway followed before this response (0..3).
+  unsigned redirects = 0;
+};
+
+// Who caused a failure decides its kind; both reach the code as an error whose text starts with
+// `to_string(kind) + ": "` (the sandbox adds the prefix; `message` carries none).
+enum class ErrorKind {
+  policy,   // the gateway refused: origin, method, header, body size, subrequest budget
+  runtime,  // the request was allowed but failed: connect, TLS, timeout, malformed or oversize
+};
+
+constexpr std::string_view to_string(ErrorKind kind) {
+  return kind == ErrorKind::policy ? "policy" : "runtime";
+}
+
+// Messages are one line, name origins and header names, and never contain a header value.
+struct GatewayError {
+  ErrorKind kind = ErrorKind::runtime;
+  std::string message;
+
+  std::string text() const { return std::string(to_string(kind)) + ": " + message; }
+};
+
+using FetchResult = std::variant<InboundResponse, GatewayError>;
+
+}  // namespace codemode::gateway

@@ -1,0 +1,140 @@
+#include "gateway/request_check.h"
+
+#include <algorithm>
+#include <array>
+
+namespace codemode::gateway {
+namespace {
+
+char ascii_lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
+
+bool iequals(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return ascii_lower(x) == ascii_lower(y);
+         });
+}
+
+bool istarts_with(std::string_view text, std::string_view prefix) {
+  return text.size() >= prefix.size() && iequals(text.substr(0, prefix.size()), prefix);
+}
+
+bool is_tchar(char c) {
+  static constexpr std::string_view kSymbols = "!#$%&'*+-.^_`|~";
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+         kSymbols.find(c) != std::string_view::npos;
+}
+
+std::string_view trim(std::string_view value) {
+  const auto is_space = [](char c) { return c == ' ' || c == '\t'; };
+  while (!value.empty() && is_space(value.front())) value.remove_prefix(1);
+  while (!value.empty() && is_space(value.back())) value.remove_suffix(1);
+  return value;
+}
+
+// A name the code wrote, safe to quote in a message: it is a token (checked first) and bounded.
+std::string quoted_name(std::string_view name) {
+  constexpr std::size_t kMaxQuoted = 64;
+  if (name.size() > kMaxQuoted) return std::string(name.substr(0, kMaxQuoted)) + "...";
+  return std::string(name);
+}
+
+GatewayError policy_error(std::string message) {
+  return GatewayError{ErrorKind::policy, std::move(message)};
+}
+
+}  // namespace
+
+std::string_view to_string(Method method) {
+  switch (method) {
+    case Method::get:
+      return "GET";
+    case Method::post:
+      return "POST";
+    case Method::put:
+      return "PUT";
+    case Method::patch:
+      return "PATCH";
+    case Method::del:
+      return "DELETE";
+    case Method::head:
+      return "HEAD";
+  }
+  return "GET";
+}
+
+std::optional<Method> parse_method(std::string_view text) {
+  static constexpr std::array kAll = {Method::get,   Method::post, Method::put,
+                                      Method::patch, Method::del,  Method::head};
+  for (const Method method : kAll) {
+    if (iequals(text, to_string(method))) return method;
+  }
+  return std::nullopt;
+}
+
+bool is_header_name(std::string_view name) {
+  return !name.empty() && std::all_of(name.begin(), name.end(), is_tchar);
+}
+
+bool is_header_value(std::string_view value) {
+  return std::none_of(value.begin(), value.end(), [](char c) {
+    const auto byte = static_cast<unsigned char>(c);
+    return (byte < 0x20 && byte != '\t') || byte == 0x7F;
+  });
+}
+
+bool is_gateway_owned_header(std::string_view name) {
+  static constexpr std::array<std::string_view, 10> kOwned = {
+      "host",    "content-length", "transfer-encoding", "connection", "keep-alive", "upgrade", "te",
+      "trailer", "expect",         "accept-encoding"};
+  return istarts_with(name, "proxy-") ||
+         std::any_of(kOwned.begin(), kOwned.end(),
+                     [&](std::string_view owned) { return iequals(name, owned); });
+}
+
+std::variant<CheckedHeaders, GatewayError> check_headers(const Headers& headers) {
+  if (headers.size() > kMaxRequestHeaders) {
+    return policy_error("more than " + std::to_string(kMaxRequestHeaders) + " request headers");
+  }
+  CheckedHeaders out;
+  std::size_t bytes = 0;
+  for (const auto& [name, value] : headers) {
+    if (!is_header_name(name)) {
+      return policy_error(name.empty() ? std::string("empty header name")
+                                       : "invalid header name (not an HTTP token)");
+    }
+    const std::string_view trimmed = trim(value);
+    if (!is_header_value(trimmed)) {
+      return policy_error("header " + quoted_name(name) +
+                          " has an invalid value (CR, LF, NUL or another control character)");
+    }
+    bytes += name.size() + trimmed.size();
+    if (bytes > kMaxRequestHeaderBytes) {
+      return policy_error("request headers exceed " + std::to_string(kMaxRequestHeaderBytes) +
+                          " bytes");
+    }
+    if (is_gateway_owned_header(name)) {
+      out.dropped.push_back(name);
+      continue;
+    }
+    out.headers.emplace_back(name, std::string(trimmed));
+  }
+  return out;
+}
+
+Headers inject_credentials(Headers code_headers, const config::Upstream& upstream) {
+  std::erase_if(code_headers, [&](const Header& header) {
+    return std::any_of(
+        upstream.headers.begin(), upstream.headers.end(),
+        [&](const auto& configured) { return iequals(header.first, configured.first); });
+  });
+  for (const auto& configured : upstream.headers) code_headers.push_back(configured);
+  return code_headers;
+}
+
+bool contains_any(std::string_view text, const std::vector<std::string>& values) {
+  return std::any_of(values.begin(), values.end(), [&](const std::string& value) {
+    return !value.empty() && text.find(value) != std::string_view::npos;
+  });
+}
+
+}  // namespace codemode::gateway

@@ -11,6 +11,7 @@
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <limits>
 #include <map>
 #include <memory>
@@ -25,6 +26,7 @@
 namespace codemode::embedded {
 std::string_view sandbox_bootstrap_js();
 std::string_view sandbox_url_js();
+std::string_view sandbox_fetch_js();
 }  // namespace codemode::embedded
 
 namespace codemode::sandbox {
@@ -85,8 +87,29 @@ constexpr std::size_t kMaxHeapOvershoot = 3072 * kMB;
 // Why a call stopped early. The first reason wins; later ones are ignored.
 enum class Stop { none, cpu, wall, heap, cancelled };
 
-// State shared between the worker (which runs JS and waits for timers), the watchdog thread,
-// the near-heap-limit callback and a canceller. trip() may run on any of them.
+// Where fetch completions arrive, from the gateway's I/O thread. Shared with every pending
+// completion, so one that arrives after the call has ended finds it closed and is dropped.
+struct Mailbox {
+  std::mutex mutex;
+  std::condition_variable wake;
+  std::deque<std::pair<std::uint32_t, gateway::FetchResult>> arrived;
+  bool closed = false;
+
+  void deliver(std::uint32_t id, gateway::FetchResult result) {
+    std::lock_guard lock(mutex);
+    if (closed) return;
+    arrived.emplace_back(id, std::move(result));
+    wake.notify_all();
+  }
+  void close() {
+    std::lock_guard lock(mutex);
+    closed = true;
+    arrived.clear();
+  }
+};
+
+// State shared between the worker (which runs JS and waits for timers and fetches), the
+// watchdog thread, the near-heap-limit callback and a canceller. trip() may run on any of them.
 class Interrupts {
  public:
   explicit Interrupts(v8::Isolate* isolate) : isolate_(isolate) {}
@@ -95,23 +118,30 @@ class Interrupts {
     Stop expected = Stop::none;
     if (!reason_.compare_exchange_strong(expected, reason)) return;
     isolate_->TerminateExecution();
-    std::lock_guard lock(mutex_);
-    wake_.notify_all();
+    std::lock_guard lock(mailbox_->mutex);
+    mailbox_->wake.notify_all();
   }
   Stop reason() const { return reason_.load(); }
   v8::Isolate* isolate() const { return isolate_; }
+  const std::shared_ptr<Mailbox>& mailbox() const { return mailbox_; }
 
-  // Worker: sleeps until `deadline` or until a trip.
+  // Worker: sleeps until `deadline`, a trip, or a fetch completion.
   void wait_until(Clock::time_point deadline) {
-    std::unique_lock lock(mutex_);
-    wake_.wait_until(lock, deadline, [this] { return reason_.load() != Stop::none; });
+    std::unique_lock lock(mailbox_->mutex);
+    mailbox_->wake.wait_until(lock, deadline, [this] {
+      return reason_.load() != Stop::none || !mailbox_->arrived.empty();
+    });
+  }
+  // Worker: the completions that have arrived, oldest first.
+  std::deque<std::pair<std::uint32_t, gateway::FetchResult>> take_arrived() {
+    std::lock_guard lock(mailbox_->mutex);
+    return std::exchange(mailbox_->arrived, {});
   }
 
  private:
   v8::Isolate* isolate_;
   std::atomic<Stop> reason_{Stop::none};
-  std::mutex mutex_;
-  std::condition_variable wake_;
+  std::shared_ptr<Mailbox> mailbox_ = std::make_shared<Mailbox>();
 };
 
 std::chrono::nanoseconds thread_cpu_time(clockid_t clock) {
@@ -257,6 +287,13 @@ struct CallState {
   std::uint32_t next_timer_id = 1;
   Clock::time_point wall_deadline;
   std::size_t clone_budget = 0;  // bytes a structuredClone may serialise to (heap_mb)
+  // execute only: fetch() through the gateway.
+  const Fetcher* fetcher = nullptr;
+  std::shared_ptr<Mailbox> mailbox;
+  std::uint32_t next_fetch_id = 1;
+  std::map<std::uint32_t, v8::Global<v8::Promise::Resolver>> fetches;  // pending
+  std::map<std::uint32_t, std::string> bodies;       // arrived, not yet read by hostReadBody
+  std::vector<v8::Global<v8::Value>> policy_errors;  // refusals, to classify if uncaught
 };
 
 CallState& state_of(v8::Isolate* isolate) { return *static_cast<CallState*>(isolate->GetData(0)); }
@@ -466,6 +503,110 @@ void host_utf8_decode(const v8::FunctionCallbackInfo<v8::Value>& info) {
 }
 
 // ------------------------------------------------------------------------------------------
+// fetch(): the request leaves as plain data; the completion comes back through the Mailbox.
+
+// Bounds on what the host copies out of the isolate for one request, before the gateway's own
+// checks: enough for any API call, small enough that hostile code cannot make the host copy
+// hundreds of megabytes.
+constexpr std::size_t kMaxUrlBytes = 16 * 1024;
+constexpr std::size_t kMaxHeaderBytes = 16 * 1024;
+constexpr std::uint32_t kMaxHeaders = 100;
+constexpr std::size_t kMaxRequestBodyBytes = 8 * kMB;
+
+// Copies a JS string argument of at most `max_bytes` UTF-8 bytes; false (with a TypeError
+// thrown) when it is not a string or too long.
+bool string_arg(v8::Isolate* isolate, v8::Local<v8::Value> value, std::size_t max_bytes,
+                std::string_view what, std::string& out) {
+  if (!value->IsString()) {
+    throw_type_error(isolate, "fetch: " + std::string(what) + " must be a string");
+    return false;
+  }
+  Utf8Prefix text = utf8_prefix(isolate, value.As<v8::String>(), max_bytes + 1);
+  if (text.dropped > 0 || text.text.size() > max_bytes) {
+    throw_type_error(isolate, "fetch: " + std::string(what) + " is longer than " +
+                                  std::to_string(max_bytes) + " bytes");
+    return false;
+  }
+  out = std::move(text.text);
+  return true;
+}
+
+// hostFetch(method, url, [[name, value], ...], body: undefined | Uint8Array) -> Promise
+void host_fetch(const v8::FunctionCallbackInfo<v8::Value>& info) {
+  v8::Isolate* isolate = info.GetIsolate();
+  v8::Local<v8::Context> context = isolate->GetCurrentContext();
+  CallState& state = state_of(isolate);
+  gateway::OutboundRequest request;
+  if (info.Length() < 4 || !info[2]->IsArray()) {
+    return throw_type_error(isolate, "fetch: bad arguments");
+  }
+  if (!string_arg(isolate, info[0], 16, "the method", request.method) ||
+      !string_arg(isolate, info[1], kMaxUrlBytes, "the URL", request.url)) {
+    return;
+  }
+  v8::Local<v8::Array> headers = info[2].As<v8::Array>();
+  if (headers->Length() > kMaxHeaders) {
+    return throw_type_error(isolate,
+                            "fetch: more than " + std::to_string(kMaxHeaders) + " headers");
+  }
+  for (std::uint32_t i = 0; i < headers->Length(); ++i) {
+    v8::Local<v8::Value> pair, name, value;
+    if (!headers->Get(context, i).ToLocal(&pair)) return;
+    if (!pair->IsArray()) return throw_type_error(isolate, "fetch: bad header pair");
+    if (!pair.As<v8::Array>()->Get(context, 0).ToLocal(&name) ||
+        !pair.As<v8::Array>()->Get(context, 1).ToLocal(&value)) {
+      return;
+    }
+    gateway::Header header;
+    if (!string_arg(isolate, name, kMaxHeaderBytes, "a header name", header.first) ||
+        !string_arg(isolate, value, kMaxHeaderBytes, "a header value", header.second)) {
+      return;
+    }
+    request.headers.push_back(std::move(header));
+  }
+  if (info[3]->IsUint8Array()) {
+    v8::Local<v8::Uint8Array> body = info[3].As<v8::Uint8Array>();
+    if (body->ByteLength() > kMaxRequestBodyBytes) {
+      return throw_type_error(isolate, "fetch: the request body is larger than " +
+                                           std::to_string(kMaxRequestBodyBytes) + " bytes");
+    }
+    request.body.resize(body->ByteLength());
+    body->CopyContents(request.body.data(), request.body.size());
+  } else if (!info[3]->IsUndefined()) {
+    return throw_type_error(isolate, "fetch: bad body");
+  }
+
+  v8::Local<v8::Promise::Resolver> resolver;
+  if (!v8::Promise::Resolver::New(context).ToLocal(&resolver)) return;
+  const std::uint32_t id = state.next_fetch_id++;
+  state.fetches.emplace(id, v8::Global<v8::Promise::Resolver>(isolate, resolver));
+  (*state.fetcher)(std::move(request), [mailbox = state.mailbox, id](gateway::FetchResult result) {
+    mailbox->deliver(id, std::move(result));
+  });
+  info.GetReturnValue().Set(resolver->GetPromise());
+}
+
+// hostReadBody(bodyId, uint8array): moves an arrived body into memory the code allocated.
+void host_read_body(const v8::FunctionCallbackInfo<v8::Value>& info) {
+  v8::Isolate* isolate = info.GetIsolate();
+  CallState& state = state_of(isolate);
+  if (info.Length() < 2 || !info[0]->IsUint32() || !info[1]->IsUint8Array()) {
+    return throw_type_error(isolate, "readBody: bad arguments");
+  }
+  auto body = state.bodies.find(info[0].As<v8::Uint32>()->Value());
+  v8::Local<v8::Uint8Array> target = info[1].As<v8::Uint8Array>();
+  if (body == state.bodies.end() || target->ByteLength() != body->second.size()) {
+    return throw_type_error(isolate, "readBody: no such body");
+  }
+  if (!body->second.empty()) {
+    std::shared_ptr<v8::BackingStore> store = target->Buffer()->GetBackingStore();
+    std::memcpy(static_cast<char*>(store->Data()) + target->ByteOffset(), body->second.data(),
+                body->second.size());
+  }
+  state.bodies.erase(body);
+}
+
+// ------------------------------------------------------------------------------------------
 // Messages
 
 // `unconverted`: characters already left out before the text reached the host.
@@ -614,7 +755,10 @@ class Run {
     v8::Context::Scope context_scope(context);
     Outcome outcome = run_in(context);
     outcome.logs = state_.logs.take();
-    state_.timers.clear();  // the Globals must go while the isolate lives
+    interrupts_.mailbox()->close();  // fetches still in flight complete into nothing
+    state_.timers.clear();           // the Globals must go while the isolate lives
+    state_.fetches.clear();
+    state_.policy_errors.clear();
     spec_view_.reset();
     isolate_->SetData(0, nullptr);
     return outcome;
@@ -632,6 +776,17 @@ class Run {
     return Outcome::failure(stop_kind(reason), stop_message(reason, limits_));
   }
   Outcome thrown(v8::Local<v8::Value> exception) {
+    for (const auto& refusal : state_.policy_errors) {
+      if (refusal.Get(isolate_)->StrictEquals(exception)) {
+        v8::Local<v8::Value> message;
+        v8::Local<v8::Context> context = isolate_->GetCurrentContext();
+        if (exception.As<v8::Object>()
+                ->Get(context, v8_string(isolate_, "message"))
+                .ToLocal(&message)) {
+          return Outcome::failure(ErrorKind::policy, one_line(utf8(isolate_, message)));
+        }
+      }
+    }
     std::string text = describe_exception(isolate_, exception);
     if (allocator_.refused() && text.starts_with("RangeError: Array buffer allocation failed")) {
       return Outcome::failure(
@@ -687,6 +842,21 @@ class Run {
     }
     serialize_ = serialize.As<v8::Function>();
 
+    if (request_.tool == Tool::execute && request_.fetcher != nullptr) {
+      state_.fetcher = request_.fetcher;
+      state_.mailbox = interrupts_.mailbox();
+      v8::Local<v8::Value> factory, ignored;
+      v8::Local<v8::Value> fetch_args[] = {global, host_function(context, host_fetch),
+                                           host_function(context, host_read_body)};
+      if (!compile(context, embedded::sandbox_fetch_js(), "fetch.js", 0).ToLocal(&script) ||
+          !script->Run(context).ToLocal(&factory) || !factory->IsFunction() ||
+          !factory.As<v8::Function>()
+               ->Call(context, v8::Undefined(isolate_), 3, fetch_args)
+               .ToLocal(&ignored)) {
+        outcome = setup_failed(try_catch);
+        return false;
+      }
+    }
     if (request_.tool == Tool::search && request_.api != nullptr) {
       v8::Local<v8::Value> spec;
       if (!spec_view_.emplace(isolate_, *request_.api).root(context).ToLocal(&spec)) {
@@ -755,6 +925,60 @@ class Run {
     return Outcome::success(utf8(isolate_, json));
   }
 
+  // Settles the promises of the fetches that have completed. True when any did.
+  bool deliver_fetches(v8::Local<v8::Context> context) {
+    auto arrived = interrupts_.take_arrived();
+    for (auto& [id, result] : arrived) {
+      auto pending = state_.fetches.find(id);
+      if (pending == state_.fetches.end()) continue;
+      v8::HandleScope handles(isolate_);
+      v8::Local<v8::Promise::Resolver> resolver = pending->second.Get(isolate_);
+      state_.fetches.erase(pending);
+      if (auto* error = std::get_if<gateway::GatewayError>(&result)) {
+        v8::Local<v8::Value> exception =
+            v8::Exception::TypeError(v8_string(isolate_, error->message));
+        if (error->kind == gateway::ErrorKind::policy) {
+          state_.policy_errors.emplace_back(isolate_, exception);
+        }
+        if (resolver->Reject(context, exception).IsNothing()) return true;
+        continue;
+      }
+      auto& response = std::get<gateway::InboundResponse>(result);
+      v8::Local<v8::Object> raw;
+      if (!response_object(context, id, response).ToLocal(&raw) ||
+          resolver->Resolve(context, raw).IsNothing()) {
+        return true;  // terminating: the loop's next check reports why
+      }
+      state_.bodies.emplace(id, std::move(response.body));
+    }
+    return !arrived.empty();
+  }
+
+  v8::MaybeLocal<v8::Object> response_object(v8::Local<v8::Context> context, std::uint32_t id,
+                                             const gateway::InboundResponse& response) {
+    v8::Local<v8::Array> headers =
+        v8::Array::New(isolate_, static_cast<int>(response.headers.size()));
+    for (std::uint32_t i = 0; i < response.headers.size(); ++i) {
+      v8::Local<v8::Value> pair[] = {v8_string(isolate_, response.headers[i].first),
+                                     v8_string(isolate_, response.headers[i].second)};
+      if (headers->Set(context, i, v8::Array::New(isolate_, pair, 2)).IsNothing()) return {};
+    }
+    v8::Local<v8::Object> raw = v8::Object::New(isolate_);
+    const std::pair<const char*, v8::Local<v8::Value>> fields[] = {
+        {"status", v8::Integer::NewFromUnsigned(isolate_, response.status)},
+        {"statusText", v8_string(isolate_, response.status_text)},
+        {"headers", headers},
+        {"url", v8_string(isolate_, response.final_url)},
+        {"redirected", v8::Boolean::New(isolate_, response.redirects > 0)},
+        {"bodyId", v8::Integer::NewFromUnsigned(isolate_, id)},
+        {"bodyLength", v8::Number::New(isolate_, static_cast<double>(response.body.size()))},
+    };
+    for (const auto& [name, value] : fields) {
+      if (raw->Set(context, v8_string(isolate_, name), value).IsNothing()) return {};
+    }
+    return raw;
+  }
+
   // The event loop: microtasks, then the earliest due timer, until the promise settles.
   // nullopt: the promise settled.
   std::optional<Outcome> drive(v8::Local<v8::Context> context, v8::Local<v8::Promise> promise) {
@@ -762,12 +986,14 @@ class Run {
       isolate_->PerformMicrotaskCheckpoint();
       if (interrupts_.reason() != Stop::none) return stopped();
       if (promise->State() != v8::Promise::kPending) return std::nullopt;
-      if (state_.timers.empty()) {
+      if (deliver_fetches(context)) continue;
+      if (state_.timers.empty() && state_.fetches.empty()) {
         return Outcome::failure(ErrorKind::runtime,
                                 "the promise never settled (nothing left that could settle it)");
       }
       auto first = state_.timers.begin();
-      const Clock::time_point due = first->first.first;
+      const Clock::time_point due =
+          state_.timers.empty() ? Clock::time_point::max() : first->first.first;
       if (due > Clock::now()) {
         interrupts_.wait_until(std::min(due, wall_deadline_));
         if (Clock::now() >= wall_deadline_) interrupts_.trip(Stop::wall);

@@ -21,6 +21,7 @@
 #include <string_view>
 
 #include "config/config.h"
+#include "gateway/request.h"
 #include "openapi/document.h"
 #include "sandbox/call.h"
 #include "sandbox/outcome.h"
@@ -43,12 +44,19 @@ class CancelToken {
   std::function<void()> on_cancel_;  // set by the running call, under mutex_
 };
 
+// How an execute call's fetch() leaves the isolate. Called on the worker thread with the
+// request as plain data; it must call `done` exactly once, from any thread, possibly after the
+// call has ended (the runner then drops the result).
+using Fetcher = std::function<void(gateway::OutboundRequest request,
+                                   std::function<void(gateway::FetchResult result)> done)>;
+
 struct RunRequest {
   Tool tool = Tool::search;
   std::string_view code;                   // already accepted by check_input()
   const config::Limits* limits = nullptr;  // required
   const openapi::Document* api = nullptr;  // search: its `spec` (see SpecView); execute: unused
   CancelToken* cancel = nullptr;           // optional
+  const Fetcher* fetcher = nullptr;        // execute: its fetch(); null: no fetch global
 };
 
 // Runs on the calling thread; V8 must be initialised (ensure_v8_initialized()).

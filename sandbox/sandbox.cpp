@@ -68,14 +68,31 @@ void Sandbox::worker_loop(unsigned slot) {
       if (!job.call.cancel) job.call.cancel = std::make_shared<CancelToken>();
       running_[slot] = job.call.cancel;
     }
-    Outcome outcome = run_in_fresh_isolate(RunRequest{
-        job.call.tool, job.call.code, &options_.limits, options_.api, job.call.cancel.get()});
+    Outcome outcome = run(job.call);
     {
       std::lock_guard lock(mutex_);
       running_[slot].reset();
     }
     job.done(std::move(outcome));
   }
+}
+
+Outcome Sandbox::run(const Call& call) {
+  RunRequest request{call.tool,    call.code,         &options_.limits,
+                     options_.api, call.cancel.get(), nullptr};
+  if (call.tool != Tool::execute || options_.gateway == nullptr) {
+    return run_in_fresh_isolate(request);
+  }
+  // One budget per call; the gateway spends it synchronously inside fetch(), on this thread.
+  gateway::CallBudget budget(options_.limits.subrequests);
+  const auto deadline = gateway::Clock::now() + std::chrono::milliseconds(options_.limits.wall_ms);
+  const Fetcher fetcher = [this, &budget, deadline](
+                              gateway::OutboundRequest outbound,
+                              std::function<void(gateway::FetchResult)> done) {
+    options_.gateway->fetch(std::move(outbound), budget, deadline, std::move(done));
+  };
+  request.fetcher = &fetcher;
+  return run_in_fresh_isolate(request);
 }
 
 void Sandbox::cancel_all() {

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "gateway/gateway.h"
 #include "openapi/document.h"
 #include "sandbox/call.h"
 #include "sandbox/isolate_runner.h"
@@ -39,6 +40,8 @@ struct SandboxOptions {
   unsigned workers = 0;  // 0: one per hardware thread
   // The document `search` code sees as `spec`; must outlive the Sandbox. Null: no `spec`.
   const openapi::Document* api = nullptr;
+  // Where `execute` code's fetch() goes; must outlive the Sandbox. Null: no `fetch` global.
+  gateway::Gateway* gateway = nullptr;
 };
 
 class Sandbox {
@@ -65,6 +68,7 @@ class Sandbox {
     Completion done;
   };
   void worker_loop(unsigned slot);
+  Outcome run(const Call& call);
 
   SandboxOptions options_;
   std::mutex mutex_;

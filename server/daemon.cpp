@@ -24,7 +24,16 @@ Daemon::Daemon(DaemonOptions options) : options_(std::move(options)) {}
 int Daemon::run() {
   boost::asio::io_context io;
   const ToolCatalog tools(summarize(options_.api, options_.config), options_.config.limits);
-  sandbox::Sandbox sandbox(sandbox::SandboxOptions{options_.config.limits, 0, &options_.api});
+  auto created =
+      gateway::Gateway::create(io, gateway::GatewayOptions{.upstreams = options_.config.upstreams,
+                                                           .limits = options_.config.limits});
+  if (auto* problems = std::get_if<std::vector<std::string>>(&created)) {
+    for (const auto& problem : *problems) spdlog::error("gateway: {}", problem);
+    return 2;
+  }
+  std::unique_ptr<gateway::Gateway> gateway = std::move(std::get<0>(created));
+  sandbox::Sandbox sandbox(
+      sandbox::SandboxOptions{options_.config.limits, 0, &options_.api, gateway.get()});
   StdioTransport stdio(io.get_executor(), STDIN_FILENO, STDOUT_FILENO, options_.max_message_bytes);
 
   auto session = std::make_shared<McpSession>(

@@ -1,0 +1,260 @@
+// fetch(), Request, Response and Headers for `execute`: the subset of the Fetch Standard that
+// API code uses, over one host primitive. Runs once per fresh context, inside bootstrap's
+// closure; `helpers.hostFetch` never reaches the code.
+//
+//   hostFetch(method, url, headers, body) -> Promise<{status, statusText, headers, url,
+//                                                    redirected, bodyId, bodyLength}>
+//   hostReadBody(bodyId, uint8array)      copies the response body into the array, once
+// `headers` is an array of [name, value] pairs, `body` undefined, a string or a Uint8Array. The
+// response body is copied into memory the code owns (so the ArrayBuffer budget counts it). The
+// host decides everything (origin, credentials, budget): a refusal rejects the promise with an
+// error the host made.
+(function fetchFactory(global, hostFetch, hostReadBody) {
+  'use strict';
+  const ObjectDefineProperty = Object.defineProperty;
+  function define(object, name, value) {
+    ObjectDefineProperty(object, name, {value, writable: true, configurable: true, enumerable: false});
+  }
+  function tag(ctor, name) {
+    ObjectDefineProperty(ctor.prototype, Symbol.toStringTag, {value: name, configurable: true});
+  }
+  const encoder = new global.TextEncoder();
+  const decoder = new global.TextDecoder();
+  const utf8Encode = (text) => encoder.encode(text);
+  const utf8Decode = (bytes) => decoder.decode(bytes);
+  const TypeErrorCtor = TypeError;
+  const RangeErrorCtor = RangeError;
+  const JSONParse = JSON.parse;
+  const ArrayIsArray = Array.isArray;
+  const ArrayBufferCtor = ArrayBuffer;
+  const ArrayBufferIsView = ArrayBuffer.isView;
+  const Uint8ArrayCtor = Uint8Array;
+  const PromiseCtor = Promise;
+  const SymbolIterator = Symbol.iterator;
+  const URLCtor = global.URL;
+  const URLSearchParamsCtor = global.URLSearchParams;
+
+  const kMethods = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'];
+  const kToken = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+
+  function normalizeMethod(method) {
+    const m = '' + method;
+    const upper = m.toUpperCase();
+    return kMethods.indexOf(upper) !== -1 ? upper : m;
+  }
+
+  // ---------------------------------------------------------------- Headers
+  class Headers {
+    #list = [];  // [lower-case name, value], in insertion order
+    constructor(init = undefined) {
+      if (init === undefined || init === null) return;
+      if (init instanceof Headers) {
+        for (const [name, value] of init) this.append(name, value);
+      } else if (typeof init === 'object' && typeof init[SymbolIterator] === 'function') {
+        for (const pair of init) {
+          const entry = ArrayIsArray(pair) ? pair : [...pair];
+          if (entry.length !== 2) throw new TypeErrorCtor('Headers: each header must be a [name, value] pair');
+          this.append(entry[0], entry[1]);
+        }
+      } else if (typeof init === 'object') {
+        for (const name of Object.keys(init)) this.append(name, init[name]);
+      } else {
+        throw new TypeErrorCtor('Headers: init must be an object, an array of pairs, or Headers');
+      }
+    }
+    static #check(name, value) {
+      const n = '' + name;
+      if (!kToken.test(n)) throw new TypeErrorCtor('Headers: invalid header name "' + n + '"');
+      const v = ('' + value).replace(/^[\t\n\r ]+|[\t\n\r ]+$/g, '');
+      if (/[\0\r\n]/.test(v)) throw new TypeErrorCtor('Headers: invalid value for header "' + n + '"');
+      return [n.toLowerCase(), v];
+    }
+    append(name, value) {
+      this.#list.push(Headers.#check(name, value));
+    }
+    set(name, value) {
+      const [n, v] = Headers.#check(name, value);
+      const first = this.#list.findIndex((e) => e[0] === n);
+      if (first === -1) {
+        this.#list.push([n, v]);
+        return;
+      }
+      this.#list[first][1] = v;
+      this.#list = this.#list.filter((e, j) => e[0] !== n || j === first);
+    }
+    get(name) {
+      const n = ('' + name).toLowerCase();
+      const values = this.#list.filter((e) => e[0] === n).map((e) => e[1]);
+      return values.length === 0 ? null : values.join(', ');
+    }
+    has(name) {
+      const n = ('' + name).toLowerCase();
+      return this.#list.some((e) => e[0] === n);
+    }
+    delete(name) {
+      const n = ('' + name).toLowerCase();
+      this.#list = this.#list.filter((e) => e[0] !== n);
+    }
+    getSetCookie() {
+      return this.#list.filter((e) => e[0] === 'set-cookie').map((e) => e[1]);
+    }
+    forEach(callback, thisArg = undefined) {
+      for (const [name, value] of this) callback.call(thisArg, value, name, this);
+    }
+    *entries() {
+      // Sorted by name, values of a repeated name combined (set-cookie kept apart), as specified.
+      const names = [...new Set(this.#list.map((e) => e[0]))].sort();
+      for (const name of names) {
+        if (name === 'set-cookie') {
+          for (const value of this.getSetCookie()) yield [name, value];
+        } else {
+          yield [name, this.get(name)];
+        }
+      }
+    }
+    *keys() { for (const [name] of this.entries()) yield name; }
+    *values() { for (const [, value] of this.entries()) yield value; }
+    [SymbolIterator]() { return this.entries(); }
+  }
+  tag(Headers, 'Headers');
+
+  // ---------------------------------------------------------------- bodies
+  // Returns [bytes or string or undefined, default content-type or null].
+  function extractBody(body) {
+    if (body === undefined || body === null) return [undefined, null];
+    if (typeof body === 'string') return [body, 'text/plain;charset=UTF-8'];
+    if (URLSearchParamsCtor && body instanceof URLSearchParamsCtor) {
+      return ['' + body, 'application/x-www-form-urlencoded;charset=UTF-8'];
+    }
+    if (body instanceof ArrayBufferCtor) return [new Uint8ArrayCtor(body.slice(0)), null];
+    if (ArrayBufferIsView(body)) {
+      return [new Uint8ArrayCtor(body.buffer.slice(body.byteOffset, body.byteOffset + body.byteLength)), null];
+    }
+    throw new TypeErrorCtor('fetch: unsupported body type; send a string (e.g. JSON.stringify(data)), ' +
+                            'URLSearchParams, an ArrayBuffer or a typed array');
+  }
+
+  function bodyBytes(body) {
+    if (body === undefined) return new Uint8ArrayCtor(0);
+    if (typeof body === 'string') return utf8Encode(body);
+    if (body instanceof Uint8ArrayCtor) return body;
+    return new Uint8ArrayCtor(body);
+  }
+
+  // Shared by Request and Response: one-shot body readers.
+  class Body {
+    #body;
+    #used = false;
+    constructor(body) { this.#body = body; }
+    get bodyUsed() { return this.#used; }
+    get body() { return null; }  // no streams here; use text(), json() or arrayBuffer()
+    #take() {
+      if (this.#used) return PromiseCtor.reject(new TypeErrorCtor('Body has already been consumed'));
+      this.#used = true;
+      return PromiseCtor.resolve(this.#body);
+    }
+    _peek() { return this.#body; }
+    arrayBuffer() {
+      return this.#take().then((b) => {
+        const bytes = bodyBytes(b);
+        return bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength);
+      });
+    }
+    text() {
+      return this.#take().then((b) => (typeof b === 'string' ? b : utf8Decode(bodyBytes(b))));
+    }
+    json() {
+      return this.text().then((text) => JSONParse(text));
+    }
+  }
+
+  // ---------------------------------------------------------------- Request
+  class Request extends Body {
+    #method; #url; #headers; #redirect;
+    constructor(input, init = {}) {
+      const base = input instanceof Request ? input : null;
+      const [extracted, contentType] =
+          init.body !== undefined ? extractBody(init.body) : [base ? base._peek() : undefined, null];
+      super(extracted);
+      this.#url = base ? base.url : (URLCtor && input instanceof URLCtor ? input.href : '' + input);
+      this.#method = normalizeMethod(init.method !== undefined ? init.method : (base ? base.method : 'GET'));
+      if (!kToken.test(this.#method)) throw new TypeErrorCtor('fetch: invalid method "' + this.#method + '"');
+      this.#headers = new Headers(init.headers !== undefined ? init.headers : (base ? base.headers : undefined));
+      if (contentType !== null && !this.#headers.has('content-type')) this.#headers.set('content-type', contentType);
+      if (extracted !== undefined && (this.#method === 'GET' || this.#method === 'HEAD')) {
+        throw new TypeErrorCtor('fetch: a ' + this.#method + ' request cannot have a body');
+      }
+      this.#redirect = init.redirect !== undefined ? '' + init.redirect : (base ? base.redirect : 'follow');
+    }
+    get method() { return this.#method; }
+    get url() { return this.#url; }
+    get headers() { return this.#headers; }
+    get redirect() { return this.#redirect; }
+    clone() { return new Request(this); }
+  }
+  tag(Request, 'Request');
+
+  // ---------------------------------------------------------------- Response
+  const kStatusTexts = {200: 'OK', 201: 'Created', 202: 'Accepted', 204: 'No Content'};
+  class Response extends Body {
+    #status; #statusText; #headers; #url; #redirected;
+    constructor(body = null, init = {}) {
+      const [extracted, contentType] = extractBody(body);
+      super(extracted);
+      this.#status = init.status !== undefined ? init.status | 0 : 200;
+      if (this.#status < 200 || this.#status > 599) throw new RangeErrorCtor('Response: status must be in 200..599');
+      this.#statusText = init.statusText !== undefined ? '' + init.statusText : (kStatusTexts[this.#status] || '');
+      this.#headers = new Headers(init.headers);
+      if (contentType !== null && !this.#headers.has('content-type')) this.#headers.set('content-type', contentType);
+      this.#url = '';
+      this.#redirected = false;
+    }
+    static _fromHost(raw) {
+      const response = new Response(raw.body, {status: 200, headers: raw.headers});
+      response.#status = raw.status;
+      response.#statusText = raw.statusText;
+      response.#url = raw.url;
+      response.#redirected = raw.redirected;
+      return response;
+    }
+    static json(data, init = {}) {
+      const headers = new Headers(init.headers);
+      if (!headers.has('content-type')) headers.set('content-type', 'application/json');
+      return new Response(JSON.stringify(data), {...init, headers});
+    }
+    get status() { return this.#status; }
+    get ok() { return this.#status >= 200 && this.#status <= 299; }
+    get statusText() { return this.#statusText; }
+    get headers() { return this.#headers; }
+    get url() { return this.#url; }
+    get redirected() { return this.#redirected; }
+    get type() { return 'basic'; }
+    clone() {
+      if (this.bodyUsed) throw new TypeErrorCtor('Response.clone: the body has already been consumed');
+      const copy = Response._fromHost({status: this.#status, statusText: this.#statusText,
+                                       headers: this.#headers, body: this._peek(), url: this.#url,
+                                       redirected: this.#redirected});
+      return copy;
+    }
+  }
+  tag(Response, 'Response');
+
+  // ---------------------------------------------------------------- fetch
+  async function fetch(input, init = undefined) {
+    const request = new Request(input, init || {});
+    const pairs = [];
+    for (const pair of request.headers) pairs.push(pair);
+    const body = request._peek();
+    const raw = await hostFetch(request.method, request.url, pairs,
+                                typeof body === 'string' ? utf8Encode(body) : body);
+    const bytes = new Uint8ArrayCtor(raw.bodyLength);
+    hostReadBody(raw.bodyId, bytes);
+    raw.body = bytes;
+    return Response._fromHost(raw);
+  }
+
+  define(global, 'fetch', fetch);
+  define(global, 'Headers', Headers);
+  define(global, 'Request', Request);
+  define(global, 'Response', Response);
+})

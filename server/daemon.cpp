@@ -24,9 +24,10 @@ Daemon::Daemon(DaemonOptions options) : options_(std::move(options)) {}
 int Daemon::run() {
   boost::asio::io_context io;
   const ToolCatalog tools(summarize(options_.api, options_.config), options_.config.limits);
-  auto created =
-      gateway::Gateway::create(io, gateway::GatewayOptions{.upstreams = options_.config.upstreams,
-                                                           .limits = options_.config.limits});
+  gateway::GatewayOptions gateway_options;
+  gateway_options.upstreams = options_.config.upstreams;
+  gateway_options.limits = options_.config.limits;
+  auto created = gateway::Gateway::create(io, std::move(gateway_options));
   if (auto* problems = std::get_if<std::vector<std::string>>(&created)) {
     for (const auto& problem : *problems) spdlog::error("gateway: {}", problem);
     return 2;

@@ -388,7 +388,8 @@ std::optional<std::string_view> reserved_header_reason(std::string_view name) {
 // ---------------------------------------------------------------------------------------------
 // The schema walk. Every check adds problems and carries on, so that one run reports them all.
 
-constexpr std::array<std::string_view, 4> kTopKeys = {"openapi", "upstreams", "limits", "http"};
+constexpr std::array<std::string_view, 5> kTopKeys = {"openapi", "upstreams", "ca_file", "limits",
+                                                      "http"};
 constexpr std::array<std::string_view, 2> kUpstreamKeys = {"origin", "headers"};
 constexpr std::array<std::string_view, 2> kHttpKeys = {"allowed_origins", "bearer_tokens"};
 
@@ -427,7 +428,9 @@ class Loader {
     for (const auto& [key, value] : root.items()) {
       if (key == "openapi") {
         saw_openapi = true;
-        load_openapi(value, config);
+        if (auto path = load_file_path(value, key)) config.openapi = std::move(*path);
+      } else if (key == "ca_file") {
+        if (auto path = load_file_path(value, key)) config.ca_file = std::move(*path);
       } else if (key == "upstreams") {
         load_upstreams(value, config.upstreams);
       } else if (key == "limits") {
@@ -567,38 +570,39 @@ class Loader {
     return std::move(check.origin);
   }
 
-  void load_openapi(const Json& value, Config& config) {
-    const std::optional<Expanded> text = read_required_string(value, "openapi");
-    if (!text) return;
+  // A path to a regular, readable file, resolved against the config file's directory.
+  std::optional<fs::path> load_file_path(const Json& value, std::string_view key) {
+    const std::optional<Expanded> text = read_required_string(value, key);
+    if (!text) return std::nullopt;
     std::error_code error;
     fs::path path = fs::absolute(base_dir_ / fs::path(text->value), error).lexically_normal();
     // A path written in the file is shown (quoted if it holds control characters, so the
     // problem stays one line); one that came from the environment is not.
     const std::string shown = text->from_environment ? "the file" : printable(path.string());
     if (error) {
-      add("openapi", "cannot read " + shown + ": " + error.message());
-      return;
+      add(key, "cannot read " + shown + ": " + error.message());
+      return std::nullopt;
     }
     const fs::file_status status = fs::status(path, error);
     if (error || !fs::exists(status)) {
-      add("openapi",
+      add(key,
           "cannot read " + shown + ": " +
               (error ? error.message()
                      : std::make_error_code(std::errc::no_such_file_or_directory).message()));
-      return;
+      return std::nullopt;
     }
     if (!fs::is_regular_file(status)) {
-      add("openapi", shown + " is not a regular file");
-      return;
+      add(key, shown + " is not a regular file");
+      return std::nullopt;
     }
     std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"),
                                                          &std::fclose);
     if (!file) {
-      add("openapi", "cannot read " + shown + ": " +
+      add(key, "cannot read " + shown + ": " +
                          std::error_code(errno, std::generic_category()).message());
-      return;
+      return std::nullopt;
     }
-    config.openapi = std::move(path);
+    return path;
   }
 
   void load_upstreams(const Json& value, std::vector<Upstream>& upstreams) {

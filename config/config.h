@@ -66,6 +66,9 @@ struct Config {
   // Stored absolute and lexically normal; at load time it names a readable regular file.
   std::filesystem::path openapi;
   std::vector<Upstream> upstreams;
+  // PEM file of certificates trusted for HTTPS upstreams, in addition to the system store
+  // (e.g. a private CA). Resolved like `openapi`; absent: the system store only.
+  std::optional<std::filesystem::path> ca_file;
   Limits limits;
   Http http;
 };

@@ -280,11 +280,11 @@ TEST_CASE("unknown keys far from any known key list the known keys", "[config][k
         Problems{"limits.timeout: unknown key (known keys: code_chars, result_chars, cpu_ms, "
                  "wall_ms, heap_mb, subrequests, response_bytes)"});
   CHECK(workspace.problems(R"({"openapi": "openapi.json", "servers": []})") ==
-        Problems{"servers: unknown key (known keys: openapi, upstreams, limits, http)"});
+        Problems{"servers: unknown key (known keys: openapi, upstreams, ca_file, limits, http)"});
   // Keys that are not plain words are quoted, so a problem stays one line.
   CHECK(workspace.problems(R"({"openapi": "openapi.json", "a b": 1, "x\ny": 2})") ==
-        Problems{R"(["a b"]: unknown key (known keys: openapi, upstreams, limits, http))",
-                 R"(["x\ny"]: unknown key (known keys: openapi, upstreams, limits, http))"});
+        Problems{R"(["a b"]: unknown key (known keys: openapi, upstreams, ca_file, limits, http))",
+                 R"(["x\ny"]: unknown key (known keys: openapi, upstreams, ca_file, limits, http))"});
 }
 
 TEST_CASE("duplicate keys are problems", "[config][keys]") {
@@ -561,6 +561,18 @@ TEST_CASE("the openapi file must exist and be a regular file", "[config][openapi
         Problems{"openapi: the file is not a regular file"});
 }
 
+TEST_CASE("ca_file is optional and resolved like openapi", "[config][tls]") {
+  const Workspace workspace;
+  CHECK_FALSE(workspace.load(R"({"openapi": "openapi.json"})").ca_file.has_value());
+  workspace.temp().write("certs/ca.pem", "-----BEGIN CERTIFICATE-----\n");
+  CHECK(workspace.load(R"({"openapi": "openapi.json", "ca_file": "certs/ca.pem"})").ca_file ==
+        workspace.dir() / "certs/ca.pem");
+  CHECK(workspace.problems(R"({"openapi": "openapi.json", "ca_file": "nope.pem"})") ==
+        Problems{"ca_file: cannot read " + (workspace.dir() / "nope.pem").string() +
+                 ": No such file or directory"});
+  CHECK(workspace.problems(R"({"openapi": "openapi.json", "ca_file": 5})").size() == 1);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Origins.
 
@@ -747,7 +759,7 @@ TEST_CASE("every problem in a file is reported together", "[config]") {
             R"(limits.cpu_msec: unknown key (did you mean "cpu_ms"?))",
             "limits.heap_mb: expected an integer, got a floating-point number",
             "http.bearer_tokens[0]: shorter than 16 characters; short tokens are guessable",
-            "extra: unknown key (known keys: openapi, upstreams, limits, http)",
+            "extra: unknown key (known keys: openapi, upstreams, ca_file, limits, http)",
         });
 }
 

@@ -27,6 +27,7 @@ int Daemon::run() {
   gateway::GatewayOptions gateway_options;
   gateway_options.upstreams = options_.config.upstreams;
   gateway_options.limits = options_.config.limits;
+  gateway_options.ca_file = options_.config.ca_file;
   auto created = gateway::Gateway::create(io, std::move(gateway_options));
   if (auto* problems = std::get_if<std::vector<std::string>>(&created)) {
     for (const auto& problem : *problems) spdlog::error("gateway: {}", problem);

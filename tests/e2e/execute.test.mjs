@@ -166,6 +166,47 @@ describe('execute against a hostile loopback world', () => {
     assert.deepEqual(parallel.structuredContent.result, [200, 200, 200]);
   });
 
+  test('the fetch shapes models know: Request, Response, Headers, bodies, methods', async () => {
+    // Two calls: this suite's budget is 3 fetches per call.
+    const first = await execute(`async () => {
+      const h = new Headers({ 'X-One': '1' });
+      h.append('x-one', '2');
+      h.set('Content-Type', 'application/json');
+      const form = await (await fetch(new Request('/echo', { method: 'put', body: new URLSearchParams({ a: '1', b: 'two words' }) }))).json();
+      const bytes = await (await fetch('/echo', { method: 'PATCH', body: new TextEncoder().encode('bytes!') })).json();
+      const del = await fetch('/echo', { method: 'DELETE', headers: h });
+      return {
+        joined: h.get('x-one'), keys: [...h.keys()],
+        form: [form.method, form.body, form.headers['content-type']],
+        bytes: [bytes.method, bytes.body],
+        del: [(await del.json()).headers['x-one'], del.statusText],
+        local: await new Response('{"x":1}').json(),
+      };
+    }`);
+    assert.equal(first.isError, undefined, text(first));
+    assert.deepEqual(first.structuredContent.result, {
+      joined: '1, 2', keys: ['content-type', 'x-one'],
+      form: ['PUT', 'a=1&b=two+words', 'application/x-www-form-urlencoded;charset=UTF-8'],
+      bytes: ['PATCH', 'bytes!'],
+      del: ['1, 2', 'OK'],
+      local: { x: 1 },
+    });
+    const second = await execute(`async () => {
+      const head = await fetch('/echo', { method: 'HEAD' });
+      const res = await fetch('/echo');
+      const buffer = await res.clone().arrayBuffer();
+      let reread;
+      try { await res.json(); await res.text(); } catch (e) { reread = e.name; }
+      return { head: [head.status, await head.text()],
+               meta: [res.ok, res.headers.get('content-type'), typeof res.url, buffer.byteLength > 0, reread] };
+    }`);
+    assert.equal(second.isError, undefined, text(second));
+    assert.deepEqual(second.structuredContent.result, {
+      head: [200, ''],
+      meta: [true, 'application/json', 'string', true, 'TypeError'],
+    });
+  });
+
   test('search has no fetch', async () => {
     const r = await client.callTool({ name: 'search', arguments: { code: 'async () => typeof fetch' } });
     assert.equal(text(r), '"undefined"');

@@ -5,6 +5,14 @@
 
 namespace codemode::openapi {
 
+Document make_document(nlohmann::ordered_json root) {
+  Document doc;
+  auto shared = std::make_shared<const nlohmann::ordered_json>(std::move(root));
+  doc.refs = RefIndex::build(*shared, doc.warnings);
+  doc.root = std::move(shared);
+  return doc;
+}
+
 LoadResult parse_json(std::string_view text) {
   LoadResult out;
   nlohmann::ordered_json root;
@@ -35,13 +43,13 @@ LoadResult parse_json(std::string_view text) {
   }
   if (!out.problems.empty()) return out;
 
-  Document doc;
-  doc.title = (*info)["title"].get<std::string>();
-  doc.version = info->value("version", std::string("unversioned"));
-  doc.path_count = paths->size();
-  auto shared = std::make_shared<const nlohmann::ordered_json>(std::move(root));
-  doc.refs = RefIndex::build(*shared, doc.warnings);
-  doc.root = std::move(shared);
+  std::string title = (*info)["title"].get<std::string>();
+  std::string version = info->value("version", std::string("unversioned"));
+  const std::size_t path_count = paths->size();
+  Document doc = make_document(std::move(root));
+  doc.title = std::move(title);
+  doc.version = std::move(version);
+  doc.path_count = path_count;
   out.document = std::move(doc);
   return out;
 }

@@ -34,6 +34,10 @@ struct LoadResult {
   std::vector<std::string> problems;
 };
 
+// Wraps a parsed document: shares it and indexes its $refs. No checks: parse_json() is the
+// door for served APIs; this one also serves tests that need a document of any shape.
+Document make_document(nlohmann::ordered_json root);
+
 // Accepts an OpenAPI 3.x (or Swagger 2.0) document in JSON with an `info.title` and a `paths`
 // object.
 LoadResult parse_json(std::string_view text);

@@ -24,12 +24,8 @@ Outcome run(std::string_view code, const config::Limits& limits = test_limits(),
 }
 
 // A Document straight from JSON text, without the checks a served API must pass.
-openapi::Document document(std::string_view json) {
-  openapi::Document doc;
-  doc.root = std::make_shared<const nlohmann::ordered_json>(nlohmann::ordered_json::parse(json));
-  std::vector<std::string> warnings;
-  doc.refs = openapi::RefIndex::build(*doc.root, warnings);
-  return doc;
+openapi::Document document(std::string_view text) {
+  return openapi::make_document(nlohmann::ordered_json::parse(text));
 }
 
 std::string ok(std::string_view code) {

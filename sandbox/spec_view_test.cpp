@@ -12,11 +12,7 @@ using json = nlohmann::ordered_json;
 namespace {
 
 openapi::Document document(std::string_view text) {
-  openapi::Document doc;
-  doc.root = std::make_shared<const json>(json::parse(text));
-  std::vector<std::string> warnings;
-  doc.refs = openapi::RefIndex::build(*doc.root, warnings);
-  return doc;
+  return openapi::make_document(nlohmann::ordered_json::parse(text));
 }
 
 std::string search(const openapi::Document& doc, std::string_view code) {

@@ -585,10 +585,9 @@ class Loader {
     }
     const fs::file_status status = fs::status(path, error);
     if (error || !fs::exists(status)) {
-      add(key,
-          "cannot read " + shown + ": " +
-              (error ? error.message()
-                     : std::make_error_code(std::errc::no_such_file_or_directory).message()));
+      add(key, "cannot read " + shown + ": " +
+                   (error ? error.message()
+                          : std::make_error_code(std::errc::no_such_file_or_directory).message()));
       return std::nullopt;
     }
     if (!fs::is_regular_file(status)) {
@@ -599,7 +598,7 @@ class Loader {
                                                          &std::fclose);
     if (!file) {
       add(key, "cannot read " + shown + ": " +
-                         std::error_code(errno, std::generic_category()).message());
+                   std::error_code(errno, std::generic_category()).message());
       return std::nullopt;
     }
     return path;

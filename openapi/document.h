@@ -38,9 +38,18 @@ struct LoadResult {
 // door for served APIs; this one also serves tests that need a document of any shape.
 Document make_document(nlohmann::ordered_json root);
 
-// Accepts an OpenAPI 3.x (or Swagger 2.0) document in JSON with an `info.title` and a `paths`
-// object.
+// Bounds on what is loaded: the file, and the values a YAML document may expand to through
+// aliases (GitHub's 13 MB REST description holds about 1.2 million values).
+inline constexpr std::size_t kMaxDocumentBytes = 256 * 1024 * 1024;
+inline constexpr std::size_t kMaxDocumentValues = 20'000'000;
+
+// Each accepts an OpenAPI 3.x (or Swagger 2.0) document with an `info.title` and a `paths`
+// object. Problems name the line and column of a syntax error.
 LoadResult parse_json(std::string_view text);
+LoadResult parse_yaml(std::string_view text);
+// JSON when the text starts with `{`, else YAML.
+LoadResult parse_text(std::string_view text);
+// By extension: .json, .yaml/.yml; otherwise as parse_text.
 LoadResult load_file(const std::filesystem::path& file);
 
 }  // namespace codemode::openapi

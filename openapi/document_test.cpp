@@ -20,8 +20,9 @@ TEST_CASE("every problem of an unusable document is reported", "[openapi]") {
                                "\"openapi\" must be a 3.x version string (or \"swagger\": \"2.0\")",
                                "info.title must be a string", "paths must be an object"});
   CHECK(parse_json("{").problems.size() == 1);
-  CHECK(parse_json("[]").problems ==
-        std::vector<std::string>{"the document must be a JSON object"});
+  CHECK(
+      parse_json("[]").problems ==
+      std::vector<std::string>{"the document must be an object (a JSON object or a YAML mapping)"});
 }
 
 TEST_CASE("a missing file is one problem naming it", "[openapi]") {

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "openapi/swagger2.h"
 #include "openapi/yaml.h"
 
 namespace codemode::openapi {
@@ -51,7 +52,10 @@ LoadResult check_document(json root) {
   std::string title = (*info)["title"].get<std::string>();
   std::string version = info->value("version", std::string("unversioned"));
   const std::size_t path_count = paths->size();
+  std::vector<std::string> warnings;
+  if (v2) root = normalise_swagger2(root, warnings);
   Document doc = make_document(std::move(root));
+  doc.warnings.insert(doc.warnings.begin(), warnings.begin(), warnings.end());
   doc.title = std::move(title);
   doc.version = std::move(version);
   doc.path_count = path_count;
@@ -77,16 +81,12 @@ Document make_document(json root) {
 }
 
 LoadResult parse_json(std::string_view text) {
-  json root = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (root.is_discarded()) {
-    // Parse again for the position; the first pass stays exception-free for the common case.
-    try {
-      (void)json::parse(text);
-    } catch (const json::parse_error& e) {
-      return LoadResult{std::nullopt,
-                        {position_of(text, e.byte == 0 ? 0 : e.byte - 1) + ": not valid JSON"}};
-    }
-    return LoadResult{std::nullopt, {"not valid JSON"}};
+  json root;
+  try {
+    root = json::parse(text);
+  } catch (const json::parse_error& e) {
+    return LoadResult{std::nullopt,
+                      {position_of(text, e.byte == 0 ? 0 : e.byte - 1) + ": not valid JSON"}};
   }
   return check_document(std::move(root));
 }

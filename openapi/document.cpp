@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "openapi/swagger2.h"
@@ -103,23 +104,164 @@ LoadResult parse_text(std::string_view text) {
   return looks_like_json(text) ? parse_json(text) : parse_yaml(text);
 }
 
-LoadResult load_file(const std::filesystem::path& file) {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A document file read into a value: by extension (.json, .yaml/.yml), else by its first byte.
+std::variant<json, std::string> read_value(const fs::path& file) {
   std::error_code error;
-  const auto size = std::filesystem::file_size(file, error);
+  const auto size = fs::file_size(file, error);
   if (!error && size > kMaxDocumentBytes) {
-    return LoadResult{std::nullopt,
-                      {file.string() + ": larger than " + std::to_string(kMaxDocumentBytes) +
-                       " bytes; refusing to load it"}};
+    return "larger than " + std::to_string(kMaxDocumentBytes) + " bytes; refusing to load it";
   }
   std::ifstream in(file, std::ios::binary);
-  if (!in) return LoadResult{std::nullopt, {"cannot read " + file.string()}};
-  std::ostringstream text;
-  text << in.rdbuf();
+  if (!in) return std::string("cannot read it");
+  std::ostringstream stream;
+  stream << in.rdbuf();
+  const std::string text = stream.str();
   const std::string extension = file.extension().string();
-  LoadResult out = extension == ".json"                          ? parse_json(text.str())
-                   : extension == ".yaml" || extension == ".yml" ? parse_yaml(text.str())
-                                                                 : parse_text(text.str());
+  const bool yaml = extension == ".yaml" || extension == ".yml" ||
+                    (extension != ".json" && !looks_like_json(text));
+  if (yaml) return yaml_to_json(text, kMaxDocumentValues);
+  try {
+    return json::parse(text);
+  } catch (const json::parse_error& e) {
+    return position_of(text, e.byte == 0 ? 0 : e.byte - 1) + ": not valid JSON";
+  }
+}
+
+std::string escape_pointer_token(std::string_view token) {
+  std::string out;
+  for (char c : token) {
+    if (c == '~')
+      out += "~0";
+    else if (c == '/')
+      out += "~1";
+    else
+      out += c;
+  }
+  return out;
+}
+
+// Brings the files a document's $refs name ("common.yaml#/Pet", "schemas/pet.json") into the
+// document under `x-external`, keyed by their path relative to the document's directory, and
+// rewrites those refs to local ones, so the ref index and the lazy spec resolve them like any
+// other. Only .json/.yaml/.yml files inside the document's directory tree are read: a spec
+// from a third party must not make `search` read /etc/passwd. Remote refs stay as written.
+class Bundler {
+ public:
+  Bundler(const fs::path& main_file, std::vector<std::string>& warnings,
+          std::vector<std::string>& problems)
+      : main_file_(fs::absolute(main_file).lexically_normal()),
+        root_dir_(main_file_.parent_path()),
+        warnings_(warnings),
+        problems_(problems) {}
+
+  void bundle(json& root) {
+    rewrite(root, root_dir_, "");
+    while (!queue_.empty()) {
+      const std::string rel = queue_.front();
+      queue_.erase(queue_.begin());
+      rewrite(files_.at(rel), (root_dir_ / rel).parent_path(), rel);
+    }
+    if (files_.empty()) return;
+    json external = json::object();
+    for (auto& [rel, value] : files_) external[rel] = std::move(value);
+    root["x-external"] = std::move(external);
+  }
+
+ private:
+  static constexpr std::size_t kMaxFiles = 1000;
+
+  void rewrite(json& node, const fs::path& dir, const std::string& owner) {
+    if (node.is_array()) {
+      for (auto& item : node) rewrite(item, dir, owner);
+      return;
+    }
+    if (!node.is_object()) return;
+    for (auto& [key, value] : node.items()) {
+      if (key == "$ref" && value.is_string()) {
+        value = new_ref(value.get<std::string>(), dir, owner);
+      } else {
+        rewrite(value, dir, owner);
+      }
+    }
+  }
+
+  // The local ref for `ref` written in a file of `dir`; `owner` is that file ("" for the main).
+  std::string new_ref(const std::string& ref, const fs::path& dir, const std::string& owner) {
+    const std::size_t hash = ref.find('#');
+    const std::string file_part = ref.substr(0, hash);
+    const std::string fragment = hash == std::string::npos ? "" : ref.substr(hash + 1);
+    auto prefixed = [&](const std::string& rel) {
+      return rel.empty() ? "#" + fragment : "#/x-external/" + escape_pointer_token(rel) + fragment;
+    };
+    if (file_part.empty()) return prefixed(owner);  // local to the file it is written in
+    if (file_part.find("://") != std::string::npos) {
+      warn("$ref " + ref + " is remote; it is not fetched and stays as written");
+      return ref;
+    }
+    const fs::path target = (dir / file_part).lexically_normal();
+    if (target == main_file_) return prefixed("");
+    const std::string rel = target.lexically_relative(root_dir_).generic_string();
+    const std::string extension = target.extension().string();
+    if (rel.empty() || rel.rfind("..", 0) == 0 || fs::path(file_part).is_absolute()) {
+      warn("$ref " + ref + " points outside the document's directory; not read");
+      return ref;
+    }
+    if (extension != ".json" && extension != ".yaml" && extension != ".yml") {
+      warn("$ref " + ref + " is not a .json, .yaml or .yml file; not read");
+      return ref;
+    }
+    if (files_.count(rel) == 0) {
+      if (files_.size() >= kMaxFiles) {
+        warn("more than " + std::to_string(kMaxFiles) + " referenced files; the rest are not read");
+        return ref;
+      }
+      auto value = read_value(target);
+      if (auto* error = std::get_if<std::string>(&value)) {
+        problems_.push_back("$ref " + ref + ": " + rel + ": " + *error);
+        files_.emplace(rel, json(nullptr));
+        return ref;
+      }
+      files_.emplace(rel, std::move(std::get<json>(value)));
+      queue_.push_back(rel);
+    }
+    return prefixed(rel);
+  }
+
+  void warn(std::string message) {
+    if (std::find(warnings_.begin(), warnings_.end(), message) == warnings_.end()) {
+      warnings_.push_back(std::move(message));
+    }
+  }
+
+  fs::path main_file_;
+  fs::path root_dir_;
+  std::vector<std::string>& warnings_;
+  std::vector<std::string>& problems_;
+  std::map<std::string, json> files_;  // relative path -> its value (stable while rewriting)
+  std::vector<std::string> queue_;     // files read but not yet rewritten
+};
+
+}  // namespace
+
+LoadResult load_file(const std::filesystem::path& file) {
+  auto value = read_value(file);
+  if (auto* error = std::get_if<std::string>(&value)) {
+    return LoadResult{std::nullopt, {file.string() + ": " + *error}};
+  }
+  json& root = std::get<json>(value);
+  std::vector<std::string> warnings;
+  std::vector<std::string> problems;
+  if (root.is_object()) Bundler(file, warnings, problems).bundle(root);
+  LoadResult out = problems.empty() ? check_document(std::move(root)) : LoadResult{};
+  out.problems.insert(out.problems.begin(), problems.begin(), problems.end());
   for (auto& problem : out.problems) problem = file.string() + ": " + problem;
+  if (out.document) {
+    out.document->warnings.insert(out.document->warnings.begin(), warnings.begin(), warnings.end());
+  }
   return out;
 }
 

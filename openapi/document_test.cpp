@@ -1,5 +1,10 @@
 #include "openapi/document.h"
 
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <random>
+
 #include <catch2/catch.hpp>
 
 using namespace codemode::openapi;
@@ -27,5 +32,89 @@ TEST_CASE("every problem of an unusable document is reported", "[openapi]") {
 
 TEST_CASE("a missing file is one problem naming it", "[openapi]") {
   auto loaded = load_file("/nonexistent/spec.json");
-  CHECK(loaded.problems == std::vector<std::string>{"cannot read /nonexistent/spec.json"});
+  CHECK(loaded.problems == std::vector<std::string>{"/nonexistent/spec.json: cannot read it"});
+}
+
+namespace {
+// A directory of spec files, removed afterwards.
+struct SpecDir {
+  std::filesystem::path path = std::filesystem::temp_directory_path() /
+                               ("codemode-openapi-test-" + std::to_string(std::random_device{}()));
+  SpecDir() { std::filesystem::create_directories(path / "schemas"); }
+  ~SpecDir() { std::filesystem::remove_all(path); }
+  std::filesystem::path write(const std::string& name, const std::string& text) const {
+    std::ofstream(path / name) << text;
+    return path / name;
+  }
+};
+}  // namespace
+
+TEST_CASE("refs to relative files are bundled under x-external and resolved", "[openapi][refs]") {
+  SpecDir dir;
+  dir.write("schemas/pet.yaml",
+            "type: object\nproperties:\n  owner: {$ref: 'owner.json'}\n"
+            "  kind: {$ref: '#/definitions/Kind'}\n"
+            "definitions:\n  Kind: {enum: [cat, dog]}\n");
+  dir.write("schemas/owner.json", R"({"type": "object", "properties": {"pets": {"type": "array",
+                                      "items": {"$ref": "pet.yaml"}}}})");
+  const auto main = dir.write("api.yaml", R"(openapi: 3.0.3
+info: {title: Pets, version: "1"}
+paths:
+  /pets:
+    get:
+      responses:
+        '200': {description: ok, content: {application/json: {schema: {$ref: 'schemas/pet.yaml'}}}}
+  /self:
+    get: {responses: {'200': {$ref: 'api.yaml#/components/responses/Ok'}}}
+components:
+  responses:
+    Ok: {description: fine}
+)");
+  const auto loaded = load_file(main);
+  INFO((loaded.problems.empty() ? "" : loaded.problems[0]));
+  REQUIRE(loaded.document);
+  const auto& root = *loaded.document->root;
+  CHECK(root["paths"]["/pets"]["get"]["responses"]["200"]["content"]["application/json"]["schema"]
+            ["$ref"] == "#/x-external/schemas~1pet.yaml");
+  CHECK(root["x-external"]["schemas/pet.yaml"]["properties"]["kind"]["$ref"] ==
+        "#/x-external/schemas~1pet.yaml/definitions/Kind");
+  CHECK(root["x-external"]["schemas/owner.json"]["properties"]["pets"]["items"]["$ref"] ==
+        "#/x-external/schemas~1pet.yaml");
+  CHECK(root["paths"]["/self"]["get"]["responses"]["200"]["$ref"] == "#/components/responses/Ok");
+  // Every ref resolves; pet -> owner -> pet is a cycle, marked once.
+  CHECK(loaded.document->warnings.empty());
+  CHECK(loaded.document->refs.circular_count() == 1);
+}
+
+TEST_CASE("refs outside the document's directory or to other kinds of files are not read",
+          "[openapi][refs]") {
+  SpecDir dir;
+  const auto main = dir.write("api.json", R"({"openapi": "3.0.3", "info": {"title": "T"}, "paths": {
+    "/a": {"$ref": "../../etc/passwd.json"}, "/b": {"$ref": "/etc/hosts.yaml"},
+    "/c": {"$ref": "notes.txt"}, "/d": {"$ref": "https://example.com/x.yaml"}}})");
+  const auto loaded = load_file(main);
+  REQUIRE(loaded.document);
+  CHECK_FALSE(loaded.document->root->contains("x-external"));
+  const auto& warnings = loaded.document->warnings;
+  auto has = [&](std::string_view text) {
+    return std::any_of(warnings.begin(), warnings.end(),
+                       [&](const std::string& w) { return w.find(text) != std::string::npos; });
+  };
+  CHECK(has("$ref ../../etc/passwd.json points outside the document's directory; not read"));
+  CHECK(has("$ref /etc/hosts.yaml points outside the document's directory; not read"));
+  CHECK(has("$ref notes.txt is not a .json, .yaml or .yml file; not read"));
+  CHECK(has("$ref https://example.com/x.yaml is remote; it is not fetched and stays as written"));
+}
+
+TEST_CASE("a referenced file that is missing or broken is a problem naming it", "[openapi][refs]") {
+  SpecDir dir;
+  dir.write("broken.yaml", "a: [1,\n");
+  const auto main = dir.write("api.json", R"({"openapi": "3.0.3", "info": {"title": "T"}, "paths": {
+    "/a": {"$ref": "missing.json"}, "/b": {"$ref": "broken.yaml#/a"}}})");
+  const auto loaded = load_file(main);
+  CHECK_FALSE(loaded.document);
+  REQUIRE(loaded.problems.size() == 2);
+  CHECK(loaded.problems[0] == main.string() + ": $ref missing.json: missing.json: cannot read it");
+  CHECK(loaded.problems[1].rfind(main.string() + ": $ref broken.yaml#/a: broken.yaml: line ", 0) ==
+        0);
 }

@@ -388,8 +388,11 @@ std::optional<std::string_view> reserved_header_reason(std::string_view name) {
 // ---------------------------------------------------------------------------------------------
 // The schema walk. Every check adds problems and carries on, so that one run reports them all.
 
-constexpr std::array<std::string_view, 5> kTopKeys = {"openapi", "upstreams", "ca_file", "limits",
-                                                      "http"};
+constexpr std::array<std::string_view, 6> kTopKeys = {"openapi", "upstreams", "ca_file",
+                                                      "policy",  "limits",    "http"};
+constexpr std::array<std::string_view, 2> kPolicyKeys = {"operations", "methods"};
+constexpr std::array<std::string_view, 6> kMethods = {"GET", "HEAD",  "POST",
+                                                      "PUT", "PATCH", "DELETE"};
 constexpr std::array<std::string_view, 2> kUpstreamKeys = {"origin", "headers"};
 constexpr std::array<std::string_view, 2> kHttpKeys = {"allowed_origins", "bearer_tokens"};
 
@@ -433,6 +436,8 @@ class Loader {
         if (auto path = load_file_path(value, key)) config.ca_file = std::move(*path);
       } else if (key == "upstreams") {
         load_upstreams(value, config.upstreams);
+      } else if (key == "policy") {
+        load_policy(value, config.policy);
       } else if (key == "limits") {
         load_limits(value, config.limits);
       } else if (key == "http") {
@@ -715,6 +720,43 @@ class Loader {
       add("limits.cpu_ms", std::to_string(limits.cpu_ms) + " exceeds limits.wall_ms (" +
                                std::to_string(limits.wall_ms) +
                                "); CPU time cannot outlast the wall-clock deadline");
+    }
+  }
+
+  void load_policy(const Json& value, Policy& policy) {
+    if (!expect_object(value, "policy")) return;
+    for (const auto& [key, field] : value.items()) {
+      const std::string path = child_path("policy", key);
+      if (key == "operations") {
+        const std::optional<Expanded> text = read_required_string(field, path);
+        if (!text) continue;
+        if (text->value == "any") {
+          policy.operations = Policy::Operations::any;
+        } else if (text->value == "spec") {
+          policy.operations = Policy::Operations::spec;
+        } else {
+          add(path, "must be \"any\" or \"spec\"");
+        }
+      } else if (key == "methods") {
+        if (!expect_array(field, path)) continue;
+        if (field.empty()) add(path, "must name at least one method (omit it to allow all)");
+        for (std::size_t i = 0; i < field.size(); ++i) {
+          const std::optional<Expanded> text =
+              read_required_string(field[i], element_path(path, i));
+          if (!text) continue;
+          std::string method = text->value;
+          std::transform(method.begin(), method.end(), method.begin(),
+                         [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+          if (std::find(kMethods.begin(), kMethods.end(), method) == kMethods.end()) {
+            add(element_path(path, i), "must be one of GET, HEAD, POST, PUT, PATCH, DELETE");
+          } else if (std::find(policy.methods.begin(), policy.methods.end(), method) ==
+                     policy.methods.end()) {
+            policy.methods.push_back(std::move(method));
+          }
+        }
+      } else {
+        unknown_key("policy", key, kPolicyKeys);
+      }
     }
   }
 

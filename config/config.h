@@ -60,6 +60,17 @@ struct Http {
   std::vector<std::string> bearer_tokens;
 };
 
+// What `execute` may call beyond the origin allowlist. Absent: any path, any method.
+struct Policy {
+  enum class Operations {
+    any,   // every path on an allowed origin
+    spec,  // only method + path combinations the OpenAPI document declares (query allowed)
+  };
+  Operations operations = Operations::any;
+  // Upper-case, e.g. {"GET", "HEAD"} for a read-only deployment. Empty: all methods.
+  std::vector<std::string> methods;
+};
+
 struct Config {
   // The OpenAPI document (JSON), resolved against the config file's directory. Required in a
   // config file. Empty only for the embedded MarketHub default, whose document is compiled in.
@@ -69,6 +80,7 @@ struct Config {
   // PEM file of certificates trusted for HTTPS upstreams, in addition to the system store
   // (e.g. a private CA). Resolved like `openapi`; absent: the system store only.
   std::optional<std::filesystem::path> ca_file;
+  Policy policy;
   Limits limits;
   Http http;
 };

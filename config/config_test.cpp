@@ -279,12 +279,16 @@ TEST_CASE("unknown keys far from any known key list the known keys", "[config][k
   CHECK(workspace.problems(with_limits(R"({"timeout": 10})")) ==
         Problems{"limits.timeout: unknown key (known keys: code_chars, result_chars, cpu_ms, "
                  "wall_ms, heap_mb, subrequests, response_bytes)"});
-  CHECK(workspace.problems(R"({"openapi": "openapi.json", "servers": []})") ==
-        Problems{"servers: unknown key (known keys: openapi, upstreams, ca_file, limits, http)"});
+  CHECK(
+      workspace.problems(R"({"openapi": "openapi.json", "servers": []})") ==
+      Problems{
+          "servers: unknown key (known keys: openapi, upstreams, ca_file, policy, limits, http)"});
   // Keys that are not plain words are quoted, so a problem stays one line.
-  CHECK(workspace.problems(R"({"openapi": "openapi.json", "a b": 1, "x\ny": 2})") ==
-        Problems{R"(["a b"]: unknown key (known keys: openapi, upstreams, ca_file, limits, http))",
-                 R"(["x\ny"]: unknown key (known keys: openapi, upstreams, ca_file, limits, http))"});
+  CHECK(
+      workspace.problems(R"({"openapi": "openapi.json", "a b": 1, "x\ny": 2})") ==
+      Problems{
+          R"(["a b"]: unknown key (known keys: openapi, upstreams, ca_file, policy, limits, http))",
+          R"(["x\ny"]: unknown key (known keys: openapi, upstreams, ca_file, policy, limits, http))"});
 }
 
 TEST_CASE("duplicate keys are problems", "[config][keys]") {
@@ -573,6 +577,24 @@ TEST_CASE("ca_file is optional and resolved like openapi", "[config][tls]") {
   CHECK(workspace.problems(R"({"openapi": "openapi.json", "ca_file": 5})").size() == 1);
 }
 
+TEST_CASE("policy narrows execute: operations and methods", "[config][policy]") {
+  const Workspace workspace;
+  const Config open = workspace.load(R"({"openapi": "openapi.json"})");
+  CHECK(open.policy.operations == Policy::Operations::any);
+  CHECK(open.policy.methods.empty());
+  const Config narrow = workspace.load(
+      R"({"openapi": "openapi.json", "policy": {"operations": "spec", "methods": ["get", "HEAD", "GET"]}})");
+  CHECK(narrow.policy.operations == Policy::Operations::spec);
+  CHECK(narrow.policy.methods == std::vector<std::string>{"GET", "HEAD"});
+  CHECK(workspace.problems(R"({"openapi": "openapi.json", "policy": {"operations": "some",
+                               "methods": ["GET", "TRACE"], "method": []}})") ==
+        Problems{R"(policy.operations: must be "any" or "spec")",
+                 "policy.methods[1]: must be one of GET, HEAD, POST, PUT, PATCH, DELETE",
+                 R"(policy.method: unknown key (did you mean "methods"?))"});
+  CHECK(workspace.problems(R"({"openapi": "openapi.json", "policy": {"methods": []}})") ==
+        Problems{"policy.methods: must name at least one method (omit it to allow all)"});
+}
+
 // ---------------------------------------------------------------------------------------------
 // Origins.
 
@@ -759,7 +781,7 @@ TEST_CASE("every problem in a file is reported together", "[config]") {
             R"(limits.cpu_msec: unknown key (did you mean "cpu_ms"?))",
             "limits.heap_mb: expected an integer, got a floating-point number",
             "http.bearer_tokens[0]: shorter than 16 characters; short tokens are guessable",
-            "extra: unknown key (known keys: openapi, upstreams, ca_file, limits, http)",
+            "extra: unknown key (known keys: openapi, upstreams, ca_file, policy, limits, http)",
         });
 }
 

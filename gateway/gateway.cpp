@@ -85,12 +85,14 @@ struct Gateway::State : std::enable_shared_from_this<Gateway::State> {
       : io(io_context),
         options(std::move(opts)),
         policy(options.upstreams),
+        operation_policy(options.operations),
         client(std::move(http)),
         secrets(secrets_of(options.upstreams)) {}
 
   net::io_context& io;
   GatewayOptions options;
   UrlPolicy policy;
+  OperationPolicy operation_policy;
   std::unique_ptr<HttpClient> client;
   std::vector<std::string> secrets;
 
@@ -177,6 +179,10 @@ struct Gateway::State : std::enable_shared_from_this<Gateway::State> {
     if (location == response.headers.end()) return false;
     PolicyDecision decision = policy.decide(location->second, attempt.url.full());
     auto* allowed = std::get_if<Allowed>(&decision);
+    if (allowed != nullptr && operation_policy.check(attempt.method, allowed->url.target)) {
+      spdlog::debug("gateway: not following a redirect to an operation the policy refuses");
+      return false;
+    }
     if (allowed == nullptr || allowed->url.origin != attempt.url.origin) {
       spdlog::debug("gateway: not following a redirect from {} ({})", attempt.url.origin,
                     allowed == nullptr ? "refused by policy" : "another origin");
@@ -245,6 +251,9 @@ void Gateway::fetch(OutboundRequest request, CallBudget& budget, Deadline deadli
     return state_->refuse(std::move(done), policy_error(std::move(refused->message)));
   }
   Allowed& allowed = std::get<Allowed>(decision);
+  if (auto refused = state_->operation_policy.check(*method, allowed.url.target)) {
+    return state_->refuse(std::move(done), policy_error(std::move(*refused)));
+  }
   if ((*method == Method::get || *method == Method::head) && !request.body.empty()) {
     return state_->refuse(std::move(done), policy_error(std::string(to_string(*method)) +
                                                         " request cannot have a body"));

@@ -29,6 +29,7 @@
 
 #include "config/config.h"
 #include "gateway/http_client.h"
+#include "gateway/operation_policy.h"
 #include "gateway/request.h"
 #include "gateway/url_policy.h"
 
@@ -67,6 +68,8 @@ struct GatewayOptions {
   std::size_t request_body_bytes = 1048576;
   ClientOptions::SystemTrust system_trust = ClientOptions::SystemTrust::use_system_store;
   std::chrono::milliseconds connect_timeout{5000};
+  // Spec-aware narrowing (config `policy`): by default every path and method passes.
+  OperationPolicyOptions operations;
 };
 
 class Gateway {

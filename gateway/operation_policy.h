@@ -1,0 +1,51 @@
+// Spec-aware policy: which method + path combinations `execute` may call, and which methods.
+//
+// Off by default (every path, every method the gateway knows). A deployment can narrow it to
+// the operations its API description declares (`policy.operations: "spec"` in the config) and
+// to a set of methods (`policy.methods`, e.g. GET and HEAD for read-only use). Built once from
+// plain data (the openapi module extracts the operations; the gateway does not read specs);
+// immutable and shared by every thread afterwards.
+#pragma once
+
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gateway/request_check.h"
+
+namespace codemode::gateway {
+
+// One declared operation: a method and a path template ("/orders/{orderId}/cancel").
+struct Operation {
+  Method method = Method::get;
+  std::string path_template;
+};
+
+struct OperationPolicyOptions {
+  // nullopt: any path. Otherwise only these operations.
+  std::optional<std::vector<Operation>> operations;
+  // Path prefixes the API is served under (from the description's servers, e.g. "/v1"); a
+  // request path may carry any one of them before the template. "" is always tried.
+  std::vector<std::string> base_paths;
+  // Allowed methods; empty means all.
+  std::set<Method> methods;
+};
+
+class OperationPolicy {
+ public:
+  explicit OperationPolicy(OperationPolicyOptions options = {});
+
+  // nullopt: allowed. Otherwise the refusal, e.g. "POST /admin matches no operation in the API
+  // description" or "method DELETE is not allowed here (allowed: GET, HEAD)".
+  std::optional<std::string> check(Method method, std::string_view target) const;
+
+ private:
+  bool matches(Method method, std::string_view path) const;
+
+  OperationPolicyOptions options_;
+  std::vector<std::vector<std::string>> templates_;  // segments of each operation's template
+};
+
+}  // namespace codemode::gateway

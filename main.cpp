@@ -31,15 +31,26 @@ The model gets two tools and writes a short async JavaScript function for each c
 Usage:
   codemode-mcp                     serve the built-in MarketHub demo API over stdio
   codemode-mcp --config FILE       serve the API described by FILE over stdio
+  codemode-mcp --http :8080        serve MCP Streamable HTTP on http://127.0.0.1:8080/mcp
 
 Options:
   --config FILE       JSON config: openapi, upstreams, limits, http (see README.md)
+  --http HOST:PORT    serve Streamable HTTP on /mcp instead of stdio. HOST is an IP address or
+                      localhost (default 127.0.0.1: `--http :8080` or `--http 8080`); PORT 0
+                      picks a free port. The bound URL is logged: "listening on http://.../mcp"
+  --stdio             with --http: serve stdio as well (stdin EOF then stops both)
+  --http-stateless    no MCP sessions: every POST is served on its own (any replica can serve
+                      any request); no Mcp-Session-Id, no DELETE
+  --allow-unauthenticated-network-access
+                      allow --http on a non-loopback address with no http.bearer_tokens
+                      (refused by default: anyone who reaches the port could run tools)
   --log-level LEVEL   stderr log level: trace, debug, info, warn, error, off (default: info)
   --version           print the version and exit
   -h, --help          print this help and exit
 
-MCP messages use stdin and stdout (one JSON-RPC message per line); logs go to stderr.
-The server exits 0 when stdin closes or on SIGINT/SIGTERM, after running calls finish.
+Over stdio, MCP messages use stdin and stdout (one JSON-RPC message per line); logs go to
+stderr. The server exits 0 when stdin closes (stdio) or on SIGINT/SIGTERM, after running calls
+finish.
 Exit status 2: bad arguments or config (one line per problem on stderr).
 )";
 
@@ -50,6 +61,10 @@ constexpr const char* kInstructions =
 struct Arguments {
   std::optional<std::string> config_file;
   std::string log_level = "info";
+  std::optional<codemode::server::HttpEndpoint> http;
+  bool stdio = false;  // --stdio given
+  bool http_stateless = false;
+  bool allow_unauthenticated_network_access = false;
 };
 
 int usage_error(const std::string& message) {
@@ -92,9 +107,30 @@ int main(int argc, char** argv) {
         return usage_error("unknown log level '" + *level + "'");
       }
       args.log_level = *level;
+    } else if (arg == "--http") {
+      auto text = value();
+      if (!text) return usage_error("--http needs HOST:PORT, e.g. 127.0.0.1:8080 or :8080");
+      args.http = codemode::server::parse_endpoint(*text);
+      if (!args.http) {
+        return usage_error("--http: '" + *text +
+                           "' is not HOST:PORT (HOST an IP address or localhost, PORT 0-65535)");
+      }
+    } else if (arg == "--stdio") {
+      args.stdio = true;
+    } else if (arg == "--http-stateless") {
+      args.http_stateless = true;
+    } else if (arg == "--allow-unauthenticated-network-access") {
+      args.allow_unauthenticated_network_access = true;
     } else {
       return usage_error("unknown argument '" + std::string(arg) + "'");
     }
+  }
+
+  if (!args.http &&
+      (args.stdio || args.http_stateless || args.allow_unauthenticated_network_access)) {
+    return usage_error(args.stdio ? "--stdio only makes sense with --http (stdio is the default)"
+                                  : "--http-stateless and --allow-unauthenticated-network-access "
+                                    "need --http");
   }
 
   // stdout is the protocol channel: every log line goes to stderr.
@@ -138,7 +174,27 @@ int main(int argc, char** argv) {
                api.document->version, api.document->path_count, api.document->refs.size(),
                api.document->refs.circular_count());
 
-  if (::isatty(STDIN_FILENO)) {
+  const bool serve_stdio = !args.http || args.stdio;
+  std::optional<codemode::server::HttpOptions> http;
+  if (args.http) {
+    if (!codemode::server::is_loopback(args.http->host) && config.http.bearer_tokens.empty() &&
+        !args.allow_unauthenticated_network_access) {
+      std::cerr << "codemode-mcp: refusing to serve --http on " << args.http->host
+                << ", which is not a loopback address, without authentication: set "
+                   "http.bearer_tokens in the config, bind 127.0.0.1, or pass "
+                   "--allow-unauthenticated-network-access\n";
+      return 2;
+    }
+    http = codemode::server::HttpOptions{
+        .endpoint = *args.http,
+        .mode = args.http_stateless ? codemode::server::HttpMode::stateless
+                                    : codemode::server::HttpMode::stateful,
+        .allowed_origins = config.http.allowed_origins,
+        .bearer_tokens = config.http.bearer_tokens,
+    };
+  }
+
+  if (serve_stdio && ::isatty(STDIN_FILENO)) {
     std::cerr << "codemode-mcp " << CODEMODE_VERSION << ": serving MCP on stdio for "
               << api.document->title
               << (demo ? " (the built-in demo at " + demo->origin() + ")" : "")
@@ -151,6 +207,8 @@ int main(int argc, char** argv) {
       .config = std::move(config),
       .api = std::move(*api.document),
       .info = {.name = "codemode-mcp", .version = CODEMODE_VERSION, .instructions = kInstructions},
+      .serve_stdio = serve_stdio,
+      .http = std::move(http),
   });
   const int status = daemon.run();
   codemode::sandbox::shutdown_v8();  // every sandbox worker has been joined by now

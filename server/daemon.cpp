@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <csignal>
+#include <optional>
 
 #include <spdlog/spdlog.h>
 #include <boost/asio/io_context.hpp>
@@ -36,33 +37,57 @@ int Daemon::run() {
   std::unique_ptr<gateway::Gateway> gateway = std::move(std::get<0>(created));
   sandbox::Sandbox sandbox(
       sandbox::SandboxOptions{options_.config.limits, 0, &options_.api, gateway.get()});
-  StdioTransport stdio(io.get_executor(), STDIN_FILENO, STDOUT_FILENO, options_.max_message_bytes);
 
-  auto session = std::make_shared<McpSession>(
-      io.get_executor(), tools, sandbox, options_.info, [&stdio](std::string message) {
-        if (!stdio.write_line(message)) spdlog::warn("stdout is closed; a message was lost");
-      });
+  std::optional<StdioTransport> stdio;
+  std::shared_ptr<McpSession> stdio_session;
+  if (options_.serve_stdio) {
+    stdio.emplace(io.get_executor(), STDIN_FILENO, STDOUT_FILENO, options_.max_message_bytes);
+    stdio_session = std::make_shared<McpSession>(
+        io.get_executor(), tools, sandbox, options_.info, [&stdio](std::string message) {
+          if (!stdio->write_line(message)) spdlog::warn("stdout is closed; a message was lost");
+        });
+  }
+
+  std::optional<HttpServer> http;
+  if (options_.http) {
+    // Each HTTP session answers every message on the exchange that carried it: no default Send.
+    http.emplace(io, *options_.http, [&](boost::asio::any_io_executor executor) {
+      return std::make_shared<McpSession>(std::move(executor), tools, sandbox, options_.info,
+                                          [](std::string) {});
+    });
+    if (auto problem = http->start()) {
+      spdlog::error("http: {}", *problem);
+      return 2;
+    }
+    spdlog::info("listening on {}{}", endpoint_url(http->local_endpoint()),
+                 options_.http->mode == HttpMode::stateless ? " (stateless)" : "");
+  }
 
   bool stopping = false;
+  int busy = 0;  // transports still finishing their calls
   boost::asio::steady_timer grace(io);
+  auto one_done = [&] {
+    if (--busy > 0) return;
+    grace.cancel();
+    io.stop();
+  };
   auto shut_down = [&](std::string_view why, bool bounded) {
     if (stopping) return;
     stopping = true;
-    spdlog::info("{}: finishing {} running call(s)", why, session->in_flight());
-    stdio.stop();
+    spdlog::info("{}: finishing running calls", why);
+    if (stdio) stdio->stop();
     if (bounded) {
       grace.expires_after(options_.shutdown_grace);
       grace.async_wait([&](boost::system::error_code ec) {
         if (ec) return;
-        spdlog::warn("shutdown grace period over; cancelling {} call(s)", session->in_flight());
+        spdlog::warn("shutdown grace period over; cancelling running calls");
         sandbox.cancel_all();  // the workers finish at once; their answers are not awaited
         io.stop();
       });
     }
-    session->when_idle([&] {
-      grace.cancel();
-      io.stop();
-    });
+    busy = (stdio_session ? 1 : 0) + (http ? 1 : 0);
+    if (stdio_session) stdio_session->when_idle(one_done);
+    if (http) http->drain(one_done);
   };
 
   boost::asio::signal_set signals(io, SIGINT, SIGTERM);
@@ -70,20 +95,22 @@ int Daemon::run() {
     if (!ec) shut_down(signal == SIGINT ? "SIGINT" : "SIGTERM", true);
   });
 
-  stdio.start(StdioHandlers{
-      .on_line =
-          [&](std::string line) {
-            if (!stopping) session->handle(line);
-          },
-      .on_oversize =
-          [&](std::size_t limit) {
-            if (!stopping) session->reject_oversize(limit);
-          },
-      .on_eof = [&] { shut_down("stdin closed", false); },
-  });
+  if (stdio) {
+    stdio->start(StdioHandlers{
+        .on_line =
+            [&](std::string line) {
+              if (!stopping) stdio_session->handle(line);
+            },
+        .on_oversize =
+            [&](std::size_t limit) {
+              if (!stopping) stdio_session->reject_oversize(limit);
+            },
+        .on_eof = [&] { shut_down("stdin closed", false); },
+    });
+  }
 
   io.run();
-  stdio.stop();
+  if (stdio) stdio->stop();
   spdlog::info("stopped");
   return 0;
 }

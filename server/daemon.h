@@ -1,7 +1,10 @@
-// The running server: the io_context, the sandbox, the tool catalog and the transports, wired
-// from one config and one API description, with the shutdown rules of the contract:
-//   - stdin EOF: stop reading, let running calls finish, exit 0;
-//   - SIGINT/SIGTERM: the same, bounded by a grace period, then exit 0 regardless.
+// The running server: the io_context, the sandbox, the tool catalog and the transports (stdio,
+// Streamable HTTP, or both), wired from one config and one API description, with the shutdown
+// rules of the contract:
+//   - stdin EOF (when serving stdio): stop reading and accepting, let running calls finish on
+//     every transport, exit 0 (the client that launched us owns our lifetime);
+//   - SIGINT/SIGTERM: the same, bounded by a grace period, then exit 0 regardless. HTTP drains:
+//     no new connections, /readyz 503, new /mcp requests 503, in-flight ones answered.
 //
 // Threading: run() runs the io_context on the calling thread; every transport and session
 // handler runs there. The sandbox owns its worker threads.
@@ -12,6 +15,7 @@
 
 #include "config/config.h"
 #include "openapi/document.h"
+#include "server/http_transport.h"
 #include "server/mcp_session.h"
 
 namespace codemode::server {
@@ -21,6 +25,9 @@ struct DaemonOptions {
   openapi::Document api;
   ServerInfo info;
   std::size_t max_message_bytes = 4 * 1024 * 1024;
+  // Which transports run: stdio (stdin/stdout), HTTP (when set), or both.
+  bool serve_stdio = true;
+  std::optional<HttpOptions> http;
   // How long a shutdown signal waits for running calls before giving up on them.
   std::chrono::milliseconds shutdown_grace{5000};
 };
@@ -28,7 +35,8 @@ struct DaemonOptions {
 class Daemon {
  public:
   explicit Daemon(DaemonOptions options);
-  // Serves MCP on stdio until EOF or a shutdown signal. Returns the process exit code.
+  // Serves MCP until stdin EOF or a shutdown signal. Returns the process exit code: 0, or 2
+  // when the HTTP listener cannot start.
   int run();
 
  private:

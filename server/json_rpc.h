@@ -22,6 +22,9 @@ enum class ErrorCode : int {
   method_not_found = -32601,
   invalid_params = -32602,
   internal_error = -32603,
+  // The implementation-defined range: the HTTP transport refused the request before any
+  // session saw it (bad origin, token, session id, header); the HTTP status says which.
+  transport_refused = -32000,
 };
 
 struct JsonRpcError {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 
 #include <spdlog/spdlog.h>
 #include <boost/asio/post.hpp>
@@ -28,16 +29,35 @@ McpSession::McpSession(boost::asio::any_io_executor executor, const ToolCatalog&
       send_(std::move(send)) {}
 
 void McpSession::handle(std::string_view message) {
-  auto parsed = parse_message(message);
+  dispatch(parse_message(message), send_, false);
+}
+
+void McpSession::handle(Message message, Send reply_to) {
+  dispatch(std::move(message), reply_to, true);
+}
+
+void McpSession::dispatch(Message parsed, const Send& out, bool routed) {
   if (auto* request = std::get_if<Request>(&parsed)) {
-    on_request(std::move(*request));
+    on_request(std::move(*request), out, routed);
   } else if (auto* notification = std::get_if<Notification>(&parsed)) {
     on_notification(*notification);
   } else if (auto* error = std::get_if<JsonRpcError>(&parsed)) {
     spdlog::debug("refused a message: {}", error->message);
-    send_(serialize_error(*error));
+    out(serialize_error(*error));
   }
   // Responses: we send no requests, so there is nothing to match them with.
+}
+
+void McpSession::assume_initialized(std::string version) {
+  protocol_version_ = std::move(version);
+  initialized_ = true;
+}
+
+void McpSession::cancel(const Json& id) {
+  if (auto call = calls_.find(id_key(id)); call != calls_.end()) {
+    call->second.cancel->cancel();
+    spdlog::info("call {} cancelled: the client went away", call->first);
+  }
 }
 
 void McpSession::reject_oversize(std::size_t limit) {
@@ -47,28 +67,28 @@ void McpSession::reject_oversize(std::size_t limit) {
       "invalid request: the message exceeds " + std::to_string(limit) + " bytes and was dropped"));
 }
 
-void McpSession::on_request(Request request) {
+void McpSession::on_request(Request request, const Send& out, bool routed) {
   const std::string& method = request.method;
   if (method == "initialize") {
     if (initialized_) {
-      return reply_error(request.id, ErrorCode::invalid_request,
+      return reply_error(out, request.id, ErrorCode::invalid_request,
                          "invalid request: the session is already initialized");
     }
     if (!request.params.is_object() || !request.params.contains("protocolVersion") ||
         !request.params["protocolVersion"].is_string()) {
-      return reply_error(request.id, ErrorCode::invalid_params,
+      return reply_error(out, request.id, ErrorCode::invalid_params,
                          "invalid params: initialize needs params.protocolVersion (a string)");
     }
-    return reply(request.id, initialize(request.params));
+    return reply(out, request.id, initialize(request.params));
   }
-  if (method == "ping") return reply(request.id, Json::object());
+  if (method == "ping") return reply(out, request.id, Json::object());
   if (!initialized_) {
-    return reply_error(request.id, ErrorCode::invalid_request,
+    return reply_error(out, request.id, ErrorCode::invalid_request,
                        "invalid request: the session is not initialized; send initialize first");
   }
-  if (method == "tools/list") return reply(request.id, Json{{"tools", tools_.list()}});
-  if (method == "tools/call") return call_tool(request.id, request.params);
-  reply_error(request.id, ErrorCode::method_not_found, "method not found: " + method);
+  if (method == "tools/list") return reply(out, request.id, Json{{"tools", tools_.list()}});
+  if (method == "tools/call") return call_tool(request.id, request.params, out, routed);
+  reply_error(out, request.id, ErrorCode::method_not_found, "method not found: " + method);
 }
 
 void McpSession::on_notification(const Notification& notification) {
@@ -102,36 +122,37 @@ Json McpSession::initialize(const Json& params) {
   return result;
 }
 
-void McpSession::call_tool(const Json& id, const Json& params) {
+void McpSession::call_tool(const Json& id, const Json& params, const Send& out, bool routed) {
   if (!params.is_object() || !params.contains("name") || !params["name"].is_string()) {
-    return reply_error(id, ErrorCode::invalid_params,
+    return reply_error(out, id, ErrorCode::invalid_params,
                        "invalid params: tools/call needs params.name (a string)");
   }
   const auto name = params["name"].get<std::string>();
   const auto tool = tools_.find(name);
   if (!tool)
-    return reply_error(id, ErrorCode::invalid_params, "invalid params: unknown tool " + name);
+    return reply_error(out, id, ErrorCode::invalid_params, "invalid params: unknown tool " + name);
   const std::string key = id_key(id);
   if (calls_.count(key) != 0) {
-    return reply_error(id, ErrorCode::invalid_request,
+    return reply_error(out, id, ErrorCode::invalid_request,
                        "invalid request: id " + key + " is already in use by a running call");
   }
 
   // Argument problems are tool results, not protocol errors, so the model can correct itself.
   const Json arguments = params.value("arguments", Json::object());
   if (!arguments.is_object() || !arguments.contains("code") || !arguments["code"].is_string()) {
-    return reply(id, tools_.result(sandbox::Outcome::failure(
-                         sandbox::ErrorKind::input,
-                         "arguments must be an object with \"code\", a string holding an async "
-                         "arrow function")));
+    return reply(out, id,
+                 tools_.result(sandbox::Outcome::failure(
+                     sandbox::ErrorKind::input,
+                     "arguments must be an object with \"code\", a string holding an async "
+                     "arrow function")));
   }
   std::string code = arguments["code"].get<std::string>();
   if (auto refused = sandbox::check_input(code, tools_.limits())) {
-    return reply(id, tools_.result(*refused));
+    return reply(out, id, tools_.result(*refused));
   }
 
   auto cancel = std::make_shared<sandbox::CancelToken>();
-  calls_.emplace(key, CallState{cancel});
+  calls_.emplace(key, CallState{cancel, out, routed});
   const auto started = std::chrono::steady_clock::now();
   sandbox_.submit(
       sandbox::Call{*tool, std::move(code), std::move(cancel)},
@@ -149,16 +170,28 @@ void McpSession::call_tool(const Json& id, const Json& params) {
 
 void McpSession::finish_call(const Json& id, const sandbox::Outcome& outcome) {
   auto call = calls_.find(id_key(id));
-  const bool cancelled = call != calls_.end() && call->second.cancel->cancelled();
-  if (call != calls_.end()) calls_.erase(call);
-  if (!cancelled) reply(id, tools_.result(outcome));
+  if (call == calls_.end()) {
+    // A call stays in calls_ until its one completion arrives; anything else is a bug here.
+    spdlog::critical("a completion for call {} that is not running", dump(id));
+    std::abort();
+  }
+  CallState state = std::move(call->second);
+  calls_.erase(call);
+  if (!state.cancel->cancelled()) {
+    reply(state.reply_to, id, tools_.result(outcome));
+  } else if (state.routed) {
+    state.reply_to(std::string());  // a routed request hears that no answer will come
+  }
   maybe_idle();
 }
 
-void McpSession::reply(const Json& id, const Json& result) { send_(serialize_result(id, result)); }
+void McpSession::reply(const Send& out, const Json& id, const Json& result) {
+  out(serialize_result(id, result));
+}
 
-void McpSession::reply_error(const Json& id, ErrorCode code, std::string_view message) {
-  send_(serialize_error(id, code, message));
+void McpSession::reply_error(const Send& out, const Json& id, ErrorCode code,
+                             std::string_view message) {
+  out(serialize_error(id, code, message));
 }
 
 void McpSession::when_idle(std::function<void()> on_idle) {

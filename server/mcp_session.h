@@ -2,11 +2,15 @@
 // serve, and the tool calls in flight. Transport-agnostic: a transport feeds it whole messages
 // and gives it a Send function for whole outgoing messages.
 //
+// Answers normally leave through the session's Send. A transport that must answer each request
+// on its own channel (HTTP: the response of the POST that carried it) passes a Send per message
+// instead; every answer to that message then goes there, including a late tool result.
+//
 // Threading: every member function runs on the session's executor (the I/O thread for stdio, a
-// connection strand for HTTP). Tool calls run in the sandbox; their completions are posted back
-// to the executor, so answers may leave in a different order than requests came in, and a slow
-// call never holds up ping or tools/list. The session is held by shared_ptr: a completion keeps
-// it alive until the answer is sent.
+// strand of its own for an HTTP session, whose requests arrive from many connections). Tool calls
+// run in the sandbox; their completions are posted back to the executor, so answers may leave in a
+// different order than requests came in, and a slow call never holds up ping or tools/list. The
+// session is held by shared_ptr: a completion keeps it alive until the answer is sent.
 #pragma once
 
 #include <functional>
@@ -42,6 +46,19 @@ class McpSession : public std::enable_shared_from_this<McpSession> {
   // One message from the peer (a line without its newline, or an HTTP body).
   void handle(std::string_view message);
 
+  // One already-parsed message whose answer goes to `reply_to` rather than the session's Send.
+  // A request gets exactly one call of `reply_to`: its answer, or an empty string when no answer
+  // will come (the call was cancelled). Notifications and responses never call it.
+  void handle(Message message, Send reply_to);
+
+  // Treats the session as initialized at `version` without an initialize exchange: stateless
+  // HTTP, where every request may reach a fresh session (any replica serves any request).
+  void assume_initialized(std::string version);
+
+  // The peer is gone while request `id` runs (HTTP disconnect): the same as its
+  // notifications/cancelled. Unknown or finished ids are ignored.
+  void cancel(const Json& id);
+
   // The transport dropped a message for being larger than `limit` bytes.
   void reject_oversize(std::size_t limit);
 
@@ -50,19 +67,23 @@ class McpSession : public std::enable_shared_from_this<McpSession> {
   void when_idle(std::function<void()> on_idle);
 
   std::size_t in_flight() const { return calls_.size(); }
+  const boost::asio::any_io_executor& executor() const { return executor_; }
 
  private:
   struct CallState {
     std::shared_ptr<sandbox::CancelToken> cancel;
+    Send reply_to;
+    bool routed = false;  // reply_to came with the message: it hears about a cancellation too
   };
 
-  void on_request(Request request);
+  void dispatch(Message message, const Send& reply_to, bool routed);
+  void on_request(Request request, const Send& out, bool routed);
   void on_notification(const Notification& notification);
   Json initialize(const Json& params);
-  void call_tool(const Json& id, const Json& params);
+  void call_tool(const Json& id, const Json& params, const Send& out, bool routed);
   void finish_call(const Json& id, const sandbox::Outcome& outcome);
-  void reply(const Json& id, const Json& result);
-  void reply_error(const Json& id, ErrorCode code, std::string_view message);
+  void reply(const Send& out, const Json& id, const Json& result);
+  void reply_error(const Send& out, const Json& id, ErrorCode code, std::string_view message);
   void maybe_idle();
 
   boost::asio::any_io_executor executor_;

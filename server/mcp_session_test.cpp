@@ -141,3 +141,50 @@ TEST_CASE("an oversize message is answered with an error and a null id", "[serve
   CHECK(h.sent[0]["id"].is_null());
   CHECK(h.sent[0]["error"]["code"] == -32600);
 }
+
+TEST_CASE("a routed message is answered on its own route, a late tool result too",
+          "[server][session]") {
+  Harness h;
+  h.initialize();
+  std::vector<std::string> routed;
+  auto route = [&](std::string message) { routed.push_back(std::move(message)); };
+  h.session->handle(
+      parse_message(
+          R"({"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"search","arguments":{"code":"async () => 1"}}})"),
+      route);
+  h.session->handle(parse_message(R"({"jsonrpc":"2.0","id":8,"method":"ping"})"), route);
+  h.session->handle(parse_message(R"({"jsonrpc":"2.0","method":"notifications/initialized"})"),
+                    route);
+  h.settle();
+  REQUIRE(routed.size() == 2);
+  CHECK(Json::parse(routed[0])["id"] == 8);  // ping answers at once; the call after it settles
+  CHECK(Json::parse(routed[1])["id"] == 7);
+  CHECK(Json::parse(routed[1])["result"]["content"][0]["text"].is_string());
+  CHECK(h.sent.size() == 1);  // only the initialize answer used the session's own Send
+}
+
+TEST_CASE("cancel(id) drops a routed call's answer and tells its route with an empty message",
+          "[server][session]") {
+  Harness h;
+  h.initialize();
+  std::vector<std::string> routed;
+  h.session->handle(
+      parse_message(
+          R"({"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"search","arguments":{"code":"async () => 1"}}})"),
+      [&](std::string message) { routed.push_back(std::move(message)); });
+  h.session->cancel(Json(9));   // before the completion is posted back: it is dropped
+  h.session->cancel(Json(10));  // unknown ids are ignored
+  h.settle();
+  REQUIRE(routed.size() == 1);
+  CHECK(routed[0].empty());
+  CHECK(h.session->in_flight() == 0);
+}
+
+TEST_CASE("assume_initialized serves without an initialize exchange (stateless HTTP)",
+          "[server][session]") {
+  Harness h;
+  h.session->assume_initialized("2025-06-18");
+  h.send(R"({"jsonrpc":"2.0","id":1,"method":"tools/list"})");
+  REQUIRE(h.sent.size() == 1);
+  CHECK(h.sent[0]["result"]["tools"].size() == 2);
+}

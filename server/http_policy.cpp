@@ -1,0 +1,288 @@
+#include "server/http_policy.h"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+
+#include <openssl/crypto.h>
+#include <openssl/rand.h>
+#include <openssl/sha.h>
+#include <boost/asio/ip/address.hpp>
+
+#include "server/mcp_session.h"
+
+namespace codemode::server {
+
+namespace {
+
+std::string lower(std::string_view text) {
+  std::string out(text);
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return out;
+}
+
+std::string_view trim(std::string_view text) {
+  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
+  while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
+  return text;
+}
+
+std::optional<std::uint16_t> parse_port(std::string_view text) {
+  if (text.empty() || text.size() > 5) return std::nullopt;
+  unsigned value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size() || value > 65535) return std::nullopt;
+  return static_cast<std::uint16_t>(value);
+}
+
+// "host[:port]" or "[v6][:port]" → host (brackets kept off) and the port when given.
+struct Authority {
+  std::string host;
+  std::optional<std::uint16_t> port;
+};
+std::optional<Authority> split_authority(std::string_view text) {
+  Authority out;
+  std::string_view port_text;
+  bool has_port = false;
+  if (!text.empty() && text.front() == '[') {
+    const auto close = text.find(']');
+    if (close == std::string_view::npos) return std::nullopt;
+    out.host = lower(text.substr(1, close - 1));
+    const auto after = text.substr(close + 1);
+    if (!after.empty()) {
+      if (after.front() != ':') return std::nullopt;
+      has_port = true;
+      port_text = after.substr(1);
+    }
+  } else {
+    const auto colon = text.find(':');
+    out.host = lower(text.substr(0, colon));
+    if (colon != std::string_view::npos) {
+      has_port = true;
+      port_text = text.substr(colon + 1);
+    }
+  }
+  if (out.host.empty()) return std::nullopt;
+  for (const char c : out.host) {
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_' ||
+          c == ':')) {
+      return std::nullopt;
+    }
+  }
+  if (has_port) {
+    out.port = parse_port(port_text);
+    if (!out.port) return std::nullopt;
+  }
+  return out;
+}
+
+std::string sha256(std::string_view text) {
+  unsigned char digest[SHA256_DIGEST_LENGTH];
+  SHA256(reinterpret_cast<const unsigned char*>(text.data()), text.size(), digest);
+  return std::string(reinterpret_cast<const char*>(digest), sizeof digest);
+}
+
+// One media range of an Accept header, e.g. "application/json;q=0.9" → "application/json",
+// and whether its q is zero ("not acceptable").
+bool accepts_type(std::string_view header, std::string_view type) {
+  const auto slash = type.find('/');
+  const std::string major_wildcard = std::string(type.substr(0, slash)) + "/*";
+  while (!header.empty()) {
+    const auto comma = header.find(',');
+    std::string_view item = header.substr(0, comma);
+    header = comma == std::string_view::npos ? std::string_view() : header.substr(comma + 1);
+    const auto semicolon = item.find(';');
+    const std::string range = lower(trim(item.substr(0, semicolon)));
+    bool zero_q = false;
+    if (semicolon != std::string_view::npos) {
+      std::string params = lower(item.substr(semicolon + 1));
+      params.erase(std::remove_if(params.begin(), params.end(),
+                                  [](char c) { return c == ' ' || c == '\t'; }),
+                   params.end());
+      const auto q = params.find("q=");
+      if (q != std::string::npos) {
+        const std::string value = params.substr(q + 2, params.find(';', q) - q - 2);
+        zero_q = value.find_first_not_of("0.") == std::string::npos;
+      }
+    }
+    if (!zero_q && (range == type || range == major_wildcard || range == "*/*")) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::optional<HttpEndpoint> parse_endpoint(std::string_view text) {
+  std::string_view host_text;
+  std::string_view port_text = text;
+  if (!text.empty() && text.front() == '[') {
+    const auto close = text.find("]:");
+    if (close == std::string_view::npos) return std::nullopt;
+    host_text = text.substr(1, close - 1);
+    port_text = text.substr(close + 2);
+  } else if (const auto colon = text.rfind(':'); colon != std::string_view::npos) {
+    host_text = text.substr(0, colon);
+    port_text = text.substr(colon + 1);
+    if (host_text.find(':') != std::string_view::npos) return std::nullopt;  // v6 needs [ ]
+  }
+  const auto port = parse_port(port_text);
+  if (!port) return std::nullopt;
+  std::string host =
+      host_text.empty() || lower(host_text) == "localhost" ? "127.0.0.1" : std::string(host_text);
+  boost::system::error_code ec;
+  const auto address = boost::asio::ip::make_address(host, ec);
+  if (ec) return std::nullopt;
+  return HttpEndpoint{address.to_string(), *port};
+}
+
+bool is_loopback(std::string_view ip_literal) {
+  boost::system::error_code ec;
+  const auto address = boost::asio::ip::make_address(std::string(ip_literal), ec);
+  return !ec && address.is_loopback();
+}
+
+std::optional<std::string> normalize_origin(std::string_view origin) {
+  const auto separator = origin.find("://");
+  if (separator == std::string_view::npos) return std::nullopt;
+  const std::string scheme = lower(origin.substr(0, separator));
+  if (scheme != "http" && scheme != "https") return std::nullopt;
+  const auto authority_text = origin.substr(separator + 3);
+  if (authority_text.find_first_of("/?#@") != std::string_view::npos) return std::nullopt;
+  const auto authority = split_authority(authority_text);
+  if (!authority) return std::nullopt;
+  const bool v6 = authority->host.find(':') != std::string::npos;
+  std::string out = scheme + "://" + (v6 ? "[" + authority->host + "]" : authority->host);
+  const std::uint16_t default_port = scheme == "http" ? 80 : 443;
+  if (authority->port && *authority->port != default_port) {
+    out += ":" + std::to_string(*authority->port);
+  }
+  return out;
+}
+
+bool tokens_equal(std::string_view presented, std::string_view expected) {
+  const std::string a = sha256(presented);
+  const std::string b = sha256(expected);
+  return CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
+}
+
+HttpPolicy::HttpPolicy(HttpPolicyOptions options)
+    : options_(std::move(options)), loopback_(is_loopback(options_.bound_host)) {
+  for (const auto& token : options_.bearer_tokens) token_digests_.push_back(sha256(token));
+}
+
+std::optional<HttpRefusal> HttpPolicy::check_host(std::optional<std::string_view> host) const {
+  if (!loopback_) return std::nullopt;
+  if (!host) return HttpRefusal{403, "forbidden: a Host header is required"};
+  const auto authority = split_authority(trim(*host));
+  const bool loopback_name =
+      authority && (authority->host == "localhost" || is_loopback(authority->host));
+  const bool right_port = authority && authority->port.value_or(80) == options_.bound_port;
+  if (!loopback_name || !right_port) {
+    return HttpRefusal{403, "forbidden: host " + std::string(trim(*host)) +
+                                " is not this server (DNS rebinding?)"};
+  }
+  return std::nullopt;
+}
+
+std::optional<HttpRefusal> HttpPolicy::check_origin(std::optional<std::string_view> origin) const {
+  if (!origin) return std::nullopt;
+  const auto normal = normalize_origin(trim(*origin));
+  if (normal && std::find(options_.allowed_origins.begin(), options_.allowed_origins.end(),
+                          *normal) != options_.allowed_origins.end()) {
+    return std::nullopt;
+  }
+  // The Origin is printable by construction of the parser; cap it so a log line stays short.
+  return HttpRefusal{
+      403, "forbidden: origin " + std::string(trim(*origin).substr(0, 200)) + " is not allowed"};
+}
+
+std::optional<HttpRefusal> HttpPolicy::check_bearer(
+    std::optional<std::string_view> authorization) const {
+  if (token_digests_.empty()) return std::nullopt;
+  const HttpRefusal refusal{401, "unauthorized: a valid bearer token is required"};
+  if (!authorization) return refusal;
+  const std::string_view value = trim(*authorization);
+  if (value.size() < 7 || lower(value.substr(0, 7)) != "bearer ") return refusal;
+  const std::string presented = sha256(trim(value.substr(7)));
+  bool match = false;
+  for (const auto& digest : token_digests_) {  // no early exit: every token is compared
+    match |= CRYPTO_memcmp(presented.data(), digest.data(), digest.size()) == 0;
+  }
+  if (!match) return refusal;
+  return std::nullopt;
+}
+
+ResponseFormat choose_format(std::optional<std::string_view> accept) {
+  if (!accept || trim(*accept).empty()) return ResponseFormat::json;
+  if (accepts_type(*accept, "application/json")) return ResponseFormat::json;
+  if (accepts_type(*accept, "text/event-stream")) return ResponseFormat::event_stream;
+  return ResponseFormat::none;
+}
+
+bool is_json_content_type(std::optional<std::string_view> content_type) {
+  if (!content_type) return false;
+  const auto semicolon = content_type->find(';');
+  return lower(trim(content_type->substr(0, semicolon))) == "application/json";
+}
+
+std::optional<HttpRefusal> check_protocol_version(std::optional<std::string_view> header) {
+  if (!header) return std::nullopt;
+  const std::string_view version = trim(*header);
+  if (std::find(std::begin(kProtocolVersions), std::end(kProtocolVersions), version) !=
+      std::end(kProtocolVersions)) {
+    return std::nullopt;
+  }
+  std::string supported;
+  for (const auto v : kProtocolVersions) {
+    supported += (supported.empty() ? "" : ", ") + std::string(v);
+  }
+  return HttpRefusal{400, "bad request: unsupported MCP-Protocol-Version " +
+                              std::string(version.substr(0, 64)) + " (supported: " + supported +
+                              ")"};
+}
+
+std::string new_session_id() {
+  unsigned char bytes[16];
+  if (RAND_bytes(bytes, sizeof bytes) != 1) {
+    // Without a working CSPRNG no session id is safe to hand out; this is not recoverable.
+    std::abort();
+  }
+  constexpr char kHex[] = "0123456789abcdef";
+  std::string id;
+  for (const unsigned char b : bytes) {
+    id += kHex[b >> 4];
+    id += kHex[b & 0xf];
+  }
+  return id;
+}
+
+std::optional<std::string> HttpSessionTable::add(const std::string& id,
+                                                 std::shared_ptr<McpSession> session) {
+  std::optional<std::string> evicted;
+  if (sessions_.size() >= max_sessions_ && !sessions_.empty()) {
+    auto oldest = std::min_element(sessions_.begin(), sessions_.end(), [](auto& a, auto& b) {
+      return a.second.last_used < b.second.last_used;
+    });
+    evicted = oldest->first;
+    sessions_.erase(oldest);
+  }
+  sessions_.insert_or_assign(id, Entry{std::move(session), ++clock_});
+  return evicted;
+}
+
+std::shared_ptr<McpSession> HttpSessionTable::find(std::string_view id) {
+  auto it = sessions_.find(id);
+  if (it == sessions_.end()) return nullptr;
+  it->second.last_used = ++clock_;
+  return it->second.session;
+}
+
+bool HttpSessionTable::remove(std::string_view id) {
+  auto it = sessions_.find(id);
+  if (it == sessions_.end()) return false;
+  sessions_.erase(it);
+  return true;
+}
+
+}  // namespace codemode::server

@@ -1,0 +1,119 @@
+// The rules of the HTTP boundary (DESIGN.md §3.1), as pure functions and one immutable policy
+// object, so they are tested without sockets:
+//   - where to listen (`--http HOST:PORT`) and whether that address is loopback;
+//   - `Host` on a loopback bind (DNS-rebinding defence), `Origin` against the allowlist,
+//     bearer tokens compared in constant time;
+//   - content negotiation (`Accept`, `Content-Type`) and the `MCP-Protocol-Version` header;
+//   - session ids and the table of live sessions.
+//
+// HttpPolicy is built once at start-up from the config and the bound address and is read-only
+// afterwards (any thread). Every check returns a value: a refusal carries the HTTP status and a
+// message that starts with a stable kind ("forbidden: ...") and never echoes a token.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace codemode::server {
+
+class McpSession;
+
+// `--http` argument: "HOST:PORT", "[V6]:PORT", ":PORT" or "PORT". HOST is an IP literal or
+// "localhost" (= 127.0.0.1); absent, it is 127.0.0.1. PORT is 0..65535, 0 = ephemeral.
+struct HttpEndpoint {
+  std::string host;  // an IP literal, without brackets
+  std::uint16_t port = 0;
+};
+std::optional<HttpEndpoint> parse_endpoint(std::string_view text);
+bool is_loopback(std::string_view ip_literal);
+
+// A refusal at the HTTP boundary: the status to answer with and why.
+struct HttpRefusal {
+  unsigned status = 400;
+  std::string message;  // "forbidden: origin http://evil.test is not allowed"
+};
+
+struct HttpPolicyOptions {
+  std::vector<std::string> allowed_origins;  // normalised, as config::Http holds them
+  std::vector<std::string> bearer_tokens;    // empty: no authentication
+  std::string bound_host;                    // the IP literal the listener is bound to
+  std::uint16_t bound_port = 0;              // the actual port (after an ephemeral bind)
+};
+
+class HttpPolicy {
+ public:
+  explicit HttpPolicy(HttpPolicyOptions options);
+
+  // `Host` on a loopback bind must name a loopback host (localhost, 127.0.0.1, [::1]) with the
+  // bound port: a browser page whose name was rebound to 127.0.0.1 still sends its own name.
+  // Any Host passes on other binds (they need a bearer token anyway).
+  std::optional<HttpRefusal> check_host(std::optional<std::string_view> host) const;
+  // A missing Origin passes (non-browser clients send none); a present one must be listed.
+  std::optional<HttpRefusal> check_origin(std::optional<std::string_view> origin) const;
+  // `Authorization: Bearer TOKEN` when tokens are configured. Only the header counts.
+  std::optional<HttpRefusal> check_bearer(std::optional<std::string_view> authorization) const;
+
+  bool requires_token() const { return !token_digests_.empty(); }
+
+ private:
+  HttpPolicyOptions options_;
+  bool loopback_;
+  std::vector<std::string> token_digests_;  // SHA-256 of each token: equal-length compares
+};
+
+// `scheme://host[:port]` lower-cased with the default port dropped; nullopt when the text is
+// not such an origin (e.g. "null", a path, userinfo).
+std::optional<std::string> normalize_origin(std::string_view origin);
+
+// Equal in constant time for equal-length inputs (OpenSSL CRYPTO_memcmp over SHA-256 digests,
+// so the time does not depend on where the inputs differ or on their lengths).
+bool tokens_equal(std::string_view presented, std::string_view expected);
+
+// What a POST's Accept header lets us answer with. Absent or `*/*`: JSON.
+enum class ResponseFormat { json, event_stream, none };
+ResponseFormat choose_format(std::optional<std::string_view> accept);
+// Content-Type is application/json (parameters such as charset allowed).
+bool is_json_content_type(std::optional<std::string_view> content_type);
+
+// The MCP revisions this transport speaks over HTTP, and the one assumed when a client sends no
+// MCP-Protocol-Version header (the transport spec's backwards-compatibility rule).
+inline constexpr std::string_view kDefaultHttpProtocolVersion = "2025-03-26";
+// nullopt: supported (or absent); else a 400 refusal naming the supported list.
+std::optional<HttpRefusal> check_protocol_version(std::optional<std::string_view> header);
+
+// 32 lower-case hex characters from 16 bytes of OpenSSL RAND_bytes (128 bits).
+std::string new_session_id();
+
+// The live MCP sessions of the stateful HTTP mode, by session id. At most `max_sessions`: adding
+// one more evicts the least recently used, whose client then gets 404 and, as the transport spec
+// requires of it, initializes again. So an abandoned session (clients often never DELETE) costs
+// memory only until it is the oldest, and no client can lock others out by filling the table.
+// An ended id is simply unknown (404); ids are never reused. Touched only from the io_context's
+// one thread (see http_transport.h).
+class HttpSessionTable {
+ public:
+  explicit HttpSessionTable(std::size_t max_sessions) : max_sessions_(max_sessions) {}
+
+  // Returns the id evicted to make room, if any.
+  std::optional<std::string> add(const std::string& id, std::shared_ptr<McpSession> session);
+  // Null when unknown or ended; otherwise marks the session as just used.
+  std::shared_ptr<McpSession> find(std::string_view id);
+  bool remove(std::string_view id);  // false: unknown
+  std::size_t size() const { return sessions_.size(); }
+
+ private:
+  struct Entry {
+    std::shared_ptr<McpSession> session;
+    std::uint64_t last_used;
+  };
+  std::size_t max_sessions_;
+  std::uint64_t clock_ = 0;  // a use counter: orders uses without reading a clock
+  std::map<std::string, Entry, std::less<>> sessions_;
+};
+
+}  // namespace codemode::server

@@ -1,0 +1,492 @@
+#include "server/http_transport.h"
+
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <map>
+
+#include <spdlog/spdlog.h>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+
+namespace codemode::server {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+using HttpResponse = http::response<http::string_body>;
+
+struct HttpServer::State {
+  State(asio::io_context& io_context, HttpOptions opts, SessionFactory factory)
+      : io(io_context),
+        options(std::move(opts)),
+        make_session(std::move(factory)),
+        acceptor(io_context),
+        sessions(options.max_sessions) {}
+
+  // One POST request fewer in flight for `client`; tells a drain when none is left.
+  void request_done(const std::string& client) {
+    --in_flight;
+    if (auto it = in_flight_by_client.find(client); it != in_flight_by_client.end()) {
+      if (--it->second == 0) in_flight_by_client.erase(it);
+    }
+    maybe_drained();
+  }
+  void maybe_drained() {
+    if (draining && in_flight == 0 && on_drained) std::exchange(on_drained, nullptr)();
+  }
+
+  asio::io_context& io;
+  HttpOptions options;
+  SessionFactory make_session;
+  std::optional<HttpPolicy> policy;  // built by start(), once the port is known
+  tcp::acceptor acceptor;
+  HttpSessionTable sessions;
+  std::size_t connections = 0;
+  std::size_t in_flight = 0;
+  std::map<std::string, std::size_t> in_flight_by_client;
+  bool draining = false;
+  std::function<void()> on_drained;
+};
+
+namespace {
+
+using State = HttpServer::State;
+
+std::optional<std::string_view> header(const http::request<http::string_body>& request,
+                                       std::string_view name) {
+  auto it = request.find(name);
+  if (it == request.end()) return std::nullopt;
+  return std::string_view(it->value().data(), it->value().size());
+}
+
+bool is_http_parse_error(const boost::system::error_code& ec) {
+  return ec.category() == http::make_error_code(http::error::bad_target).category();
+}
+
+// One TCP connection: reads a request, answers it, reads the next (keep-alive). At most one
+// request is in flight per connection (HTTP/1.1 without pipelining); while its tools/call
+// runs, the socket is watched so that a client that hangs up cancels the call.
+class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
+ public:
+  HttpConnection(tcp::socket socket, std::shared_ptr<State> state)
+      : stream_(std::move(socket)), state_(std::move(state)) {
+    boost::system::error_code ec;
+    client_ = stream_.socket().remote_endpoint(ec).address().to_string();
+    over_capacity_ = ++state_->connections > state_->options.max_connections;
+  }
+  ~HttpConnection() { --state_->connections; }
+
+  void run() {
+    asio::dispatch(stream_.get_executor(),
+                   beast::bind_front_handler(&HttpConnection::do_read, shared_from_this()));
+  }
+
+ private:
+  struct Pending {
+    std::shared_ptr<McpSession> session;
+    Json id;
+    ResponseFormat format;
+    std::optional<std::string> new_session_id;  // an initialize of the stateful mode
+    std::uint64_t generation;
+  };
+
+  void do_read() {
+    parser_.emplace();
+    parser_->header_limit(static_cast<std::uint32_t>(state_->options.max_header_bytes));
+    parser_->body_limit(state_->options.max_body_bytes);
+    stream_.expires_after(state_->options.read_timeout);
+    http::async_read(stream_, buffer_, *parser_,
+                     beast::bind_front_handler(&HttpConnection::on_read, shared_from_this()));
+  }
+
+  void on_read(boost::system::error_code ec, std::size_t) {
+    if (ec == http::error::end_of_stream || ec == beast::error::timeout) return shut_down();
+    keep_alive_ = false;  // every refusal below ends the connection: the parser is spent
+    mcp_ = true;
+    if (ec == http::error::body_limit) {
+      linger_ = true;
+      return refuse({413, "payload too large: the body exceeds " +
+                              std::to_string(state_->options.max_body_bytes) + " bytes"});
+    }
+    if (ec == http::error::header_limit) {
+      return refuse({431, "request header fields too large: the header exceeds " +
+                              std::to_string(state_->options.max_header_bytes) + " bytes"});
+    }
+    if (is_http_parse_error(ec)) return refuse({400, "bad request: malformed HTTP request"});
+    if (ec) return close();
+    route(parser_->release());
+  }
+
+  void route(http::request<http::string_body> request) {
+    keep_alive_ = request.keep_alive();
+    const std::string_view target(request.target().data(), request.target().size());
+    const std::string_view path = target.substr(0, target.find('?'));  // no query is consulted
+    mcp_ = path == "/mcp";
+    spdlog::debug("http {} {} from {}", std::string(request.method_string()), path, client_);
+    if (over_capacity_) {
+      keep_alive_ = false;
+      return refuse({503, "unavailable: too many connections"});
+    }
+    const HttpPolicy& policy = *state_->policy;
+    if (auto refusal = policy.check_host(header(request, "Host"))) return refuse(*refusal);
+    if (auto refusal = policy.check_origin(header(request, "Origin"))) return refuse(*refusal);
+    const bool get = request.method() == http::verb::get;
+    if (path == "/healthz" && get) return respond_text(http::status::ok, "ok\n");
+    if (path == "/readyz" && get) {
+      if (state_->draining) return respond_text(http::status::service_unavailable, "draining\n");
+      return respond_text(http::status::ok, "ready\n");
+    }
+    if (!mcp_) return respond_text(http::status::not_found, "not found\n");
+    if (auto refusal = policy.check_bearer(header(request, "Authorization"))) {
+      return refuse(*refusal);
+    }
+    if (state_->draining) {
+      keep_alive_ = false;
+      return refuse({503, "unavailable: the server is shutting down"});
+    }
+    const bool stateless = state_->options.mode == HttpMode::stateless;
+    switch (request.method()) {
+      case http::verb::post:
+        return on_post(std::move(request));
+      case http::verb::delete_:
+        if (!stateless) return on_delete(request);
+        [[fallthrough]];
+      default: {
+        HttpResponse response = make_refusal({405, "method not allowed: /mcp takes POST" +
+                                                       std::string(stateless ? "" : ", DELETE")});
+        response.set(http::field::allow, stateless ? "POST" : "POST, DELETE");
+        return write(std::move(response));
+      }
+    }
+  }
+
+  void on_post(http::request<http::string_body> request) {
+    if (!is_json_content_type(header(request, "Content-Type"))) {
+      return refuse({415, "unsupported media type: Content-Type must be application/json"});
+    }
+    const ResponseFormat format = choose_format(header(request, "Accept"));
+    if (format == ResponseFormat::none) {
+      return refuse(
+          {406, "not acceptable: Accept must allow application/json or text/event-stream"});
+    }
+    Message message = parse_message(request.body());
+    if (auto* error = std::get_if<JsonRpcError>(&message)) {
+      return write(json_response(http::status::bad_request, serialize_error(*error)));
+    }
+    // One revision family today. A later revision with its own rules (2026-07-28: no sessions,
+    // the version on every POST) branches here on `MCP-Protocol-Version` into its own handler.
+    const auto* rpc_request = std::get_if<Request>(&message);
+    const bool initialize = rpc_request && rpc_request->method == "initialize";
+    const auto session_id = header(request, "Mcp-Session-Id");
+    const auto version = header(request, "MCP-Protocol-Version");
+
+    std::shared_ptr<McpSession> session;
+    std::optional<std::string> new_id;
+    if (state_->options.mode == HttpMode::stateful) {
+      if (initialize) {
+        if (session_id) {
+          return refuse({400,
+                         "bad request: initialize starts a new session; send it without "
+                         "Mcp-Session-Id"});
+        }
+        session = state_->make_session(asio::make_strand(state_->io));
+        new_id = new_session_id();
+      } else {
+        if (!session_id) {
+          return refuse({400,
+                         "bad request: Mcp-Session-Id header is required (initialize "
+                         "first)"});
+        }
+        session = state_->sessions.find(*session_id);
+        if (!session) return refuse({404, "not found: no session with this Mcp-Session-Id"});
+        if (auto refusal = check_protocol_version(version)) return refuse(*refusal);
+      }
+    } else {
+      if (!initialize) {
+        if (auto refusal = check_protocol_version(version)) return refuse(*refusal);
+      }
+      session = state_->make_session(asio::make_strand(state_->io));
+      // Fresh and not yet shared with any other executor: set up before the first post.
+      if (!initialize) {
+        session->assume_initialized(std::string(version.value_or(kDefaultHttpProtocolVersion)));
+      }
+    }
+
+    if (!rpc_request) {  // a notification or a response: accepted, nothing to answer
+      asio::post(session->executor(), [session, message = std::move(message)]() mutable {
+        session->handle(std::move(message), [](std::string) {});
+      });
+      return write(empty_response(http::status::accepted));
+    }
+
+    auto& by_client = state_->in_flight_by_client[client_];
+    if (by_client >= state_->options.max_requests_per_client) {
+      return refuse({429, "too many requests: " + std::to_string(by_client) +
+                              " requests from this client are in flight"});
+    }
+    ++by_client;
+    ++state_->in_flight;
+    pending_ = Pending{session, rpc_request->id, format, std::move(new_id), ++generation_};
+    McpSession::Send reply_to = [self = shared_from_this(),
+                                 generation = generation_](std::string answer) {
+      asio::post(self->stream_.get_executor(),
+                 [self, generation, answer = std::move(answer)]() mutable {
+                   self->on_answer(generation, std::move(answer));
+                 });
+    };
+    asio::post(session->executor(),
+               [session, message = std::move(message), reply_to = std::move(reply_to)]() mutable {
+                 session->handle(std::move(message), std::move(reply_to));
+               });
+    watch_for_hangup();
+  }
+
+  void on_delete(const http::request<http::string_body>& request) {
+    const auto session_id = header(request, "Mcp-Session-Id");
+    if (!session_id) return refuse({400, "bad request: Mcp-Session-Id header is required"});
+    // Calls still running for the session finish and answer; only new requests are refused.
+    if (!state_->sessions.remove(*session_id)) {
+      return refuse({404, "not found: no session with this Mcp-Session-Id"});
+    }
+    spdlog::info("http session ended by the client ({} left)", state_->sessions.size());
+    write(empty_response(http::status::no_content));
+  }
+
+  void on_answer(std::uint64_t generation, std::string answer) {
+    if (closed_ || !pending_ || pending_->generation != generation) return;  // the client left
+    Pending pending = std::move(*pending_);
+    pending_.reset();
+    state_->request_done(client_);
+    if (answer.empty()) return write(empty_response(http::status::no_content));  // cancelled
+    HttpResponse response;
+    if (pending.format == ResponseFormat::event_stream) {
+      response = HttpResponse(http::status::ok, 11);
+      response.set(http::field::content_type, "text/event-stream");
+      response.set(http::field::cache_control, "no-cache");
+      response.body() = "event: message\ndata: " + answer + "\n\n";
+    } else {
+      response = json_response(http::status::ok, answer);
+    }
+    if (pending.new_session_id) {
+      const Json parsed = Json::parse(answer, nullptr, false);
+      if (parsed.is_object() && parsed.contains("result")) {
+        if (state_->sessions.add(*pending.new_session_id, pending.session)) {
+          spdlog::info("http session table full: the least recently used session was ended");
+        }
+        response.set("Mcp-Session-Id", *pending.new_session_id);
+        spdlog::info("http session started ({} live)", state_->sessions.size());
+      }
+    }
+    write(std::move(response));
+  }
+
+  // While a request waits for its answer nothing reads the socket; a readable socket then means
+  // the client sent more (pipelining: left for the next read) or hung up (the call is
+  // cancelled: nobody is left to read its answer).
+  void watch_for_hangup() {
+    if (buffer_.size() != 0) return;
+    stream_.expires_never();
+    stream_.socket().async_wait(
+        tcp::socket::wait_read,
+        [self = shared_from_this(), generation = generation_](boost::system::error_code ec) {
+          self->on_readable(generation, ec);
+        });
+  }
+
+  void on_readable(std::uint64_t generation, boost::system::error_code ec) {
+    if (ec || closed_ || !pending_ || pending_->generation != generation) return;
+    char byte;
+    const auto n = ::recv(stream_.socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n > 0 || (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))) return;
+    Pending pending = std::move(*pending_);
+    pending_.reset();
+    state_->request_done(client_);
+    asio::post(pending.session->executor(),
+               [session = pending.session, id = pending.id] { session->cancel(id); });
+    close();
+  }
+
+  // --- answers ----------------------------------------------------------------------------
+
+  HttpResponse empty_response(http::status status) {
+    HttpResponse response(status, 11);
+    return response;
+  }
+
+  HttpResponse json_response(http::status status, std::string body) {
+    HttpResponse response(status, 11);
+    response.set(http::field::content_type, "application/json");
+    response.body() = std::move(body);
+    return response;
+  }
+
+  void respond_text(http::status status, std::string body) {
+    HttpResponse response(status, 11);
+    response.set(http::field::content_type, "text/plain; charset=utf-8");
+    response.body() = std::move(body);
+    write(std::move(response));
+  }
+
+  // On /mcp a refusal is a JSON-RPC error without an id (the transport spec allows one in the
+  // body); elsewhere plain text.
+  HttpResponse make_refusal(const HttpRefusal& refusal) {
+    spdlog::info("http {} from {}: {}", refusal.status, client_, refusal.message);
+    const auto status = static_cast<http::status>(refusal.status);
+    if (!mcp_) {
+      HttpResponse response(status, 11);
+      response.set(http::field::content_type, "text/plain; charset=utf-8");
+      response.body() = refusal.message + "\n";
+      return response;
+    }
+    HttpResponse response = json_response(
+        status, serialize_error(nullptr, ErrorCode::transport_refused, refusal.message));
+    if (refusal.status == 401) response.set(http::field::www_authenticate, "Bearer");
+    return response;
+  }
+
+  void refuse(const HttpRefusal& refusal) { write(make_refusal(refusal)); }
+
+  void write(HttpResponse response) {
+    response.set(http::field::server, "codemode-mcp");
+    response.keep_alive(keep_alive_ && !state_->draining);
+    response.prepare_payload();
+    auto message = std::make_shared<HttpResponse>(std::move(response));
+    stream_.expires_after(state_->options.read_timeout);
+    http::async_write(
+        stream_, *message,
+        [self = shared_from_this(), message](boost::system::error_code ec, std::size_t) {
+          self->on_write(message->need_eof(), ec);
+        });
+  }
+
+  void on_write(bool need_eof, boost::system::error_code ec) {
+    if (ec) return close();
+    if (!need_eof) return do_read();
+    if (linger_) return linger();
+    shut_down();
+  }
+
+  // After refusing a body mid-upload, read and discard what the client still sends (bounded),
+  // so that closing does not reset the connection before it has read our answer.
+  void linger() {
+    boost::system::error_code ec;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+    stream_.expires_after(std::chrono::seconds(5));
+    discard_more();
+  }
+  void discard_more() {
+    discard_.resize(64 * 1024);
+    stream_.async_read_some(
+        asio::buffer(discard_),
+        [self = shared_from_this()](boost::system::error_code ec, std::size_t n) {
+          self->discarded_ += n;
+          if (ec || self->discarded_ > 4 * self->state_->options.max_body_bytes) {
+            return self->close();
+          }
+          self->discard_more();
+        });
+  }
+
+  void shut_down() {
+    boost::system::error_code ec;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+    closed_ = true;
+  }
+
+  void close() {
+    closed_ = true;
+    if (pending_) {  // a read or write failed while a call ran: nobody reads its answer now
+      state_->request_done(client_);
+      asio::post(pending_->session->executor(),
+                 [session = pending_->session, id = pending_->id] { session->cancel(id); });
+      pending_.reset();
+    }
+    boost::system::error_code ec;
+    stream_.socket().close(ec);
+  }
+
+  beast::tcp_stream stream_;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  std::shared_ptr<State> state_;
+  std::string client_;  // the peer's IP address: the unit of the per-client request limit
+  bool over_capacity_ = false;
+  bool keep_alive_ = false;
+  bool mcp_ = false;     // the current request is for /mcp: refusals are JSON-RPC errors
+  bool linger_ = false;  // drain the unread body before closing
+  bool closed_ = false;
+  std::optional<Pending> pending_;
+  std::uint64_t generation_ = 0;
+  std::vector<char> discard_;
+  std::size_t discarded_ = 0;
+};
+
+void do_accept(const std::shared_ptr<State>& state) {
+  state->acceptor.async_accept(
+      asio::make_strand(state->io), [state](boost::system::error_code ec, tcp::socket socket) {
+        if (ec == asio::error::operation_aborted || state->draining) return;
+        if (ec) {
+          spdlog::warn("http accept failed: {}", ec.message());
+        } else {
+          std::make_shared<HttpConnection>(std::move(socket), state)->run();
+        }
+        do_accept(state);
+      });
+}
+
+}  // namespace
+
+std::string endpoint_url(const tcp::endpoint& endpoint) {
+  const auto address = endpoint.address();
+  const std::string host = address.is_v6() ? "[" + address.to_string() + "]" : address.to_string();
+  return "http://" + host + ":" + std::to_string(endpoint.port()) + "/mcp";
+}
+
+HttpServer::HttpServer(asio::io_context& io, HttpOptions options, SessionFactory make_session)
+    : state_(std::make_shared<State>(io, std::move(options), std::move(make_session))) {}
+
+HttpServer::~HttpServer() {
+  boost::system::error_code ec;
+  state_->acceptor.close(ec);
+}
+
+std::optional<std::string> HttpServer::start() {
+  boost::system::error_code ec;
+  const auto address = asio::ip::make_address(state_->options.endpoint.host, ec);
+  if (ec) return "invalid address " + state_->options.endpoint.host;
+  const tcp::endpoint endpoint(address, state_->options.endpoint.port);
+  auto& acceptor = state_->acceptor;
+  auto fail = [&](std::string_view what) {
+    acceptor.close(ec);
+    return std::string(what) + " " + endpoint_url(endpoint) + ": " + ec.message();
+  };
+  if (acceptor.open(endpoint.protocol(), ec)) return fail("cannot open");
+  acceptor.set_option(asio::socket_base::reuse_address(true), ec);
+  if (acceptor.bind(endpoint, ec)) return fail("cannot bind");
+  if (acceptor.listen(asio::socket_base::max_listen_connections, ec)) return fail("cannot listen");
+  state_->policy.emplace(HttpPolicyOptions{state_->options.allowed_origins,
+                                           state_->options.bearer_tokens, address.to_string(),
+                                           acceptor.local_endpoint().port()});
+  do_accept(state_);
+  return std::nullopt;
+}
+
+tcp::endpoint HttpServer::local_endpoint() const {
+  boost::system::error_code ec;
+  return state_->acceptor.local_endpoint(ec);
+}
+
+void HttpServer::drain(std::function<void()> on_drained) {
+  state_->draining = true;
+  boost::system::error_code ec;
+  state_->acceptor.close(ec);
+  state_->on_drained = std::move(on_drained);
+  asio::post(state_->io, [state = state_] { state->maybe_drained(); });
+}
+
+}  // namespace codemode::server

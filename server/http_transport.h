@@ -1,0 +1,93 @@
+// MCP's Streamable HTTP transport (revision 2025-11-25, spoken to 2025-06-18 and 2025-03-26
+// clients too) on Boost.Beast HTTP/1.1, plus the health endpoints of a replica:
+//
+//   POST   /mcp      one JSON-RPC message. A request is answered on the same HTTP exchange
+//                    (application/json, or one SSE event when the client accepts only
+//                    text/event-stream); a notification or response gets 202 with no body.
+//   GET    /mcp      405: we offer no server-initiated stream.
+//   DELETE /mcp      ends the session named by Mcp-Session-Id (204; then 404 for that id).
+//   GET    /healthz  200 "ok" while the process serves; GET /readyz 200, or 503 while draining.
+//
+// Every request passes, in order: Host (loopback binds), Origin, then for /mcp the bearer token,
+// the session id and MCP-Protocol-Version; refusals are values with a status (HttpPolicy).
+// Stateful mode: initialize creates an McpSession and a random Mcp-Session-Id; later requests
+// must name it. Stateless mode: no ids; each POST gets a fresh McpSession treated as
+// initialized, so any replica can serve any request. Either way a session outlives the
+// connections that carry its requests, and a request's answer goes back on the exchange that
+// carried it (McpSession's per-message Send). A client that disconnects while its tools/call
+// runs cancels that call.
+//
+// Threading: each connection runs on its own strand, each McpSession on a strand of its own;
+// they talk by posting. The server state the connections share (session table, counters,
+// draining) is touched only from handlers of the daemon's io_context, which runs on one thread
+// (daemon.h); running it on several threads would need a strand around that state.
+// Lifetime: connections and sessions are held by shared_ptr from their pending operations and
+// keep the shared state alive; HttpServer itself may go before them.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+
+#include "server/http_policy.h"
+#include "server/mcp_session.h"
+
+namespace codemode::server {
+
+enum class HttpMode { stateful, stateless };
+
+struct HttpOptions {
+  HttpEndpoint endpoint;
+  HttpMode mode = HttpMode::stateful;
+  std::vector<std::string> allowed_origins;      // from config::Http
+  std::vector<std::string> bearer_tokens;        // from config::Http; empty: no authentication
+  std::size_t max_body_bytes = 4 * 1024 * 1024;  // larger bodies: 413 (the stdio line cap)
+  std::size_t max_header_bytes = 16 * 1024;      // larger header blocks: 431
+  // Bound on reading one request (header and body); also the keep-alive idle time.
+  std::chrono::milliseconds read_timeout{30000};
+  std::size_t max_connections = 512;         // beyond: 503 and close
+  std::size_t max_requests_per_client = 16;  // POSTs in flight per client IP; beyond: 429
+  // Stateful sessions kept; one more evicts the least recently used (its client gets 404 and
+  // initializes again, as the transport spec has clients do).
+  std::size_t max_sessions = 1024;
+};
+
+// Makes a fresh McpSession running on `executor`, whose every message comes with its own Send.
+using SessionFactory =
+    std::function<std::shared_ptr<McpSession>(boost::asio::any_io_executor executor)>;
+
+class HttpServer {
+ public:
+  HttpServer(boost::asio::io_context& io, HttpOptions options, SessionFactory make_session);
+  ~HttpServer();
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  // Binds, listens and starts accepting. A problem (address in use, not local) comes back as
+  // text; nothing is listening then.
+  std::optional<std::string> start();
+
+  // The bound address; after start(), with the real port of an ephemeral bind.
+  boost::asio::ip::tcp::endpoint local_endpoint() const;
+
+  // Stops accepting; /readyz answers 503 and new /mcp requests 503 from now on. Calls
+  // `on_drained` once no HTTP request is in flight (at once when none is).
+  void drain(std::function<void()> on_drained);
+
+  struct State;  // shared with the connections (http_transport.cpp)
+
+ private:
+  std::shared_ptr<State> state_;
+};
+
+// "http://127.0.0.1:8080/mcp" (brackets around IPv6).
+std::string endpoint_url(const boost::asio::ip::tcp::endpoint& endpoint);
+
+}  // namespace codemode::server

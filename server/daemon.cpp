@@ -10,14 +10,46 @@
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include "openapi/describe.h"
+#include "openapi/operations.h"
 #include "server/stdio_transport.h"
 
 namespace codemode::server {
 
 ApiSummary summarize(const openapi::Document& api, const config::Config& config) {
-  ApiSummary summary{api.title, api.version, api.path_count, {}};
-  for (const auto& upstream : config.upstreams) summary.origins.push_back(upstream.origin);
-  return summary;
+  openapi::DescribeOptions options;
+  for (const auto& upstream : config.upstreams) options.origins.push_back(upstream.origin);
+  const config::Limits& limits = config.limits;
+  options.cpu_ms = limits.cpu_ms;
+  options.wall_ms = limits.wall_ms;
+  options.heap_mb = limits.heap_mb;
+  options.code_chars = limits.code_chars;
+  options.result_chars = limits.result_chars;
+  options.subrequests = limits.subrequests;
+  options.spec_operations_only = config.policy.operations == config::Policy::Operations::spec;
+  options.methods = config.policy.methods;
+  return ApiSummary{openapi::describe_search(api, options),
+                    openapi::describe_execute(api, options)};
+}
+
+gateway::OperationPolicyOptions operation_policy(const openapi::Document& api,
+                                                 const config::Policy& policy) {
+  gateway::OperationPolicyOptions options;
+  for (const auto& method : policy.methods) {
+    if (auto parsed = gateway::parse_method(method)) options.methods.insert(*parsed);
+  }
+  if (policy.operations == config::Policy::Operations::spec) {
+    std::vector<gateway::Operation> operations;
+    for (const auto& declared : openapi::declared_operations(api)) {
+      // OPTIONS and TRACE are declared by some APIs but never sent by the gateway.
+      if (auto method = gateway::parse_method(declared.method)) {
+        operations.push_back({*method, declared.path_template});
+      }
+    }
+    options.operations = std::move(operations);
+    options.base_paths = openapi::server_base_paths(api);
+  }
+  return options;
 }
 
 Daemon::Daemon(DaemonOptions options) : options_(std::move(options)) {}
@@ -29,6 +61,7 @@ int Daemon::run() {
   gateway_options.upstreams = options_.config.upstreams;
   gateway_options.limits = options_.config.limits;
   gateway_options.ca_file = options_.config.ca_file;
+  gateway_options.operations = operation_policy(options_.api, options_.config.policy);
   auto created = gateway::Gateway::create(io, std::move(gateway_options));
   if (auto* problems = std::get_if<std::vector<std::string>>(&created)) {
     for (const auto& problem : *problems) spdlog::error("gateway: {}", problem);

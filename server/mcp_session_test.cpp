@@ -12,7 +12,7 @@ namespace {
 // A session wired to a real sandbox, with every outgoing message collected in order.
 struct Harness {
   boost::asio::io_context io;
-  ToolCatalog tools{ApiSummary{"Test API", "1", 1, {}}, config::Limits{}};
+  ToolCatalog tools{ApiSummary{"Search the Test API.", "Call the Test API."}, config::Limits{}};
   sandbox::Sandbox sandbox{sandbox::SandboxOptions{config::Limits{}, 1}};
   std::vector<Json> sent;
   std::shared_ptr<McpSession> session = std::make_shared<McpSession>(

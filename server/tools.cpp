@@ -20,42 +20,6 @@ Json code_schema(std::size_t code_chars) {
       {"additionalProperties", false}};
 }
 
-std::string limits_sentence(const config::Limits& limits) {
-  return "Each call runs in a fresh sandbox with " + std::to_string(limits.cpu_ms) +
-         " ms of CPU, " + std::to_string(limits.wall_ms) + " ms of wall time and " +
-         std::to_string(limits.heap_mb) + " MB of heap; code is at most " +
-         std::to_string(limits.code_chars) + " characters and results over " +
-         std::to_string(limits.result_chars) +
-         " characters are cut, so return only what you need. console.log output is returned "
-         "with the result.";
-}
-
-std::string search_description(const ApiSummary& api, const config::Limits& limits) {
-  return "Search the OpenAPI description of " + api.title + " (version " + api.version + ", " +
-         std::to_string(api.path_count) +
-         " paths) by writing JavaScript. The global `spec` is the OpenAPI document with $refs "
-         "resolved; nothing else is reachable (no network, no files). Use it to find the "
-         "endpoints, parameters and schemas you need before calling `execute`.\n\n"
-         "Example: async () => Object.entries(spec.paths).filter(([p]) => "
-         "p.includes('orders')).map(([p, ops]) => [p, Object.keys(ops)])\n\n" +
-         limits_sentence(limits);
-}
-
-std::string execute_description(const ApiSummary& api, const config::Limits& limits) {
-  std::string origins;
-  for (const auto& origin : api.origins) origins += (origins.empty() ? "" : ", ") + origin;
-  if (origins.empty()) origins = "none (no upstream is configured, so every request is refused)";
-  return "Call the " + api.title +
-         " API by writing JavaScript that uses fetch(). Requests may go only to: " + origins +
-         "; relative URLs resolve against the first. Authentication is added for you: do not "
-         "set credentials. At most " +
-         std::to_string(limits.subrequests) +
-         " requests per call.\n\n"
-         "Example: async () => { const r = await fetch('/products?limit=3'); return r.json(); }"
-         "\n\n" +
-         limits_sentence(limits);
-}
-
 Json text_item(std::string text) { return Json{{"type", "text"}, {"text", std::move(text)}}; }
 
 }  // namespace
@@ -81,7 +45,7 @@ ToolCatalog::ToolCatalog(ApiSummary api, config::Limits limits) : limits_(limits
   list_ = Json::array();
   list_.push_back(Json{{"name", "search"},
                        {"title", "Search the API description"},
-                       {"description", search_description(api, limits)},
+                       {"description", std::move(api.search_description)},
                        {"inputSchema", code_schema(limits.code_chars)},
                        {"annotations",
                         {{"title", "Search the API description"},
@@ -91,7 +55,7 @@ ToolCatalog::ToolCatalog(ApiSummary api, config::Limits limits) : limits_(limits
                          {"openWorldHint", false}}}});
   list_.push_back(Json{{"name", "execute"},
                        {"title", "Call the API"},
-                       {"description", execute_description(api, limits)},
+                       {"description", std::move(api.execute_description)},
                        {"inputSchema", code_schema(limits.code_chars)},
                        {"annotations",
                         {{"title", "Call the API"},

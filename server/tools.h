@@ -15,12 +15,10 @@
 
 namespace codemode::server {
 
-// What the tool descriptions say about the API; the openapi module supplies it.
+// The tool descriptions, generated from the API description by the openapi module.
 struct ApiSummary {
-  std::string title;
-  std::string version;
-  std::size_t path_count = 0;
-  std::vector<std::string> origins;  // the upstreams execute may call
+  std::string search_description;   // openapi::describe_search
+  std::string execute_description;  // openapi::describe_execute
 };
 
 class ToolCatalog {

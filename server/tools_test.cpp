@@ -7,7 +7,8 @@ using namespace codemode::server;
 
 namespace {
 ToolCatalog catalog(config::Limits limits = {}) {
-  return ToolCatalog(ApiSummary{"MarketHub API", "1.0.0", 12, {"http://127.0.0.1:9"}}, limits);
+  return ToolCatalog(
+      ApiSummary{"Search MarketHub API.", "Call MarketHub API at http://127.0.0.1:9."}, limits);
 }
 }  // namespace
 

@@ -254,8 +254,8 @@ std::string describe_execute(const Document& document, const DescribeOptions& op
   std::string origins;
   for (const auto& origin : options.origins) origins += (origins.empty() ? "" : ", ") + origin;
   const ExamplePaths examples = example_paths(document);
-  std::string text = "Call the " + document.title.substr(0, 120) +
-                     " API by writing one async JavaScript arrow function that uses fetch(). ";
+  std::string text = "Call " + document.title.substr(0, 120) +
+                     " (HTTP) by writing one async JavaScript arrow function that uses fetch(). ";
   if (origins.empty()) {
     text += "No upstream is configured: every request is refused.";
   } else {

@@ -169,6 +169,15 @@ bool tokens_equal(std::string_view presented, std::string_view expected) {
 HttpPolicy::HttpPolicy(HttpPolicyOptions options)
     : options_(std::move(options)), loopback_(is_loopback(options_.bound_host)) {
   for (const auto& token : options_.bearer_tokens) token_digests_.push_back(sha256(token));
+  if (loopback_) {
+    // A page served by this very endpoint is same-origin, never a rebinding: the Host check
+    // already pins the name to loopback and the port to ours.
+    const std::string port =
+        options_.bound_port == 80 ? "" : ":" + std::to_string(options_.bound_port);
+    for (const char* host : {"localhost", "127.0.0.1", "[::1]"}) {
+      own_origins_.push_back("http://" + std::string(host) + port);
+    }
+  }
 }
 
 std::optional<HttpRefusal> HttpPolicy::check_host(std::optional<std::string_view> host) const {
@@ -188,10 +197,10 @@ std::optional<HttpRefusal> HttpPolicy::check_host(std::optional<std::string_view
 std::optional<HttpRefusal> HttpPolicy::check_origin(std::optional<std::string_view> origin) const {
   if (!origin) return std::nullopt;
   const auto normal = normalize_origin(trim(*origin));
-  if (normal && std::find(options_.allowed_origins.begin(), options_.allowed_origins.end(),
-                          *normal) != options_.allowed_origins.end()) {
-    return std::nullopt;
-  }
+  const auto listed = [&](const std::vector<std::string>& origins) {
+    return std::find(origins.begin(), origins.end(), *normal) != origins.end();
+  };
+  if (normal && (listed(options_.allowed_origins) || listed(own_origins_))) return std::nullopt;
   // The Origin is printable by construction of the parser; cap it so a log line stays short.
   return HttpRefusal{
       403, "forbidden: origin " + std::string(trim(*origin).substr(0, 200)) + " is not allowed"};

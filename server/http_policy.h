@@ -53,7 +53,8 @@ class HttpPolicy {
   // bound port: a browser page whose name was rebound to 127.0.0.1 still sends its own name.
   // Any Host passes on other binds (they need a bearer token anyway).
   std::optional<HttpRefusal> check_host(std::optional<std::string_view> host) const;
-  // A missing Origin passes (non-browser clients send none); a present one must be listed.
+  // A missing Origin passes (non-browser clients send none); a present one must be listed, or
+  // be this endpoint's own origin on a loopback bind (http://localhost:PORT, 127.0.0.1, [::1]).
   std::optional<HttpRefusal> check_origin(std::optional<std::string_view> origin) const;
   // `Authorization: Bearer TOKEN` when tokens are configured. Only the header counts.
   std::optional<HttpRefusal> check_bearer(std::optional<std::string_view> authorization) const;
@@ -64,6 +65,7 @@ class HttpPolicy {
   HttpPolicyOptions options_;
   bool loopback_;
   std::vector<std::string> token_digests_;  // SHA-256 of each token: equal-length compares
+  std::vector<std::string> own_origins_;    // same-origin pages on a loopback bind
 };
 
 // `scheme://host[:port]` lower-cased with the default port dropped; nullopt when the text is

@@ -70,6 +70,12 @@ TEST_CASE("Origin: absent passes, present must be listed after normalisation", "
   REQUIRE(refusal);
   CHECK(refusal->status == 403);
   CHECK(refusal->message == "forbidden: origin http://evil.test is not allowed");
+  // The endpoint's own origin is same-origin, never rebinding; only on its own port.
+  CHECK_FALSE(policy.check_origin("http://127.0.0.1:8080"));
+  CHECK_FALSE(policy.check_origin("http://localhost:8080"));
+  CHECK_FALSE(policy.check_origin("http://[::1]:8080"));
+  CHECK(policy.check_origin("http://127.0.0.1:8081"));
+  CHECK(policy.check_origin("https://127.0.0.1:8080"));
   CHECK(normalize_origin("https://[::1]:443") == "https://[::1]");
   CHECK(normalize_origin("http://a.test:8080") == "http://a.test:8080");
 }

@@ -12,6 +12,8 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
+#include "server/stateless_revision.h"
+
 namespace codemode::server {
 
 namespace asio = boost::asio;
@@ -64,6 +66,13 @@ std::optional<std::string_view> header(const http::request<http::string_body>& r
   return std::string_view(it->value().data(), it->value().size());
 }
 
+bool is_stateless_version(std::string_view header_value) {
+  return decode_header_value(header_value) == kStatelessProtocolVersion;
+}
+
+// Which rules a POST is served by (its response headers differ slightly).
+enum class Era { negotiated, stateless };
+
 bool is_http_parse_error(const boost::system::error_code& ec) {
   return ec.category() == http::make_error_code(http::error::bad_target).category();
 }
@@ -92,6 +101,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
     Json id;
     ResponseFormat format;
     std::optional<std::string> new_session_id;  // an initialize of the stateful mode
+    Era era;
     std::uint64_t generation;
   };
 
@@ -149,7 +159,10 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
       keep_alive_ = false;
       return refuse({503, "unavailable: the server is shutting down"});
     }
-    const bool stateless = state_->options.mode == HttpMode::stateless;
+    // 2026-07-28 has no sessions: a DELETE that names that revision ends nothing.
+    const auto version = header(request, "MCP-Protocol-Version");
+    const bool stateless =
+        state_->options.mode == HttpMode::stateless || (version && is_stateless_version(*version));
     switch (request.method()) {
       case http::verb::post:
         return on_post(std::move(request));
@@ -178,12 +191,30 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
     if (auto* error = std::get_if<JsonRpcError>(&message)) {
       return write(json_response(http::status::bad_request, serialize_error(*error)));
     }
-    // One revision family today. A later revision with its own rules (2026-07-28: no sessions,
-    // the version on every POST) branches here on `MCP-Protocol-Version` into its own handler.
+    // The era rule (docs/mcp-2026-07-28.md §7): a request whose body claims a version in
+    // `_meta`, or that names 2026-07-28 in MCP-Protocol-Version, is served statelessly by that
+    // revision; everything else (initialize, session traffic) by the 2025 rules below.
     const auto* rpc_request = std::get_if<Request>(&message);
+    const auto version = header(request, "MCP-Protocol-Version");
+    const bool stateless_header = version && is_stateless_version(*version);
+    if (rpc_request && (stateless_header || claims_stateless_revision(rpc_request->params))) {
+      const RevisionHeaders headers{version, header(request, "Mcp-Method"),
+                                    header(request, "Mcp-Name")};
+      if (auto refusal = check_stateless_request(*rpc_request, headers)) {
+        spdlog::info("http {} from {}: {}", http_status_of(*refusal), client_, refusal->message);
+        return write(json_response(static_cast<http::status>(http_status_of(*refusal)),
+                                   serialize_error(*refusal)));
+      }
+      // Any Mcp-Session-Id is ignored: a fresh session serves the one request and is dropped.
+      return dispatch(state_->make_session(asio::make_strand(state_->io)), std::move(message),
+                      format, std::nullopt, Era::stateless);
+    }
+    if (!rpc_request && stateless_header) {
+      // The revision has no client notification over HTTP and no sessions to tell: accepted.
+      return write(empty_response(http::status::accepted));
+    }
     const bool initialize = rpc_request && rpc_request->method == "initialize";
     const auto session_id = header(request, "Mcp-Session-Id");
-    const auto version = header(request, "MCP-Protocol-Version");
 
     std::shared_ptr<McpSession> session;
     std::optional<std::string> new_id;
@@ -217,6 +248,14 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
       }
     }
 
+    dispatch(std::move(session), std::move(message), format, std::move(new_id), Era::negotiated);
+  }
+
+  // Hands a message that passed the transport's checks to `session`; a request's answer comes
+  // back to on_answer on this connection.
+  void dispatch(std::shared_ptr<McpSession> session, Message message, ResponseFormat format,
+                std::optional<std::string> new_id, Era era) {
+    const auto* rpc_request = std::get_if<Request>(&message);
     if (!rpc_request) {  // a notification or a response: accepted, nothing to answer
       asio::post(session->executor(), [session, message = std::move(message)]() mutable {
         session->handle(std::move(message), [](std::string) {});
@@ -231,7 +270,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
     }
     ++by_client;
     ++state_->in_flight;
-    pending_ = Pending{session, rpc_request->id, format, std::move(new_id), ++generation_};
+    pending_ = Pending{session, rpc_request->id, format, std::move(new_id), era, ++generation_};
     McpSession::Send reply_to = [self = shared_from_this(),
                                  generation = generation_](std::string answer) {
       asio::post(self->stream_.get_executor(),
@@ -268,6 +307,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
       response = HttpResponse(http::status::ok, 11);
       response.set(http::field::content_type, "text/event-stream");
       response.set(http::field::cache_control, "no-cache");
+      if (pending.era == Era::stateless) response.set("X-Accel-Buffering", "no");
       response.body() = "event: message\ndata: " + answer + "\n\n";
     } else {
       response = json_response(http::status::ok, answer);

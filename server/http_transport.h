@@ -1,5 +1,6 @@
 // MCP's Streamable HTTP transport (revision 2025-11-25, spoken to 2025-06-18 and 2025-03-26
-// clients too) on Boost.Beast HTTP/1.1, plus the health endpoints of a replica:
+// clients too, and the stateless revision 2026-07-28 beside it) on Boost.Beast HTTP/1.1, plus
+// the health endpoints of a replica:
 //
 //   POST   /mcp      one JSON-RPC message. A request is answered on the same HTTP exchange
 //                    (application/json, or one SSE event when the client accepts only
@@ -16,6 +17,10 @@
 // connections that carry its requests, and a request's answer goes back on the exchange that
 // carried it (McpSession's per-message Send). A client that disconnects while its tools/call
 // runs cancels that call.
+// 2026-07-28, in both modes: a POST whose body claims a version in `params._meta` (or whose
+// MCP-Protocol-Version is 2026-07-28) passes check_stateless_request (stateless_revision.h:
+// headers against body, version, method; refusals 400/404 with the JSON-RPC error) and is then
+// served by a fresh session; no session id is read or sent. GET/DELETE naming it: 405.
 //
 // Threading: each connection runs on its own strand, each McpSession on a strand of its own;
 // they talk by posting. The server state the connections share (session table, counters,

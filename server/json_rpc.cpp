@@ -71,7 +71,13 @@ std::string serialize_error(const Json& id, ErrorCode code, std::string_view mes
 }
 
 std::string serialize_error(const JsonRpcError& error) {
-  return serialize_error(error.id, error.code, error.message);
+  if (error.data.is_null()) return serialize_error(error.id, error.code, error.message);
+  return dump(Json{{"jsonrpc", "2.0"},
+                   {"id", error.id},
+                   {"error",
+                    {{"code", static_cast<int>(error.code)},
+                     {"message", error.message},
+                     {"data", error.data}}}});
 }
 
 std::string serialize_notification(std::string_view method, const Json& params) {

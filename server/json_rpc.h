@@ -25,12 +25,19 @@ enum class ErrorCode : int {
   // The implementation-defined range: the HTTP transport refused the request before any
   // session saw it (bad origin, token, session id, header); the HTTP status says which.
   transport_refused = -32000,
+  // MCP 2026-07-28's own block (stateless_revision.h): an HTTP header disagrees with the body
+  // or is missing/invalid; a client capability the request needs was not declared; the
+  // requested protocol version is not served here.
+  header_mismatch = -32020,
+  missing_required_client_capability = -32021,
+  unsupported_protocol_version = -32022,
 };
 
 struct JsonRpcError {
   ErrorCode code = ErrorCode::internal_error;
   std::string message;
-  Json id = nullptr;  // the request's id when it could be read, else null
+  Json id = nullptr;    // the request's id when it could be read, else null
+  Json data = nullptr;  // the error's `data` member; null: none is sent
 };
 
 struct Request {

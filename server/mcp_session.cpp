@@ -7,6 +7,8 @@
 #include <spdlog/spdlog.h>
 #include <boost/asio/post.hpp>
 
+#include "server/stateless_revision.h"
+
 namespace codemode::server {
 
 namespace {
@@ -68,6 +70,7 @@ void McpSession::reject_oversize(std::size_t limit) {
 }
 
 void McpSession::on_request(Request request, const Send& out, bool routed) {
+  if (claims_stateless_revision(request.params)) return on_stateless_request(request, out, routed);
   const std::string& method = request.method;
   if (method == "initialize") {
     if (initialized_) {
@@ -87,8 +90,44 @@ void McpSession::on_request(Request request, const Send& out, bool routed) {
                        "invalid request: the session is not initialized; send initialize first");
   }
   if (method == "tools/list") return reply(out, request.id, Json{{"tools", tools_.list()}});
-  if (method == "tools/call") return call_tool(request.id, request.params, out, routed);
+  if (method == "tools/call") {
+    return call_tool(request.id, request.params, out, routed, Era::negotiated);
+  }
   reply_error(out, request.id, ErrorCode::method_not_found, "method not found: " + method);
+}
+
+void McpSession::on_stateless_request(const Request& request, const Send& out, bool routed) {
+  // No header layer here: an HTTP transport checks the headers before the request gets here.
+  if (auto refusal = check_stateless_request(request, std::nullopt)) {
+    return out(serialize_error(*refusal));
+  }
+  if (request.method == "server/discover") {
+    return reply(out, request.id, shaped(discover(), Era::stateless));
+  }
+  if (request.method == "tools/list") {
+    // The tool set is fixed for the life of the process and the same for every client.
+    Json result{{"tools", tools_.list()}, {"ttlMs", 300000}, {"cacheScope", "public"}};
+    return reply(out, request.id, shaped(std::move(result), Era::stateless));
+  }
+  call_tool(request.id, request.params, out, routed, Era::stateless);  // the ladder leaves no other
+}
+
+Json McpSession::discover() const {
+  Json versions = Json::array();
+  for (const auto v : kAllProtocolVersions) versions.push_back(v);
+  Json result{{"supportedVersions", versions},
+              {"capabilities", {{"tools", Json::object()}}},
+              {"ttlMs", 300000},
+              {"cacheScope", "public"}};
+  if (!info_.instructions.empty()) result["instructions"] = info_.instructions;
+  return result;
+}
+
+Json McpSession::shaped(Json result, Era era) const {
+  if (era == Era::negotiated) return result;
+  result["resultType"] = "complete";
+  result["_meta"][kMetaServerInfo] = {{"name", info_.name}, {"version", info_.version}};
+  return result;
 }
 
 void McpSession::on_notification(const Notification& notification) {
@@ -122,7 +161,8 @@ Json McpSession::initialize(const Json& params) {
   return result;
 }
 
-void McpSession::call_tool(const Json& id, const Json& params, const Send& out, bool routed) {
+void McpSession::call_tool(const Json& id, const Json& params, const Send& out, bool routed,
+                           Era era) {
   if (!params.is_object() || !params.contains("name") || !params["name"].is_string()) {
     return reply_error(out, id, ErrorCode::invalid_params,
                        "invalid params: tools/call needs params.name (a string)");
@@ -141,18 +181,19 @@ void McpSession::call_tool(const Json& id, const Json& params, const Send& out, 
   const Json arguments = params.value("arguments", Json::object());
   if (!arguments.is_object() || !arguments.contains("code") || !arguments["code"].is_string()) {
     return reply(out, id,
-                 tools_.result(sandbox::Outcome::failure(
-                     sandbox::ErrorKind::input,
-                     "arguments must be an object with \"code\", a string holding an async "
-                     "arrow function")));
+                 shaped(tools_.result(sandbox::Outcome::failure(
+                            sandbox::ErrorKind::input,
+                            "arguments must be an object with \"code\", a string holding an "
+                            "async arrow function")),
+                        era));
   }
   std::string code = arguments["code"].get<std::string>();
   if (auto refused = sandbox::check_input(code, tools_.limits())) {
-    return reply(out, id, tools_.result(*refused));
+    return reply(out, id, shaped(tools_.result(*refused), era));
   }
 
   auto cancel = std::make_shared<sandbox::CancelToken>();
-  calls_.emplace(key, CallState{cancel, out, routed});
+  calls_.emplace(key, CallState{cancel, out, routed, era});
   const auto started = std::chrono::steady_clock::now();
   sandbox_.submit(
       sandbox::Call{*tool, std::move(code), std::move(cancel)},
@@ -178,7 +219,7 @@ void McpSession::finish_call(const Json& id, const sandbox::Outcome& outcome) {
   CallState state = std::move(call->second);
   calls_.erase(call);
   if (!state.cancel->cancelled()) {
-    reply(state.reply_to, id, tools_.result(outcome));
+    reply(state.reply_to, id, shaped(tools_.result(outcome), state.era));
   } else if (state.routed) {
     state.reply_to(std::string());  // a routed request hears that no answer will come
   }

@@ -2,6 +2,12 @@
 // serve, and the tool calls in flight. Transport-agnostic: a transport feeds it whole messages
 // and gives it a Send function for whole outgoing messages.
 //
+// Two eras share it (docs/mcp-2026-07-28.md §7). A request whose `params._meta` claims a
+// protocol version is served statelessly by revision 2026-07-28 (stateless_revision.h): it needs
+// no initialize, changes no session state, and its results carry `resultType`. Every other
+// message follows the 2025 lifecycle negotiated by initialize. A transport that serves only
+// stateless requests (HTTP 2026-07-28) uses a fresh session per request.
+//
 // Answers normally leave through the session's Send. A transport that must answer each request
 // on its own channel (HTTP: the response of the POST that carried it) passes a Send per message
 // instead; every answer to that message then goes there, including a late tool result.
@@ -70,18 +76,27 @@ class McpSession : public std::enable_shared_from_this<McpSession> {
   const boost::asio::any_io_executor& executor() const { return executor_; }
 
  private:
+  // Which rules a request is served by: the session's negotiated 2025 revision, or 2026-07-28
+  // per request.
+  enum class Era { negotiated, stateless };
+
   struct CallState {
     std::shared_ptr<sandbox::CancelToken> cancel;
     Send reply_to;
     bool routed = false;  // reply_to came with the message: it hears about a cancellation too
+    Era era = Era::negotiated;
   };
 
   void dispatch(Message message, const Send& reply_to, bool routed);
   void on_request(Request request, const Send& out, bool routed);
+  void on_stateless_request(const Request& request, const Send& out, bool routed);
   void on_notification(const Notification& notification);
   Json initialize(const Json& params);
-  void call_tool(const Json& id, const Json& params, const Send& out, bool routed);
+  Json discover() const;
+  void call_tool(const Json& id, const Json& params, const Send& out, bool routed, Era era);
   void finish_call(const Json& id, const sandbox::Outcome& outcome);
+  // A result as `era` shapes it: 2026-07-28 adds resultType and the serverInfo `_meta`.
+  Json shaped(Json result, Era era) const;
   void reply(const Send& out, const Json& id, const Json& result);
   void reply_error(const Send& out, const Json& id, ErrorCode code, std::string_view message);
   void maybe_idle();

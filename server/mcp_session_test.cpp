@@ -188,3 +188,28 @@ TEST_CASE("assume_initialized serves without an initialize exchange (stateless H
   REQUIRE(h.sent.size() == 1);
   CHECK(h.sent[0]["result"]["tools"].size() == 2);
 }
+
+TEST_CASE("a request claiming 2026-07-28 in _meta is served statelessly, without initialize",
+          "[server][session][revision]") {
+  Harness h;
+  const std::string meta = R"("_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",)"
+                           R"("io.modelcontextprotocol/clientCapabilities":{}})";
+  h.send(R"({"jsonrpc":"2.0","id":1,"method":"server/discover","params":{)" + meta + "}}");
+  h.send(R"({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"search",)"
+         R"("arguments":{"code":"async () => 6 * 7"},)" +
+         meta + "}}");
+  h.send(R"({"jsonrpc":"2.0","id":3,"method":"ping","params":{)" + meta + "}}");
+  h.send(R"({"jsonrpc":"2.0","id":4,"method":"tools/list"})");  // 2025 rules: not initialized
+  REQUIRE(h.sent.size() == 4);
+  const Json& discover = h.sent[0]["result"];
+  CHECK(discover["resultType"] == "complete");
+  CHECK(discover["supportedVersions"] ==
+        Json{"2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26"});
+  CHECK(discover["capabilities"] == Json{{"tools", Json::object()}});
+  CHECK(discover["_meta"]["io.modelcontextprotocol/serverInfo"] ==
+        Json{{"name", "codemode-mcp"}, {"version", "9.9.9"}});
+  CHECK(h.sent[1]["result"]["resultType"] == "complete");
+  CHECK(h.sent[1]["result"]["structuredContent"]["result"] == 42);
+  CHECK(h.sent[2]["error"]["code"] == -32601);
+  CHECK(h.sent[3]["error"]["code"] == -32600);
+}

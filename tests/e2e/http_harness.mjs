@@ -176,3 +176,15 @@ export async function provesServing(port, headers = {}) {
   if (result.content[0].text !== '2') throw new Error(`unexpected result ${call.body}`);
   return result;
 }
+
+// Sends one request on a fresh connection and hangs up at once; resolves when the server has
+// cancelled call `id` for it and the call has ended.
+export async function hangUpDuring(server, bytes, id) {
+  const connection = new RawConnection(server.port);
+  // Whether the server has read the request yet or not, the bytes are in; hanging up now is
+  // seen as soon as the request is in flight.
+  await new Promise((resolve) => connection.socket.write(bytes, resolve));
+  connection.destroy();
+  await server.waitFor(new RegExp(`call ${id} cancelled: the client went away`));
+  await server.waitFor(new RegExp(`tools/call search id=${id}: runtime in`));
+}

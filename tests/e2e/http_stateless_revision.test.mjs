@@ -5,7 +5,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { RawServer } from './harness.mjs';
-import { startHttpServer, RawConnection, rawExchange, post, provesServing, INITIALIZE } from './http_harness.mjs';
+import { startHttpServer, rawExchange, post, provesServing, INITIALIZE, hangUpDuring } from './http_harness.mjs';
 
 const META = {
   'io.modelcontextprotocol/protocolVersion': '2026-07-28',
@@ -52,13 +52,9 @@ test('tools/list (2026-07-28): the 2025 tools, in a fixed order, with resultType
 test('a 2026-07-28 client that disconnects during tools/call cancels it', async () => {
   const server = await startHttpServer();
   try {
-    const connection = new RawConnection(server.port);
     const code = 'async () => { await new Promise(r => setTimeout(r, 8000)); return 1; }';
     const [message, headers] = modern(7, 'tools/call', { name: 'search', arguments: { code } });
-    await new Promise((resolve) => connection.socket.write(post(server.port, message, headers), resolve));
-    connection.destroy();
-    await server.waitFor(/call 7 cancelled: the client went away/);
-    await server.waitFor(/tools\/call search id=7: runtime in/);
+    await hangUpDuring(server, post(server.port, message, headers), 7);
     await provesServing(server.port);
   } finally {
     assert.deepEqual(await server.stop(), { code: 0, signal: null });

@@ -229,6 +229,10 @@ ResponseFormat choose_format(std::optional<std::string_view> accept) {
   return ResponseFormat::none;
 }
 
+bool accepts_event_stream(std::optional<std::string_view> accept) {
+  return accept && accepts_type(*accept, "text/event-stream");
+}
+
 bool is_json_content_type(std::optional<std::string_view> content_type) {
   if (!content_type) return false;
   const auto semicolon = content_type->find(';');

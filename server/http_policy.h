@@ -79,6 +79,8 @@ bool tokens_equal(std::string_view presented, std::string_view expected);
 // What a POST's Accept header lets us answer with. Absent or `*/*`: JSON.
 enum class ResponseFormat { json, event_stream, none };
 ResponseFormat choose_format(std::optional<std::string_view> accept);
+// Accept allows text/event-stream (then a long call with a progress token is answered as a stream).
+bool accepts_event_stream(std::optional<std::string_view> accept);
 // Content-Type is application/json (parameters such as charset allowed).
 bool is_json_content_type(std::optional<std::string_view> content_type);
 

@@ -3,7 +3,9 @@
 #include <sys/socket.h>
 
 #include <cerrno>
+#include <deque>
 #include <map>
+#include <sstream>
 
 #include <spdlog/spdlog.h>
 #include <boost/asio/dispatch.hpp>
@@ -103,6 +105,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
     std::optional<std::string> new_session_id;  // an initialize of the stateful mode
     Era era;
     std::uint64_t generation;
+    bool streaming = false;  // answered as an SSE stream: progress events, then the response
   };
 
   void do_read() {
@@ -183,6 +186,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
       return refuse({415, "unsupported media type: Content-Type must be application/json"});
     }
     const ResponseFormat format = choose_format(header(request, "Accept"));
+    event_stream_ok_ = accepts_event_stream(header(request, "Accept"));
     if (format == ResponseFormat::none) {
       return refuse(
           {406, "not acceptable: Accept must allow application/json or text/event-stream"});
@@ -270,7 +274,12 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
     }
     ++by_client;
     ++state_->in_flight;
-    pending_ = Pending{session, rpc_request->id, format, std::move(new_id), era, ++generation_};
+    // A tools/call with a progress token, from a client that takes event streams, is answered
+    // as a stream at once: its progress notifications, then its response.
+    const bool streaming = event_stream_ok_ && rpc_request->method == "tools/call" &&
+                           progress_token(rpc_request->params).has_value();
+    pending_ =
+        Pending{session, rpc_request->id, format, std::move(new_id), era, ++generation_, streaming};
     McpSession::Send reply_to = [self = shared_from_this(),
                                  generation = generation_](std::string answer) {
       asio::post(self->stream_.get_executor(),
@@ -278,9 +287,20 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
                    self->on_answer(generation, std::move(answer));
                  });
     };
+    McpSession::Send notify = [](std::string) {};  // no stream: nowhere to send progress
+    if (streaming) {
+      notify = [self = shared_from_this(), generation = generation_](std::string note) {
+        asio::post(self->stream_.get_executor(),
+                   [self, generation, note = std::move(note)]() mutable {
+                     self->on_progress(generation, std::move(note));
+                   });
+      };
+      start_stream(era);
+    }
     asio::post(session->executor(),
-               [session, message = std::move(message), reply_to = std::move(reply_to)]() mutable {
-                 session->handle(std::move(message), std::move(reply_to));
+               [session, message = std::move(message), reply_to = std::move(reply_to),
+                notify = std::move(notify)]() mutable {
+                 session->handle(std::move(message), std::move(reply_to), std::move(notify));
                });
     watch_for_hangup();
   }
@@ -301,6 +321,10 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
     Pending pending = std::move(*pending_);
     pending_.reset();
     state_->request_done(client_);
+    if (pending.streaming) {
+      if (!answer.empty()) send_event(answer);  // empty: cancelled, the stream just ends
+      return end_stream();
+    }
     if (answer.empty()) return write(empty_response(http::status::no_content));  // cancelled
     HttpResponse response;
     if (pending.format == ResponseFormat::event_stream) {
@@ -323,6 +347,68 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
       }
     }
     write(std::move(response));
+  }
+
+  void on_progress(std::uint64_t generation, std::string note) {
+    if (closed_ || !pending_ || pending_->generation != generation || !pending_->streaming) return;
+    send_event(note);
+  }
+
+  // --- the SSE stream of a request with progress: raw chunked HTTP/1.1 through a queue, so
+  // that a progress event and the answer never write at the same time ----------------------
+
+  void start_stream(Era era) {
+    http::response<http::empty_body> head(http::status::ok, 11);
+    head.set(http::field::server, "codemode-mcp");
+    head.set(http::field::content_type, "text/event-stream");
+    head.set(http::field::cache_control, "no-cache");
+    if (era == Era::stateless) head.set("X-Accel-Buffering", "no");
+    head.keep_alive(keep_alive_ && !state_->draining);
+    head.chunked(true);
+    stream_eof_ = head.need_eof();
+    std::ostringstream out;
+    out << head.base();
+    enqueue(out.str());
+  }
+
+  void send_event(const std::string& message) {
+    const std::string event = "event: message\ndata: " + message + "\n\n";
+    std::ostringstream chunk;
+    chunk << std::hex << event.size() << "\r\n" << event << "\r\n";
+    enqueue(chunk.str());
+  }
+
+  void end_stream() {
+    end_after_queue_ = true;
+    enqueue("0\r\n\r\n");
+  }
+
+  void enqueue(std::string bytes) {
+    out_queue_.push_back(std::move(bytes));
+    if (!writing_) write_next();
+  }
+
+  void write_next() {
+    if (closed_) return;
+    if (out_queue_.empty()) {
+      writing_ = false;
+      if (std::exchange(end_after_queue_, false)) on_write(stream_eof_, {});
+      return;
+    }
+    writing_ = true;
+    stream_.expires_after(state_->options.read_timeout);
+    asio::async_write(stream_, asio::buffer(out_queue_.front()),
+                      [self = shared_from_this()](boost::system::error_code ec, std::size_t) {
+                        self->stream_.expires_never();
+                        if (ec || self->closed_) {
+                          self->writing_ = false;
+                          self->out_queue_.clear();
+                          self->end_after_queue_ = false;
+                          return self->close();
+                        }
+                        self->out_queue_.pop_front();
+                        self->write_next();
+                      });
   }
 
   // While a request waits for its answer nothing reads the socket; a readable socket then means
@@ -460,7 +546,12 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   bool mcp_ = false;     // the current request is for /mcp: refusals are JSON-RPC errors
   bool linger_ = false;  // drain the unread body before closing
   bool closed_ = false;
+  bool event_stream_ok_ = false;  // the current request's Accept allows text/event-stream
   std::optional<Pending> pending_;
+  std::deque<std::string> out_queue_;  // the stream's bytes not yet written
+  bool writing_ = false;
+  bool end_after_queue_ = false;  // the stream ends once the queue is written
+  bool stream_eof_ = false;       // the connection closes after the stream
   std::uint64_t generation_ = 0;
   std::vector<char> discard_;
   std::size_t discarded_ = 0;

@@ -5,6 +5,9 @@
 //   POST   /mcp      one JSON-RPC message. A request is answered on the same HTTP exchange
 //                    (application/json, or one SSE event when the client accepts only
 //                    text/event-stream); a notification or response gets 202 with no body.
+//                    A tools/call with `_meta.progressToken` from a client that accepts
+//                    text/event-stream gets a chunked SSE stream at once: its progress
+//                    notifications as events, the response as the last event, then the end.
 //   GET    /mcp      405: we offer no server-initiated stream.
 //   DELETE /mcp      ends the session named by Mcp-Session-Id (204; then 404 for that id).
 //   GET    /healthz  200 "ok" while the process serves; GET /readyz 200, or 503 while draining.

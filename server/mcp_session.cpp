@@ -22,6 +22,17 @@ bool supported(std::string_view version) {
 
 }  // namespace
 
+std::optional<Json> progress_token(const Json& params) {
+  if (!params.is_object()) return std::nullopt;
+  auto meta = params.find("_meta");
+  if (meta == params.end() || !meta->is_object()) return std::nullopt;
+  auto token = meta->find("progressToken");
+  if (token == meta->end() || !(token->is_string() || token->is_number_integer())) {
+    return std::nullopt;
+  }
+  return *token;
+}
+
 McpSession::McpSession(boost::asio::any_io_executor executor, const ToolCatalog& tools,
                        sandbox::Sandbox& sandbox, ServerInfo info, Send send)
     : executor_(std::move(executor)),
@@ -31,16 +42,16 @@ McpSession::McpSession(boost::asio::any_io_executor executor, const ToolCatalog&
       send_(std::move(send)) {}
 
 void McpSession::handle(std::string_view message) {
-  dispatch(parse_message(message), send_, false);
+  dispatch(parse_message(message), send_, false, send_);
 }
 
-void McpSession::handle(Message message, Send reply_to) {
-  dispatch(std::move(message), reply_to, true);
+void McpSession::handle(Message message, Send reply_to, Send notify) {
+  dispatch(std::move(message), reply_to, true, notify ? notify : send_);
 }
 
-void McpSession::dispatch(Message parsed, const Send& out, bool routed) {
+void McpSession::dispatch(Message parsed, const Send& out, bool routed, const Send& notify) {
   if (auto* request = std::get_if<Request>(&parsed)) {
-    on_request(std::move(*request), out, routed);
+    on_request(std::move(*request), out, routed, notify);
   } else if (auto* notification = std::get_if<Notification>(&parsed)) {
     on_notification(*notification);
   } else if (auto* error = std::get_if<JsonRpcError>(&parsed)) {
@@ -58,6 +69,7 @@ void McpSession::assume_initialized(std::string version) {
 void McpSession::cancel(const Json& id) {
   if (auto call = calls_.find(id_key(id)); call != calls_.end()) {
     call->second.cancel->cancel();
+    if (call->second.progress) call->second.progress->cancel();
     spdlog::info("call {} cancelled: the client went away", call->first);
   }
 }
@@ -69,8 +81,10 @@ void McpSession::reject_oversize(std::size_t limit) {
       "invalid request: the message exceeds " + std::to_string(limit) + " bytes and was dropped"));
 }
 
-void McpSession::on_request(Request request, const Send& out, bool routed) {
-  if (claims_stateless_revision(request.params)) return on_stateless_request(request, out, routed);
+void McpSession::on_request(Request request, const Send& out, bool routed, const Send& notify) {
+  if (claims_stateless_revision(request.params)) {
+    return on_stateless_request(request, out, routed, notify);
+  }
   const std::string& method = request.method;
   if (method == "initialize") {
     if (initialized_) {
@@ -91,12 +105,13 @@ void McpSession::on_request(Request request, const Send& out, bool routed) {
   }
   if (method == "tools/list") return reply(out, request.id, Json{{"tools", tools_.list()}});
   if (method == "tools/call") {
-    return call_tool(request.id, request.params, out, routed, Era::negotiated);
+    return call_tool(request.id, request.params, out, routed, Era::negotiated, notify);
   }
   reply_error(out, request.id, ErrorCode::method_not_found, "method not found: " + method);
 }
 
-void McpSession::on_stateless_request(const Request& request, const Send& out, bool routed) {
+void McpSession::on_stateless_request(const Request& request, const Send& out, bool routed,
+                                      const Send& notify) {
   // No header layer here: an HTTP transport checks the headers before the request gets here.
   if (auto refusal = check_stateless_request(request, std::nullopt)) {
     return out(serialize_error(*refusal));
@@ -109,7 +124,8 @@ void McpSession::on_stateless_request(const Request& request, const Send& out, b
     Json result{{"tools", tools_.list()}, {"ttlMs", 300000}, {"cacheScope", "public"}};
     return reply(out, request.id, shaped(std::move(result), Era::stateless));
   }
-  call_tool(request.id, request.params, out, routed, Era::stateless);  // the ladder leaves no other
+  call_tool(request.id, request.params, out, routed, Era::stateless,
+            notify);  // the ladder leaves no other
 }
 
 Json McpSession::discover() const {
@@ -138,6 +154,7 @@ void McpSession::on_notification(const Notification& notification) {
     if (request_id == notification.params.end()) return;
     if (auto call = calls_.find(id_key(*request_id)); call != calls_.end()) {
       call->second.cancel->cancel();  // the isolate stops; the outcome is dropped unsent
+      if (call->second.progress) call->second.progress->cancel();
       spdlog::info("call {} cancelled by the client", call->first);
     }
     return;
@@ -162,7 +179,7 @@ Json McpSession::initialize(const Json& params) {
 }
 
 void McpSession::call_tool(const Json& id, const Json& params, const Send& out, bool routed,
-                           Era era) {
+                           Era era, const Send& notify) {
   if (!params.is_object() || !params.contains("name") || !params["name"].is_string()) {
     return reply_error(out, id, ErrorCode::invalid_params,
                        "invalid params: tools/call needs params.name (a string)");
@@ -193,8 +210,12 @@ void McpSession::call_tool(const Json& id, const Json& params, const Send& out, 
   }
 
   auto cancel = std::make_shared<sandbox::CancelToken>();
-  calls_.emplace(key, CallState{cancel, out, routed, era});
+  auto& state = calls_.emplace(key, CallState{cancel, out, routed, era, nullptr}).first->second;
   const auto started = std::chrono::steady_clock::now();
+  if (auto token = progress_token(params)) {
+    state.progress = std::make_shared<boost::asio::steady_timer>(executor_);
+    schedule_progress(key, std::move(*token), notify, started, 1);
+  }
   sandbox_.submit(
       sandbox::Call{*tool, std::move(code), std::move(cancel)},
       [self = shared_from_this(), id, name, started](sandbox::Outcome outcome) {
@@ -218,12 +239,36 @@ void McpSession::finish_call(const Json& id, const sandbox::Outcome& outcome) {
   }
   CallState state = std::move(call->second);
   calls_.erase(call);
+  if (state.progress) state.progress->cancel();  // no progress after the answer
   if (!state.cancel->cancelled()) {
     reply(state.reply_to, id, shaped(tools_.result(outcome), state.era));
   } else if (state.routed) {
     state.reply_to(std::string());  // a routed request hears that no answer will come
   }
   maybe_idle();
+}
+
+void McpSession::schedule_progress(const std::string& key, Json token, Send notify,
+                                   std::chrono::steady_clock::time_point started, int n) {
+  auto call = calls_.find(key);
+  if (call == calls_.end() || !call->second.progress) return;
+  auto timer = call->second.progress;
+  timer->expires_at(started + std::chrono::seconds(n));
+  timer->async_wait([self = shared_from_this(), timer, key, token = std::move(token),
+                     notify = std::move(notify), started, n](boost::system::error_code ec) mutable {
+    if (ec) return;  // cancelled: the call finished or was cancelled
+    auto call = self->calls_.find(key);
+    // A finished call's id may be reused by a newer call: only this call's own timer counts.
+    if (call == self->calls_.end() || call->second.progress != timer ||
+        call->second.cancel->cancelled()) {
+      return;
+    }
+    notify(serialize_notification("notifications/progress",
+                                  Json{{"progressToken", token},
+                                       {"progress", n},
+                                       {"message", "running for " + std::to_string(n) + " s"}}));
+    self->schedule_progress(key, std::move(token), std::move(notify), started, n + 1);
+  });
 }
 
 void McpSession::reply(const Send& out, const Json& id, const Json& result) {

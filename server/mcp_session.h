@@ -12,6 +12,11 @@
 // on its own channel (HTTP: the response of the POST that carried it) passes a Send per message
 // instead; every answer to that message then goes there, including a late tool result.
 //
+// Progress (MCP basic/utilities/progress): a tools/call whose `params._meta.progressToken` is a
+// string or an integer gets `notifications/progress` about once a second while it runs (progress
+// = whole seconds elapsed, no total), never after its answer. They leave through the message's
+// notification channel: the session's Send unless the transport passes one per message.
+//
 // Threading: every member function runs on the session's executor (the I/O thread for stdio, a
 // strand of its own for an HTTP session, whose requests arrive from many connections). Tool calls
 // run in the sandbox; their completions are posted back to the executor, so answers may leave in a
@@ -19,13 +24,16 @@
 // session is held by shared_ptr: a completion keeps it alive until the answer is sent.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 #include "sandbox/sandbox.h"
 #include "server/json_rpc.h"
@@ -35,6 +43,9 @@ namespace codemode::server {
 
 // Newest first; initialize answers with the client's version when listed here, else the first.
 inline constexpr std::string_view kProtocolVersions[] = {"2025-11-25", "2025-06-18", "2025-03-26"};
+
+// The request's progress token (`params._meta.progressToken`, a string or an integer), if any.
+std::optional<Json> progress_token(const Json& params);
 
 struct ServerInfo {
   std::string name = "codemode-mcp";
@@ -55,7 +66,8 @@ class McpSession : public std::enable_shared_from_this<McpSession> {
   // One already-parsed message whose answer goes to `reply_to` rather than the session's Send.
   // A request gets exactly one call of `reply_to`: its answer, or an empty string when no answer
   // will come (the call was cancelled). Notifications and responses never call it.
-  void handle(Message message, Send reply_to);
+  // `notify` carries the request's progress notifications; empty: the session's Send.
+  void handle(Message message, Send reply_to, Send notify = nullptr);
 
   // Treats the session as initialized at `version` without an initialize exchange: stateless
   // HTTP, where every request may reach a fresh session (any replica serves any request).
@@ -85,15 +97,21 @@ class McpSession : public std::enable_shared_from_this<McpSession> {
     Send reply_to;
     bool routed = false;  // reply_to came with the message: it hears about a cancellation too
     Era era = Era::negotiated;
+    std::shared_ptr<boost::asio::steady_timer> progress;  // set when the call has a token
   };
 
-  void dispatch(Message message, const Send& reply_to, bool routed);
-  void on_request(Request request, const Send& out, bool routed);
-  void on_stateless_request(const Request& request, const Send& out, bool routed);
+  void dispatch(Message message, const Send& reply_to, bool routed, const Send& notify);
+  void on_request(Request request, const Send& out, bool routed, const Send& notify);
+  void on_stateless_request(const Request& request, const Send& out, bool routed,
+                            const Send& notify);
   void on_notification(const Notification& notification);
   Json initialize(const Json& params);
   Json discover() const;
-  void call_tool(const Json& id, const Json& params, const Send& out, bool routed, Era era);
+  void call_tool(const Json& id, const Json& params, const Send& out, bool routed, Era era,
+                 const Send& notify);
+  // Arms the next progress tick (number `n`, due `n` seconds after `started`) of call `key`.
+  void schedule_progress(const std::string& key, Json token, Send notify,
+                         std::chrono::steady_clock::time_point started, int n);
   void finish_call(const Json& id, const sandbox::Outcome& outcome);
   // A result as `era` shapes it: 2026-07-28 adds resultType and the serverInfo `_meta`.
   Json shaped(Json result, Era era) const;

@@ -180,6 +180,75 @@ TEST_CASE("cancel(id) drops a routed call's answer and tells its route with an e
   CHECK(h.session->in_flight() == 0);
 }
 
+TEST_CASE("a call with a progress token gets progress each second, none after its answer",
+          "[server][session][progress]") {
+  Harness h;
+  h.initialize();
+  std::vector<std::string> routed;
+  std::vector<Json> notes;
+  h.session->handle(
+      parse_message(
+          R"({"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"search","_meta":{"progressToken":"tok"},"arguments":{"code":"async () => { await new Promise(r => setTimeout(r, 2300)); return 1; }"}}})"),
+      [&](std::string message) { routed.push_back(std::move(message)); },
+      [&](std::string message) { notes.push_back(Json::parse(message)); });
+  h.settle();
+  REQUIRE(routed.size() == 1);
+  CHECK(Json::parse(routed[0])["result"]["content"][0]["text"].is_string());
+  REQUIRE(notes.size() == 2);
+  for (std::size_t i = 0; i < notes.size(); ++i) {
+    CHECK(notes[i]["method"] == "notifications/progress");
+    CHECK(notes[i]["params"]["progressToken"] == "tok");
+    CHECK(notes[i]["params"]["progress"] == i + 1);
+    CHECK(notes[i]["params"]["message"] == "running for " + std::to_string(i + 1) + " s");
+    CHECK_FALSE(notes[i]["params"].contains("total"));
+  }
+  CHECK(h.sent.size() == 1);  // nothing went to the session-wide Send
+  // The timer stopped with the answer: another 1.5 s of running the executor adds nothing.
+  auto work = boost::asio::make_work_guard(h.io);
+  h.io.restart();
+  h.io.run_for(std::chrono::milliseconds(1500));
+  CHECK(notes.size() == 2);
+  CHECK(routed.size() == 1);
+}
+
+TEST_CASE("progress: integer tokens, the session's Send by default, nothing without a token",
+          "[server][session][progress]") {
+  Harness h;
+  h.initialize();
+  h.send(
+      R"({"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"name":"search","_meta":{"progressToken":7},"arguments":{"code":"async () => { await new Promise(r => setTimeout(r, 1200)); return 1; }"}}})");
+  REQUIRE(h.sent.size() == 3);
+  CHECK(h.sent[1]["method"] == "notifications/progress");
+  CHECK(h.sent[1]["params"]["progressToken"] == 7);
+  CHECK(h.sent[1]["params"]["progress"] == 1);
+  CHECK(h.sent[2]["id"] == 12);
+  // No token, or a token of another type: no notification.
+  h.send(
+      R"({"jsonrpc":"2.0","id":13,"method":"tools/call","params":{"name":"search","arguments":{"code":"async () => { await new Promise(r => setTimeout(r, 1200)); return 1; }"}}})");
+  h.send(
+      R"({"jsonrpc":"2.0","id":14,"method":"tools/call","params":{"name":"search","_meta":{"progressToken":1.5},"arguments":{"code":"async () => { await new Promise(r => setTimeout(r, 1200)); return 1; }"}}})");
+  REQUIRE(h.sent.size() == 5);
+  CHECK(h.sent[3]["id"] == 13);
+  CHECK(h.sent[4]["id"] == 14);
+}
+
+TEST_CASE("a cancelled call's progress stops", "[server][session][progress]") {
+  Harness h;
+  h.initialize();
+  h.session->handle(
+      R"({"jsonrpc":"2.0","id":15,"method":"tools/call","params":{"name":"search","_meta":{"progressToken":"c"},"arguments":{"code":"async () => { await new Promise(r => setTimeout(r, 3000)); return 1; }"}}})");
+  auto work = boost::asio::make_work_guard(h.io);
+  h.io.restart();
+  h.io.run_for(std::chrono::milliseconds(1300));
+  REQUIRE(h.sent.size() == 2);
+  CHECK(h.sent[1]["params"]["progress"] == 1);
+  h.session->handle(
+      R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":15}})");
+  h.settle();
+  CHECK(h.sent.size() == 2);
+  CHECK(h.session->in_flight() == 0);
+}
+
 TEST_CASE("assume_initialized serves without an initialize exchange (stateless HTTP)",
           "[server][session]") {
   Harness h;

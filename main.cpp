@@ -8,6 +8,7 @@
 #include <random>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 #include <spdlog/sinks/stdout_color_sinks.h>
@@ -16,6 +17,8 @@
 #include "config/config.h"
 #include "fixtures/markethub/fixture_server.h"
 #include "openapi/document.h"
+#include "sandbox/child.h"
+#include "sandbox/sandbox.h"
 #include "sandbox/v8_platform.h"
 #include "server/daemon.h"
 
@@ -44,9 +47,15 @@ Options:
   --allow-unauthenticated-network-access
                       allow --http on a non-loopback address with no http.bearer_tokens
                       (refused by default: anyone who reaches the port could run tools)
-  --log-level LEVEL   stderr log level: trace, debug, info, warn, error, off (default: info)
+  --log-level LEVEL   stderr log level: trace, debug, info, warn, error, off (default: info);
+                      at debug, sandbox processes write to stderr too
+  --sandbox-report    start one sandbox process, print which isolation layers (namespaces,
+                      seccomp, rlimits, ...) this machine allows, and exit
   --version           print the version and exit
   -h, --help          print this help and exit
+
+Tool code runs in sandbox processes that this binary starts from itself (one per core, each
+replaced after 1000 calls or any failure); the start-up log names their isolation layers.
 
 Over stdio, MCP messages use stdin and stdout (one JSON-RPC message per line); logs go to
 stderr. The server exits 0 when stdin closes (stdio) or on SIGINT/SIGTERM, after running calls
@@ -65,7 +74,21 @@ struct Arguments {
   bool stdio = false;  // --stdio given
   bool http_stateless = false;
   bool allow_unauthenticated_network_access = false;
+  bool sandbox_report = false;
 };
+
+int sandbox_report() {
+  auto layers = codemode::sandbox::probe_layers(codemode::sandbox::daemon_child_command());
+  if (auto* error = std::get_if<std::string>(&layers)) {
+    std::cerr << "codemode-mcp: no sandbox process could start: " << *error << "\n";
+    return 1;
+  }
+  std::cout << "Isolation layers of a sandbox process on this machine:\n";
+  for (const auto& layer : std::get<std::vector<std::string>>(layers)) {
+    std::cout << "  " << layer << "\n";
+  }
+  return 0;
+}
 
 int usage_error(const std::string& message) {
   std::cerr << "codemode-mcp: " << message << "\nTry 'codemode-mcp --help'.\n";
@@ -83,6 +106,10 @@ std::string random_token() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // The sandbox-process role (sandbox/child.h): started by the daemon itself, never by users.
+  if (argc == 2 && std::string_view(argv[1]) == "--sandbox-child") {
+    ::_exit(codemode::sandbox::child_main());
+  }
   Arguments args;
   std::vector<std::string_view> argv_list(argv + 1, argv + argc);
   for (std::size_t i = 0; i < argv_list.size(); ++i) {
@@ -121,6 +148,8 @@ int main(int argc, char** argv) {
       args.http_stateless = true;
     } else if (arg == "--allow-unauthenticated-network-access") {
       args.allow_unauthenticated_network_access = true;
+    } else if (arg == "--sandbox-report") {
+      args.sandbox_report = true;
     } else {
       return usage_error("unknown argument '" + std::string(arg) + "'");
     }
@@ -132,6 +161,8 @@ int main(int argc, char** argv) {
                                   : "--http-stateless and --allow-unauthenticated-network-access "
                                     "need --http");
   }
+
+  if (args.sandbox_report) return sandbox_report();
 
   // stdout is the protocol channel: every log line goes to stderr.
   auto logger = spdlog::stderr_color_mt("codemode");
@@ -209,6 +240,9 @@ int main(int argc, char** argv) {
       .info = {.name = "codemode-mcp", .version = CODEMODE_VERSION, .instructions = kInstructions},
       .serve_stdio = serve_stdio,
       .http = std::move(http),
+      .sandbox_stderr = logger->level() <= spdlog::level::debug
+                            ? codemode::sandbox::ChildStderr::inherit
+                            : codemode::sandbox::ChildStderr::discard,
   });
   const int status = daemon.run();
   codemode::sandbox::shutdown_v8();  // every sandbox worker has been joined by now

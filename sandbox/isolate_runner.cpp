@@ -46,28 +46,6 @@ bool CancelToken::cancelled() const {
   return cancelled_;
 }
 
-// Hooks a running call into a token for the call's duration. The hook runs under the token's
-// mutex, so once the registration is destroyed no cancel() can reach the (disposed) isolate.
-class CancelRegistration {
- public:
-  CancelRegistration(CancelToken* token, std::function<void()> hook) : token_(token) {
-    if (!token_) return;
-    std::lock_guard lock(token_->mutex_);
-    token_->on_cancel_ = std::move(hook);
-    if (token_->cancelled_) token_->on_cancel_();
-  }
-  ~CancelRegistration() {
-    if (!token_) return;
-    std::lock_guard lock(token_->mutex_);
-    token_->on_cancel_ = nullptr;
-  }
-  CancelRegistration(const CancelRegistration&) = delete;
-  CancelRegistration& operator=(const CancelRegistration&) = delete;
-
- private:
-  CancelToken* token_;
-};
-
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -865,6 +843,7 @@ class Run {
       }
       global->Set(context, v8_string(isolate_, "spec"), spec).Check();
     }
+    if (request_.extend_context != nullptr) request_.extend_context(isolate_, context);
     return true;
   }
 
@@ -1033,6 +1012,14 @@ class Run {
 
 }  // namespace
 
+namespace {
+std::atomic<void (*)(const char*, bool)> out_of_memory_handler{nullptr};
+}  // namespace
+
+void set_out_of_memory_handler(void (*handler)(const char* location, bool is_heap_oom)) {
+  out_of_memory_handler = handler;
+}
+
 Outcome run_in_fresh_isolate(const RunRequest& request) {
   const config::Limits& limits = *request.limits;
   const Clock::time_point wall_deadline = Clock::now() + std::chrono::milliseconds(limits.wall_ms);
@@ -1046,6 +1033,7 @@ Outcome run_in_fresh_isolate(const RunRequest& request) {
   v8::Isolate::CreateParams params;
   params.constraints.ConfigureDefaultsFromHeapSize(0, heap_bytes);
   params.array_buffer_allocator = &allocator;
+  params.oom_error_callback = out_of_memory_handler.load();
   v8::Isolate* isolate = v8::Isolate::New(params);
   Outcome outcome;
   {

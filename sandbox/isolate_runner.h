@@ -26,6 +26,13 @@
 #include "sandbox/call.h"
 #include "sandbox/outcome.h"
 
+namespace v8 {
+class Context;
+class Isolate;
+template <class T>
+class Local;
+}  // namespace v8
+
 namespace codemode::sandbox {
 
 // Stops a running call from another thread. One token per call: once cancelled it stays so.
@@ -44,6 +51,28 @@ class CancelToken {
   std::function<void()> on_cancel_;  // set by the running call, under mutex_
 };
 
+// Hooks a running call into a token for the call's duration. The hook runs under the token's
+// mutex, so once the registration is destroyed no cancel() can reach the (disposed) isolate.
+class CancelRegistration {
+ public:
+  CancelRegistration(CancelToken* token, std::function<void()> hook) : token_(token) {
+    if (!token_) return;
+    std::lock_guard lock(token_->mutex_);
+    token_->on_cancel_ = std::move(hook);
+    if (token_->cancelled_) token_->on_cancel_();
+  }
+  ~CancelRegistration() {
+    if (!token_) return;
+    std::lock_guard lock(token_->mutex_);
+    token_->on_cancel_ = nullptr;
+  }
+  CancelRegistration(const CancelRegistration&) = delete;
+  CancelRegistration& operator=(const CancelRegistration&) = delete;
+
+ private:
+  CancelToken* token_;
+};
+
 // How an execute call's fetch() leaves the isolate. Called on the worker thread with the
 // request as plain data; it must call `done` exactly once, from any thread, possibly after the
 // call has ended (the runner then drops the result).
@@ -57,7 +86,14 @@ struct RunRequest {
   const openapi::Document* api = nullptr;  // search: its `spec` (see SpecView); execute: unused
   CancelToken* cancel = nullptr;           // optional
   const Fetcher* fetcher = nullptr;        // execute: its fetch(); null: no fetch global
+  // Test binaries only: adds globals to the context after the sandbox's own (the shipped binary
+  // never sets it; tests/README.md names the binaries that do).
+  void (*extend_context)(v8::Isolate*, v8::Local<v8::Context>) = nullptr;
 };
+
+// Sandbox processes only: what V8 calls when an isolate's heap cannot grow any further (by
+// default it prints and aborts the process). Set once, before the first call.
+void set_out_of_memory_handler(void (*handler)(const char* location, bool is_heap_oom));
 
 // Runs on the calling thread; V8 must be initialised (ensure_v8_initialized()).
 //

@@ -2,6 +2,10 @@
 
 #include "sandbox/v8_platform.h"
 
+#include <spdlog/spdlog.h>
+
+#include "sandbox/channel.h"
+
 #include <algorithm>
 #include <cctype>
 
@@ -30,8 +34,49 @@ std::optional<Outcome> check_input(std::string_view code, const config::Limits& 
   return std::nullopt;
 }
 
+std::vector<std::string> daemon_child_command() { return {"/proc/self/exe", "--sandbox-child"}; }
+
+namespace {
+
+// A process's total CPU allowance: every call at its cpu_ms plus the per-call overhead
+// (isolate, context, bootstrap), with slack. SIGXCPU is a backstop; workers replace processes
+// long before.
+std::uint32_t cpu_allowance_seconds(const config::Limits& limits, unsigned calls) {
+  const std::uint64_t ms = std::uint64_t{calls} * (limits.cpu_ms + 20);
+  return static_cast<std::uint32_t>(std::min<std::uint64_t>(ms / 1000 + 60, 1u << 30));
+}
+
+std::shared_ptr<const std::string> init_frame(const SandboxOptions& options) {
+  channel::Init init;
+  if (options.api != nullptr) init.spec = *options.api->root;
+  init.fetch = options.gateway != nullptr;
+  init.limits = options.limits;
+  init.cpu_seconds = cpu_allowance_seconds(options.limits, options.calls_per_process);
+  return std::make_shared<const std::string>(channel::encode_frame(init));
+}
+
+}  // namespace
+
+std::variant<std::vector<std::string>, std::string> probe_layers(
+    const std::vector<std::string>& child_command) {
+  SandboxOptions options;
+  ProcessOptions process;
+  process.command = child_command;
+  process.init_frame = init_frame(options);
+  auto started = SandboxProcess::start(process);
+  if (auto* error = std::get_if<std::string>(&started)) return *error;
+  return std::get<std::unique_ptr<SandboxProcess>>(started)->layers();
+}
+
 Sandbox::Sandbox(SandboxOptions options) : options_(std::move(options)) {
-  ensure_v8_initialized();
+  if (options_.child_command.empty()) {
+    ensure_v8_initialized();
+  } else {
+    options_.calls_per_process = std::max(1u, options_.calls_per_process);
+    process_options_.command = options_.child_command;
+    process_options_.init_frame = init_frame(options_);
+    process_options_.child_stderr = options_.child_stderr;
+  }
   unsigned n = options_.workers != 0 ? options_.workers : std::thread::hardware_concurrency();
   n = std::max(1u, n);
   workers_.reserve(n);
@@ -56,7 +101,31 @@ void Sandbox::submit(Call call, Completion done) {
   wake_.notify_one();
 }
 
+std::unique_ptr<SandboxProcess> Sandbox::start_process() {
+  auto started = SandboxProcess::start(process_options_);
+  if (auto* error = std::get_if<std::string>(&started)) {
+    spdlog::error("sandbox: a sandbox process could not start: {}", *error);
+    return nullptr;
+  }
+  auto process = std::move(std::get<std::unique_ptr<SandboxProcess>>(started));
+  if (!layers_logged_.exchange(true)) {
+    for (const auto& layer : process->layers()) {
+      const bool weak =
+          layer.find(": off") != std::string::npos || layer.find(": partial") != std::string::npos;
+      if (weak) {
+        spdlog::warn("sandbox layer {}", layer);
+      } else {
+        spdlog::info("sandbox layer {}", layer);
+      }
+    }
+  }
+  return process;
+}
+
 void Sandbox::worker_loop(unsigned slot) {
+  const bool processes = !options_.child_command.empty();
+  std::unique_ptr<SandboxProcess> process;
+  if (processes) process = start_process();  // ready before the first call arrives
   for (;;) {
     Job job;
     {
@@ -68,13 +137,40 @@ void Sandbox::worker_loop(unsigned slot) {
       if (!job.call.cancel) job.call.cancel = std::make_shared<CancelToken>();
       running_[slot] = job.call.cancel;
     }
-    Outcome outcome = run(job.call);
+    Outcome outcome = processes ? run_in_process(job.call, process) : run(job.call);
     {
       std::lock_guard lock(mutex_);
       running_[slot].reset();
     }
     job.done(std::move(outcome));
+    if (processes && process &&
+        (!process->usable() || process->calls() >= options_.calls_per_process)) {
+      process = start_process();
+    }
   }
+}
+
+Outcome Sandbox::run_in_process(const Call& call, std::unique_ptr<SandboxProcess>& process) {
+  if (call.cancel->cancelled()) return Outcome::failure(ErrorKind::runtime, "cancelled");
+  if (!process) process = start_process();
+  if (!process) {
+    return Outcome::failure(ErrorKind::runtime,
+                            "the sandbox process could not start (the server log says why)");
+  }
+  gateway::CallBudget budget(options_.limits.subrequests);
+  const auto deadline = gateway::Clock::now() + std::chrono::milliseconds(options_.limits.wall_ms);
+  const ParentFetch fetch = [this, &budget, deadline](
+                                gateway::OutboundRequest outbound,
+                                std::function<void(gateway::FetchResult)> done) {
+    options_.gateway->fetch(std::move(outbound), budget, deadline, std::move(done));
+  };
+  const bool fetches = call.tool == Tool::execute && options_.gateway != nullptr;
+  Outcome outcome = process->run(call, options_.limits, fetches ? &fetch : nullptr);
+  if (!process->usable()) {
+    spdlog::warn("sandbox: process replaced after a call: {}: {}", to_string(outcome.error_kind),
+                 outcome.error_message);
+  }
+  return outcome;
 }
 
 Outcome Sandbox::run(const Call& call) {

@@ -1,4 +1,5 @@
-// The sandbox: where a tool call's code runs, away from the I/O thread.
+// The sandbox: where a tool call's code runs, away from the I/O thread and, in the daemon, in
+// sandbox processes (process.h, child.h) that never hold a credential or a socket.
 //
 // The server hands a Call to submit() on its I/O thread and gets the Outcome back through the
 // completion, which runs on one of the sandbox's worker threads (the server posts it back to
@@ -9,6 +10,7 @@
 // every accepted completion is invoked exactly once.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -18,6 +20,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <variant>
 #include <vector>
 
 #include "config/config.h"
@@ -26,6 +29,7 @@
 #include "sandbox/call.h"
 #include "sandbox/isolate_runner.h"
 #include "sandbox/outcome.h"
+#include "sandbox/process.h"
 
 namespace codemode::sandbox {
 
@@ -42,7 +46,22 @@ struct SandboxOptions {
   const openapi::Document* api = nullptr;
   // Where `execute` code's fetch() goes; must outlive the Sandbox. Null: no `fetch` global.
   gateway::Gateway* gateway = nullptr;
+  // The sandbox process program (child.h); the daemon passes daemon_child_command(). Each
+  // worker keeps one process ready and replaces it when it fails or has served
+  // `calls_per_process` calls. Empty: calls run on the worker threads of this process, which
+  // only tests of the layers above the sandbox do.
+  std::vector<std::string> child_command;
+  ChildStderr child_stderr = ChildStderr::discard;
+  unsigned calls_per_process = 1000;
 };
+
+// {"/proc/self/exe", "--sandbox-child"}: the running binary in its sandbox-process role.
+std::vector<std::string> daemon_child_command();
+
+// Starts one sandbox process (no document) and returns the isolation layers it reports, or why
+// it could not start. For --sandbox-report.
+std::variant<std::vector<std::string>, std::string> probe_layers(
+    const std::vector<std::string>& child_command);
 
 class Sandbox {
  public:
@@ -69,8 +88,12 @@ class Sandbox {
   };
   void worker_loop(unsigned slot);
   Outcome run(const Call& call);
+  Outcome run_in_process(const Call& call, std::unique_ptr<SandboxProcess>& process);
+  std::unique_ptr<SandboxProcess> start_process();
 
   SandboxOptions options_;
+  ProcessOptions process_options_;  // used when options_.child_command is set
+  std::atomic<bool> layers_logged_{false};
   std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<Job> queue_;

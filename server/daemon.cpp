@@ -68,8 +68,11 @@ int Daemon::run() {
     return 2;
   }
   std::unique_ptr<gateway::Gateway> gateway = std::move(std::get<0>(created));
-  sandbox::Sandbox sandbox(
-      sandbox::SandboxOptions{options_.config.limits, 0, &options_.api, gateway.get()});
+  sandbox::Sandbox sandbox(sandbox::SandboxOptions{.limits = options_.config.limits,
+                                                   .api = &options_.api,
+                                                   .gateway = gateway.get(),
+                                                   .child_command = options_.sandbox_command,
+                                                   .child_stderr = options_.sandbox_stderr});
 
   std::optional<StdioTransport> stdio;
   std::shared_ptr<McpSession> stdio_session;

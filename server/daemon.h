@@ -12,9 +12,12 @@
 
 #include <chrono>
 #include <cstddef>
+#include <string>
+#include <vector>
 
 #include "config/config.h"
 #include "openapi/document.h"
+#include "sandbox/sandbox.h"
 #include "server/http_transport.h"
 #include "server/mcp_session.h"
 
@@ -30,6 +33,9 @@ struct DaemonOptions {
   std::optional<HttpOptions> http;
   // How long a shutdown signal waits for running calls before giving up on them.
   std::chrono::milliseconds shutdown_grace{5000};
+  // Where tool code runs: sandbox processes started with this command (sandbox/child.h).
+  std::vector<std::string> sandbox_command = sandbox::daemon_child_command();
+  sandbox::ChildStderr sandbox_stderr = sandbox::ChildStderr::discard;
 };
 
 class Daemon {

@@ -1,0 +1,38 @@
+// The sandbox process side: what `codemode-mcp --sandbox-child` runs.
+//
+// The daemon starts each sandbox process with an empty environment, /dev/null on stdin, stdout
+// and (unless it logs at debug level) stderr, and its end of a socketpair as descriptor 3; every
+// other descriptor is closed before exec. The process then locks itself down (lockdown.h),
+// starts V8, and serves one call at a time over the channel (channel.h) until the channel
+// closes. It never sees a credential or a socket of the daemon: its only way out is a
+// FetchRequest that the daemon's gateway judges.
+//
+// Threads: the main thread runs calls; a reader thread receives frames (Run, Cancel,
+// FetchReply) and hands them over. Exit status: 0 when the channel closes, or one of the codes
+// below, which the daemon turns into the call's error.
+#pragma once
+
+namespace v8 {
+class Context;
+class Isolate;
+template <class T>
+class Local;
+}  // namespace v8
+
+namespace codemode::sandbox {
+
+inline constexpr int kChannelFd = 3;
+
+inline constexpr int kExitOutOfMemory = 86;  // V8 could not get memory (address-space rlimit)
+inline constexpr int kExitBadMessage = 87;   // the daemon sent something undecodable
+inline constexpr int kExitStartFailed = 88;  // no usable Init, or the document did not load
+
+struct ChildOptions {
+  // Test binaries only (see RunRequest::extend_context); the shipped binary passes none.
+  void (*extend_context)(v8::Isolate*, v8::Local<v8::Context>) = nullptr;
+};
+
+// Runs the sandbox process until its channel closes; returns its exit status.
+int child_main(const ChildOptions& options = {});
+
+}  // namespace codemode::sandbox

@@ -26,11 +26,31 @@ std::string position_of(std::string_view text, std::size_t offset) {
   return "line " + std::to_string(line) + ", column " + std::to_string(column + 1);
 }
 
+// How deep arrays and objects nest, without recursion (the document is untrusted input).
+std::size_t nesting_depth(const json& root) {
+  std::size_t deepest = 0;
+  std::vector<std::pair<const json*, std::size_t>> stack{{&root, 1}};
+  while (!stack.empty()) {
+    const auto [node, depth] = stack.back();
+    stack.pop_back();
+    if (!node->is_structured()) continue;
+    deepest = std::max(deepest, depth);
+    if (deepest > kMaxDocumentNesting) break;
+    for (const auto& child : *node) stack.emplace_back(&child, depth + 1);
+  }
+  return deepest;
+}
+
 // The checks every served document passes, and its summary.
 LoadResult check_document(json root) {
   LoadResult out;
   if (!root.is_object()) {
     out.problems.push_back("the document must be an object (a JSON object or a YAML mapping)");
+    return out;
+  }
+  if (nesting_depth(root) > kMaxDocumentNesting) {
+    out.problems.push_back("the document nests arrays and objects deeper than " +
+                           std::to_string(kMaxDocumentNesting) + " levels");
     return out;
   }
   const bool v3 = root.contains("openapi") && root["openapi"].is_string() &&

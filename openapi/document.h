@@ -42,6 +42,9 @@ Document make_document(nlohmann::ordered_json root);
 // aliases (GitHub's 13 MB REST description holds about 1.2 million values).
 inline constexpr std::size_t kMaxDocumentBytes = 256 * 1024 * 1024;
 inline constexpr std::size_t kMaxDocumentValues = 20'000'000;
+// Real descriptions nest a few dozen levels; deeper ones are refused, because every consumer
+// that walks a document recursively (serialisers, the sandbox channel) needs a bound.
+inline constexpr std::size_t kMaxDocumentNesting = 1000;
 
 // Each accepts an OpenAPI 3.x (or Swagger 2.0) document with an `info.title` and a `paths`
 // object. Problems name the line and column of a syntax error.

@@ -30,6 +30,21 @@ TEST_CASE("every problem of an unusable document is reported", "[openapi]") {
       std::vector<std::string>{"the document must be an object (a JSON object or a YAML mapping)"});
 }
 
+TEST_CASE("documents nested deeper than the bound are refused, up to it they load", "[openapi]") {
+  auto nested = [](std::size_t levels) {
+    // The root object is level 1; each "x":[ ... ] adds one.
+    std::string text = R"({"openapi":"3.1.0","info":{"title":"T"},"paths":{},"x-deep":)";
+    text += std::string(levels - 1, '[') + std::string(levels - 1, ']') + "}";
+    return text;
+  };
+  CHECK(parse_json(nested(kMaxDocumentNesting)).document);
+  auto refused = parse_json(nested(kMaxDocumentNesting + 1));
+  CHECK_FALSE(refused.document);
+  CHECK(refused.problems ==
+        std::vector<std::string>{"the document nests arrays and objects deeper than 1000 levels"});
+  CHECK_FALSE(parse_json(nested(200000)).document);  // no recursion anywhere on the way
+}
+
 TEST_CASE("a missing file is one problem naming it", "[openapi]") {
   auto loaded = load_file("/nonexistent/spec.json");
   CHECK(loaded.problems == std::vector<std::string>{"/nonexistent/spec.json: cannot read it"});

@@ -1,0 +1,322 @@
+// Sandbox processes, tested through sandbox_hook_child (hook_child.cpp): the real child_main()
+// with `__native`, which makes system calls from inside the isolate the way code that escaped
+// V8 could. Each test proves one layer holds, or that the daemon survives a process that fails.
+#include "sandbox/process.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <csignal>
+#include <cstdlib>
+#include <future>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "fixtures/markethub/fixture_server.h"
+#include "openapi/document.h"
+#include "sandbox/channel.h"
+#include "sandbox/child.h"
+#include "sandbox/isolate_runner.h"
+#include "sandbox/sandbox.h"
+
+using namespace codemode;
+using namespace codemode::sandbox;
+
+namespace {
+
+std::vector<std::string> hook_command() { return {SANDBOX_HOOK_CHILD, "--sandbox-child"}; }
+
+config::Limits test_limits() {
+  config::Limits limits;
+  limits.cpu_ms = 2000;
+  limits.wall_ms = 3000;
+  return limits;
+}
+
+ProcessOptions options_for(const config::Limits& limits, bool fetch = false) {
+  channel::Init init;
+  init.spec = nlohmann::ordered_json::parse(fixtures::markethub_openapi_json());
+  init.fetch = fetch;
+  init.limits = limits;
+  init.cpu_seconds = 600;
+  ProcessOptions options;
+  options.command = hook_command();
+  options.init_frame = std::make_shared<const std::string>(channel::encode_frame(init));
+  return options;
+}
+
+std::unique_ptr<SandboxProcess> start(const ProcessOptions& options) {
+  auto started = SandboxProcess::start(options);
+  if (auto* error = std::get_if<std::string>(&started)) FAIL("no sandbox process: " << *error);
+  return std::move(std::get<std::unique_ptr<SandboxProcess>>(started));
+}
+
+Outcome run(SandboxProcess& process, std::string code, const config::Limits& limits,
+            const ParentFetch* fetch = nullptr, std::shared_ptr<CancelToken> cancel = nullptr) {
+  if (!cancel) cancel = std::make_shared<CancelToken>();
+  const Tool tool = fetch ? Tool::execute : Tool::search;
+  return process.run(Call{tool, std::move(code), cancel}, limits, fetch);
+}
+
+nlohmann::json result_of(const Outcome& outcome) {
+  INFO(to_string(outcome.error_kind) << ": " << outcome.error_message);
+  REQUIRE(outcome.ok);
+  return nlohmann::json::parse(outcome.result_json);
+}
+
+bool has_layer(const SandboxProcess& process, std::string_view prefix) {
+  const auto& layers = process.layers();
+  return std::any_of(layers.begin(), layers.end(),
+                     [&](const std::string& layer) { return layer.rfind(prefix, 0) == 0; });
+}
+
+// A listening TCP socket on 127.0.0.1 that counts the connections it could accept.
+class Listener {
+ public:
+  Listener() : fd_(::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)) {
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(::bind(fd_, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0);
+    REQUIRE(::listen(fd_, 8) == 0);
+    socklen_t size = sizeof address;
+    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&address), &size);
+    port_ = ntohs(address.sin_port);
+  }
+  ~Listener() { ::close(fd_); }
+  int port() const { return port_; }
+  int accepted() {
+    int n = 0;
+    for (int fd; (fd = ::accept(fd_, nullptr, nullptr)) >= 0; ++n) ::close(fd);
+    return n;
+  }
+
+ private:
+  int fd_;
+  int port_ = 0;
+};
+
+}  // namespace
+
+TEST_CASE("a sandbox process reports its layers and serves call after call", "[sandbox][process]") {
+  const auto limits = test_limits();
+  auto process = start(options_for(limits));
+  CHECK(has_layer(*process, "process: on"));
+  CHECK(has_layer(*process, "no_new_privs: on"));
+  CHECK(has_layer(*process, "seccomp: on"));
+  CHECK(has_layer(*process, "rlimits: on"));
+  CHECK(result_of(run(*process, "async () => 1 + 1", limits)) == 2);
+  CHECK(result_of(run(*process, "async () => Object.keys(spec.paths).length", limits)) == 11);
+  CHECK(process->calls() == 2);
+  CHECK(process->usable());
+}
+
+TEST_CASE("code that escaped V8 still cannot open a file, a socket or a process",
+          "[sandbox][process][adversarial]") {
+  const auto limits = test_limits();
+  auto process = start(options_for(limits));
+  Listener listener;
+  const auto got = result_of(run(*process,
+                                 "async () => [__native.open('/etc/passwd'), __native.socket(), "
+                                 "__native.connect(" +
+                                     std::to_string(listener.port()) + "), __native.fork()]",
+                                 limits));
+  CHECK(got == nlohmann::json::array({"EPERM", "EPERM", "socket: EPERM", "EPERM"}));
+  CHECK(listener.accepted() == 0);
+  CHECK(process->usable());
+
+  // execve is not refused but punished: the process dies, the call says why.
+  const Outcome exec = run(*process, "async () => __native.exec()", limits);
+  CHECK_FALSE(exec.ok);
+  CHECK(exec.error_message ==
+        "the sandbox process made a forbidden system call and was killed; it was replaced");
+  CHECK_FALSE(process->usable());
+}
+
+TEST_CASE("a sandbox process sees no environment and no inherited descriptor",
+          "[sandbox][process][adversarial]") {
+  ::setenv("CODEMODE_TEST_SECRET", "hunter2-must-not-leak", 1);
+  // No O_CLOEXEC: fork() passes it on, and only the process's own clean-up can close it.
+  const int leaked = ::fcntl(::open("/dev/null", O_RDONLY), F_DUPFD, 40);
+  REQUIRE(leaked >= 40);
+  const auto limits = test_limits();
+  auto process = start(options_for(limits));
+  ::close(leaked);
+  ::unsetenv("CODEMODE_TEST_SECRET");
+
+  const auto got =
+      result_of(run(*process, "async () => [__native.env(), __native.fds(256)]", limits));
+  CHECK(got[0] == nlohmann::json::array());
+  const auto fds = got[1].get<std::vector<int>>();
+  CHECK(std::find(fds.begin(), fds.end(), leaked) == fds.end());
+  CHECK(std::find(fds.begin(), fds.end(), kChannelFd) != fds.end());
+  if (has_layer(*process, "empty root: on")) {
+    CHECK(result_of(run(*process, "async () => __native.open('/')", limits)) == "EPERM");
+  }
+}
+
+TEST_CASE("a process that crashes, hangs in native code or sends garbage costs one call",
+          "[sandbox][process][adversarial]") {
+  auto limits = test_limits();
+  limits.wall_ms = 300;
+  const auto options = options_for(limits);
+
+  SECTION("crash") {
+    auto process = start(options);
+    const Outcome outcome = run(*process, "async () => __native.crash()", limits);
+    CHECK(outcome.error_kind == ErrorKind::runtime);
+    CHECK(outcome.error_message ==
+          "the sandbox process was killed by SIGSEGV during the call; it was replaced");
+    CHECK_FALSE(process->usable());
+  }
+  SECTION("hang where no interrupt reaches") {
+    auto process = start(options);
+    const Outcome outcome = run(*process, "async () => __native.hang()", limits);
+    CHECK(outcome.error_kind == ErrorKind::timeout);
+    CHECK(outcome.error_message ==
+          "wall limit 300 ms exceeded; the sandbox process did not stop and was killed and "
+          "replaced");
+    CHECK_FALSE(process->usable());
+  }
+  SECTION("a frame longer than any answer") {
+    auto process = start(options);
+    const Outcome outcome =
+        run(*process, "async () => __native.writeChannel('\\xff\\xff\\xff\\x7f')", limits);
+    CHECK(outcome.error_message.rfind("the sandbox process sent a frame of 2147483647 bytes", 0) ==
+          0);
+    CHECK_FALSE(process->usable());
+  }
+  SECTION("a frame that is not MessagePack") {
+    auto process = start(options);
+    const Outcome outcome = run(
+        *process, "async () => __native.writeChannel('\\x02\\x00\\x00\\x00\\xc1\\xc1')", limits);
+    CHECK(outcome.error_message ==
+          "the sandbox process sent a message that is not valid MessagePack; it was killed and "
+          "replaced");
+  }
+  SECTION("a result for another call") {
+    auto process = start(options);
+    const std::string frame = channel::encode_frame(channel::Result{999, Outcome::success("1")});
+    std::string literal;
+    for (unsigned char c : frame) {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "\\x%02x", c);
+      literal += hex;
+    }
+    const Outcome outcome =
+        run(*process, "async () => __native.writeChannel('" + literal + "')", limits);
+    CHECK(outcome.error_message ==
+          "the sandbox process sent a message that does not belong to the call; it was killed "
+          "and replaced");
+  }
+  // Whatever happened above, the next process starts and serves.
+  auto next = start(options);
+  CHECK(result_of(run(*next, "async () => 'fine'", limits)) == "fine");
+}
+
+TEST_CASE("fetch() crosses the channel to the parent and back", "[sandbox][process]") {
+  const auto limits = test_limits();
+  auto process = start(options_for(limits, true));
+  std::vector<gateway::OutboundRequest> seen;
+  const ParentFetch fetch = [&](gateway::OutboundRequest request,
+                                std::function<void(gateway::FetchResult)> done) {
+    seen.push_back(request);
+    if (request.url == "/fail") {
+      done(gateway::GatewayError{gateway::ErrorKind::policy, "origin not allowed"});
+      return;
+    }
+    gateway::InboundResponse response;
+    response.status = 201;
+    response.headers = {{"content-type", "text/plain"}};
+    response.body = std::string("bytes\0\xff", 7);
+    response.final_url = "http://127.0.0.1:1" + request.url;
+    done(std::move(response));
+  };
+  const auto got = result_of(
+      run(*process,
+          "async () => { const r = await fetch('/x', {method: 'POST', body: 'hi', headers: {'x-a': "
+          "'b'}}); const bytes = new Uint8Array(await r.arrayBuffer()); "
+          "let refused; try { await fetch('/fail') } catch (e) { refused = e.message } "
+          "return [r.status, r.url, Array.from(bytes), refused] }",
+          limits, &fetch));
+  CHECK(got == nlohmann::json::parse(
+                   R"([201, "http://127.0.0.1:1/x", [98,121,116,101,115,0,255],
+                       "origin not allowed"])"));
+  REQUIRE(seen.size() == 2);
+  CHECK(seen[0].method == "POST");
+  CHECK(seen[0].body == "hi");
+  CHECK(std::find(seen[0].headers.begin(), seen[0].headers.end(), gateway::Header{"x-a", "b"}) !=
+        seen[0].headers.end());
+}
+
+TEST_CASE("SIGKILL in the middle of a call is that call's error", "[sandbox][process]") {
+  const auto limits = test_limits();
+  auto process = start(options_for(limits, true));
+  // The fetch proves the call is running; the kill arrives while it waits for the answer.
+  const ParentFetch kill_it = [&](gateway::OutboundRequest,
+                                  std::function<void(gateway::FetchResult)>) {
+    ::kill(process->pid(), SIGKILL);
+  };
+  const Outcome outcome = run(*process, "async () => (await fetch('/x')).status", limits, &kill_it);
+  CHECK(outcome.error_kind == ErrorKind::runtime);
+  CHECK(outcome.error_message ==
+        "the sandbox process was killed by SIGKILL during the call; it was replaced");
+  CHECK_FALSE(process->usable());
+}
+
+TEST_CASE("cancel reaches the isolate in the process", "[sandbox][process]") {
+  const auto limits = test_limits();
+  auto process = start(options_for(limits, true));
+  auto cancel = std::make_shared<CancelToken>();
+  const ParentFetch cancel_it = [&](gateway::OutboundRequest,
+                                    std::function<void(gateway::FetchResult)>) {
+    cancel->cancel();
+  };
+  const Outcome outcome =
+      run(*process, "async () => (await fetch('/x')).status", limits, &cancel_it, cancel);
+  CHECK(outcome.error_kind == ErrorKind::runtime);
+  CHECK(outcome.error_message == "cancelled");
+  CHECK(process->usable());  // the process answered; it serves on
+  CHECK(result_of(run(*process, "async () => 3", limits)) == 3);
+}
+
+TEST_CASE("memory no isolate limit can stop ends the process, not the daemon",
+          "[sandbox][process][adversarial]") {
+  auto limits = test_limits();
+  limits.wall_ms = 20000;  // V8 collects garbage for seconds before it gives up
+  auto process = start(options_for(limits));
+  // One builtin grows the array without an interrupt check (see sandbox/README.md).
+  const Outcome outcome =
+      run(*process, "async () => { const a = []; a.length = 1e8; a.fill(1.5); return 1 }", limits);
+  CHECK(outcome.error_kind == ErrorKind::memory);
+  CHECK(outcome.error_message == "the sandbox process ran out of memory; it was replaced");
+}
+
+TEST_CASE("the Sandbox replaces a failed process and serves the next call",
+          "[sandbox][process][pool]") {
+  SandboxOptions options;
+  options.limits = test_limits();
+  options.workers = 1;
+  options.child_command = hook_command();
+  options.calls_per_process = 3;
+  Sandbox sandbox(options);
+  auto call = [&](std::string code) {
+    std::promise<Outcome> promise;
+    sandbox.submit(Call{Tool::search, std::move(code), nullptr},
+                   [&](Outcome outcome) { promise.set_value(std::move(outcome)); });
+    return promise.get_future().get();
+  };
+  CHECK(call("async () => __native.crash()").error_kind == ErrorKind::runtime);
+  // A new process serves; after calls_per_process calls, another one.
+  std::vector<int> pids;
+  for (int i = 0; i < 7; ++i) pids.push_back(result_of(call("async () => __native.pid()")));
+  CHECK(pids[0] == pids[2]);
+  CHECK(pids[3] != pids[2]);
+  CHECK(pids[3] == pids[5]);
+  CHECK(pids[6] != pids[5]);
+}

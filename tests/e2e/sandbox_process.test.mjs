@@ -1,0 +1,118 @@
+// The sandbox processes of the real binary: what the kernel says about them, and a SIGKILL in
+// the middle of a call costing that call only.
+import { test, describe, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync, readdirSync, writeFileSync, mkdtempSync } from 'node:fs';
+import { tmpdir, availableParallelism } from 'node:os';
+import { join } from 'node:path';
+import { RawServer, SOURCE_DIR, run } from './harness.mjs';
+
+// Pids of the direct children of `pid` (its sandbox processes).
+function childrenOf(pid) {
+  const out = [];
+  for (const task of readdirSync(`/proc/${pid}/task`)) {
+    const text = readFileSync(`/proc/${pid}/task/${task}/children`, 'utf8').trim();
+    if (text) out.push(...text.split(/\s+/).map(Number));
+  }
+  return out;
+}
+
+function status(pid) {
+  const fields = {};
+  for (const line of readFileSync(`/proc/${pid}/status`, 'utf8').split('\n')) {
+    const [key, ...rest] = line.split(':');
+    if (rest.length) fields[key] = rest.join(':').trim();
+  }
+  return fields;
+}
+
+// User CPU ticks a process has used (field 14 of /proc/PID/stat).
+function cpuTicks(pid) {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[11]);
+  } catch {
+    return -1;  // gone
+  }
+}
+
+async function until(what, predicate, ms = 10000) {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const value = predicate();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+test('--sandbox-report names the layers this machine allows', async () => {
+  const { code, stdout, stderr } = await run(['--sandbox-report']);
+  assert.equal(code, 0, stderr);
+  assert.match(stdout, /^Isolation layers of a sandbox process on this machine:\n/);
+  for (const layer of ['process', 'namespaces', 'rlimits', 'address space', 'empty root', 'no_new_privs', 'seccomp']) {
+    assert.match(stdout, new RegExp(`^  ${layer}: (on|off|partial)`, 'm'), layer);
+  }
+  assert.match(stdout, /^ {2}seccomp: on/m);
+});
+
+describe('sandbox processes of a running server', () => {
+  let server;
+  before(async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'codemode-proc-'));
+    const config = join(dir, 'config.json');
+    writeFileSync(config, JSON.stringify({
+      openapi: join(SOURCE_DIR, 'fixtures/markethub/openapi.json'),
+      upstreams: [{ origin: 'http://127.0.0.1:9', headers: { Authorization: 'Bearer ${PROC_SECRET}' } }],
+      limits: { cpu_ms: 20000, wall_ms: 20000 },
+    }));
+    server = new RawServer(['--config', config], { PROC_SECRET: 'proc-secret-never-in-a-child' });
+    await server.initialize();
+  });
+  after(async () => { await server.close(); });
+
+  const call = (id, code) => server.request({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'search', arguments: { code } } }, 30000);
+
+  test('one locked-down process per core, with no environment', async () => {
+    const workers = availableParallelism();
+    // Ready means locked down: a process that is still starting has no filter yet.
+    const pids = await until('the sandbox processes, ready', () => {
+      const found = childrenOf(server.proc.pid);
+      return found.length === workers && found.every((pid) => status(pid).Seccomp === '2') && found;
+    });
+    for (const pid of pids) {
+      const s = status(pid);
+      assert.equal(s.Seccomp, '2', `seccomp filter mode in ${pid}`);
+      assert.equal(s.NoNewPrivs, '1');
+      let environ;
+      try { environ = readFileSync(`/proc/${pid}/environ`, 'utf8'); } catch { environ = ''; }
+      assert.equal(environ, '', 'the daemon environment (and PROC_SECRET) stays in the daemon');
+      assert.deepEqual(readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').slice(1), ['--sandbox-child', '']);
+    }
+  });
+
+  test('SIGKILL to the process running a call is that call\'s error; the next call is served', async () => {
+    const before = await until('the sandbox processes', () => {
+      const found = childrenOf(server.proc.pid);
+      return found.length === availableParallelism() && found;
+    });
+    const start = Object.fromEntries(before.map((pid) => [pid, cpuTicks(pid)]));
+    const pending = call(1, 'async () => { for (;;) {} }');
+    // The process whose CPU time climbs is the one running the call.
+    const busy = await until('the busy process', () => before.find((pid) => cpuTicks(pid) > start[pid] + 5));
+    process.kill(busy, 'SIGKILL');
+    const reply = await pending;
+    assert.equal(reply.result.isError, true);
+    assert.equal(reply.result.content[0].text, 'runtime: the sandbox process was killed by SIGKILL during the call; it was replaced');
+
+    const next = await call(2, 'async () => Object.keys(spec.paths).length');
+    assert.equal(next.result.content[0].text, '11');
+    const after = await until('a replacement process', () => {
+      const found = childrenOf(server.proc.pid);
+      return found.length === availableParallelism() && !found.includes(busy) && found;
+    });
+    assert.ok(!after.includes(busy));
+    assert.match(server.stderr, /sandbox: process replaced after a call: runtime: the sandbox process was killed by SIGKILL/);
+    assert.ok(!server.stderr.includes('proc-secret-never-in-a-child'));
+  });
+});

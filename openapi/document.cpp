@@ -71,7 +71,12 @@ LoadResult check_document(json root) {
   if (!out.problems.empty()) return out;
 
   std::string title = (*info)["title"].get<std::string>();
-  std::string version = info->value("version", std::string("unversioned"));
+  // YAML reads `version: 1.0` as a number; it is shown as written, as any number is.
+  const auto version_field = info->find("version");
+  std::string version = version_field == info->end() ? std::string("unversioned")
+                        : version_field->is_string() ? version_field->get<std::string>()
+                        : version_field->is_number() ? version_field->dump()
+                                                     : std::string("unversioned");
   const std::size_t path_count = paths->size();
   std::vector<std::string> warnings;
   if (v2) root = normalise_swagger2(root, warnings);
@@ -94,10 +99,13 @@ bool looks_like_json(std::string_view text) {
 }  // namespace
 
 Document make_document(json root) {
+  return make_document(std::make_shared<const json>(std::move(root)));
+}
+
+Document make_document(std::shared_ptr<const json> root) {
   Document doc;
-  auto shared = std::make_shared<const json>(std::move(root));
-  doc.refs = RefIndex::build(*shared, doc.warnings);
-  doc.root = std::move(shared);
+  doc.refs = RefIndex::build(*root, doc.warnings);
+  doc.root = std::move(root);
   return doc;
 }
 

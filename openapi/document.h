@@ -37,6 +37,7 @@ struct LoadResult {
 // Wraps a parsed document: shares it and indexes its $refs. No checks: parse_json() is the
 // door for served APIs; this one also serves tests that need a document of any shape.
 Document make_document(nlohmann::ordered_json root);
+Document make_document(std::shared_ptr<const nlohmann::ordered_json> root);
 
 // Bounds on what is loaded: the file, and the values a YAML document may expand to through
 // aliases (GitHub's 13 MB REST description holds about 1.2 million values).

@@ -165,7 +165,7 @@ std::optional<config::Limits> limits_from(const json& list) {
 
 struct Encoder {
   json operator()(const Init& m) const {
-    const auto spec = nlohmann::ordered_json::to_msgpack(m.spec);
+    const auto spec = nlohmann::ordered_json::to_msgpack(m.spec ? *m.spec : nullptr);
     return {{"t", "init"},
             {"spec", json::binary(spec)},
             {"fetch", m.fetch},
@@ -248,7 +248,9 @@ std::variant<Message, DecodeError> decode_object(const json& body) {
     if (!f.problem().empty()) return done(m);
     auto parsed = parse_msgpack<nlohmann::ordered_json>(spec);
     if (!parsed) return DecodeError{"message \"init\": the spec is not valid MessagePack"};
-    m.spec = std::move(*parsed);
+    if (!parsed->is_null()) {
+      m.spec = std::make_shared<const nlohmann::ordered_json>(std::move(*parsed));
+    }
     return m;
   }
   if (type == "ready") return done(Ready{f.strings("layers")});
@@ -361,8 +363,12 @@ std::variant<std::optional<std::string>, DecodeError> FrameReader::next() {
   if (buffered() < kFramePrefixBytes + size) return std::optional<std::string>();
   std::string body = buffer_.substr(consumed_ + kFramePrefixBytes, size);
   consumed_ += kFramePrefixBytes + size;
-  // Compact once the consumed prefix dominates, so a long stream does not grow the buffer.
-  if (consumed_ > 65536 && consumed_ * 2 > buffer_.size()) {
+  // Compact once the consumed prefix dominates, so a long stream does not grow the buffer; a
+  // large frame's memory is given back once it has been taken.
+  if (consumed_ == buffer_.size() && buffer_.capacity() > (std::size_t{1} << 20)) {
+    std::string().swap(buffer_);
+    consumed_ = 0;
+  } else if (consumed_ > 65536 && consumed_ * 2 > buffer_.size()) {
     buffer_.erase(0, consumed_);
     consumed_ = 0;
   }

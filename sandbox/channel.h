@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -33,7 +34,7 @@ namespace codemode::sandbox::channel {
 // whether `execute` code gets fetch(), the limits every call runs under (they size the
 // process's address-space cap) and the process's total CPU allowance in seconds.
 struct Init {
-  nlohmann::ordered_json spec;
+  std::shared_ptr<const nlohmann::ordered_json> spec;  // shared, never copied; null: no spec
   bool fetch = false;
   config::Limits limits;
   std::uint32_t cpu_seconds = 0;

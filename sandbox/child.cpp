@@ -1,5 +1,6 @@
 #include "sandbox/child.h"
 
+#include <malloc.h>
 #include <unistd.h>
 
 #include <v8.h>
@@ -184,7 +185,8 @@ int child_main(const ChildOptions& options) {
   lockdown::limit_resources(init.cpu_seconds, report);
 
   std::optional<openapi::Document> api;
-  if (!init.spec.is_null()) api = openapi::make_document(std::move(init.spec));
+  if (init.spec) api = openapi::make_document(std::move(init.spec));
+  ::malloc_trim(0);  // the frame and the decoder's copies are gone; so is their memory
 
   ensure_v8_initialized();
   v8::V8::SetFatalMemoryErrorCallback(out_of_memory);

@@ -40,7 +40,8 @@ config::Limits test_limits() {
 
 ProcessOptions options_for(const config::Limits& limits, bool fetch = false) {
   channel::Init init;
-  init.spec = nlohmann::ordered_json::parse(fixtures::markethub_openapi_json());
+  init.spec = std::make_shared<const nlohmann::ordered_json>(
+      nlohmann::ordered_json::parse(fixtures::markethub_openapi_json()));
   init.fetch = fetch;
   init.limits = limits;
   init.cpu_seconds = 600;

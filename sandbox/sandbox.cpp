@@ -6,6 +6,8 @@
 
 #include "sandbox/channel.h"
 
+#include <malloc.h>
+
 #include <algorithm>
 #include <cctype>
 
@@ -48,11 +50,14 @@ std::uint32_t cpu_allowance_seconds(const config::Limits& limits, unsigned calls
 
 std::shared_ptr<const std::string> init_frame(const SandboxOptions& options) {
   channel::Init init;
-  if (options.api != nullptr) init.spec = *options.api->root;
+  if (options.api != nullptr) init.spec = options.api->root;
   init.fetch = options.gateway != nullptr;
   init.limits = options.limits;
   init.cpu_seconds = cpu_allowance_seconds(options.limits, options.calls_per_process);
-  return std::make_shared<const std::string>(channel::encode_frame(init));
+  auto frame = std::make_shared<const std::string>(channel::encode_frame(init));
+  // Encoding a large document passes through several transient copies; give them back.
+  ::malloc_trim(0);
+  return frame;
 }
 
 }  // namespace

@@ -86,8 +86,8 @@ struct RunRequest {
   const openapi::Document* api = nullptr;  // search: its `spec` (see SpecView); execute: unused
   CancelToken* cancel = nullptr;           // optional
   const Fetcher* fetcher = nullptr;        // execute: its fetch(); null: no fetch global
-  // Test binaries only: adds globals to the context after the sandbox's own (the shipped binary
-  // never sets it; tests/README.md names the binaries that do).
+  // Test binaries only: adds globals to the context after the sandbox's own. The shipped binary
+  // never sets it; sandbox_hook_child (hook_child.cpp) does.
   void (*extend_context)(v8::Isolate*, v8::Local<v8::Context>) = nullptr;
 };
 

@@ -5,6 +5,7 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <seccomp.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -151,9 +152,21 @@ void install(v8::Isolate* isolate, v8::Local<v8::Context> context) {
   context->Global()->Set(context, text(isolate, "__native"), native).Check();
 }
 
+// --refuse-unshare plays a kernel (or container runtime) that forbids namespaces: a seccomp
+// filter installed before child_main() makes unshare() fail with EPERM.
+bool refuse_unshare() {
+  scmp_filter_ctx filter = ::seccomp_init(SCMP_ACT_ALLOW);
+  const bool ok = filter != nullptr &&
+                  ::seccomp_rule_add(filter, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(unshare), 0) == 0 &&
+                  ::seccomp_load(filter) == 0;
+  ::seccomp_release(filter);
+  return ok;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 2 || std::string(argv[1]) != "--sandbox-child") return 2;
+  if (argc < 2 || std::string(argv[1]) != "--sandbox-child") return 2;
+  if (argc == 3 && std::string(argv[2]) == "--refuse-unshare" && !refuse_unshare()) return 3;
   ::_exit(codemode::sandbox::child_main(codemode::sandbox::ChildOptions{install}));
 }

@@ -117,6 +117,19 @@ TEST_CASE("a sandbox process reports its layers and serves call after call", "[s
   CHECK(process->usable());
 }
 
+TEST_CASE("a layer the kernel refuses is reported off; the others still hold",
+          "[sandbox][process]") {
+  const auto limits = test_limits();
+  auto options = options_for(limits);
+  options.command.push_back("--refuse-unshare");
+  auto process = start(options);
+  CHECK(has_layer(*process, "namespaces: off (unshare refused: Operation not permitted)"));
+  CHECK(has_layer(*process, "empty root: off (no mount namespace)"));
+  CHECK(has_layer(*process, "seccomp: on"));
+  CHECK(result_of(run(*process, "async () => [__native.open('/etc/passwd'), 6 * 7]", limits)) ==
+        nlohmann::json::array({"EPERM", 42}));
+}
+
 TEST_CASE("code that escaped V8 still cannot open a file, a socket or a process",
           "[sandbox][process][adversarial]") {
   const auto limits = test_limits();

@@ -1,0 +1,420 @@
+// codemode-mcp side by side with its peers: workerd (Dynamic Worker Loader), isolated-vm, deno
+// and node, each running the same code in a fresh isolate or process per call, in one sitting.
+//
+//   node bench/compare.mjs [--quick] [--calls N] [--rounds R] [--warmup W] [--concurrency 1,8,32]
+//                          [--systems workerd,isolated-vm,deno,node] [--workloads hello,spec,...]
+//                          [--ivm-spec parse|snapshot] [--out FILE]
+//
+// Run it through bench/compare, which installs the peers (bench/peers/) and builds the binary.
+//
+// Every system sits behind one local IPC hop: codemode-mcp is driven over MCP (stdio with the SDK
+// client at c=1, Streamable HTTP lanes at c=8/32, as bench/run.mjs and bench/http.mjs do); each
+// peer is a small HTTP server on 127.0.0.1 (POST {code, workload} -> {ok, result}).
+// Interleaving: R rounds; in each round every workload x concurrency cell gives every system a
+// slice of N/R calls in turn (system order rotates per round), so machine noise hits everyone
+// alike. Latency is client-side per call; calls/s is calls over the summed wall time of the
+// cell's slices; RSS is the peak, sampled every 20 ms, of the sum of VmRSS over the system's whole
+// process tree (children from /proc/PID/task/*/children).
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { spawn, execFileSync } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { once } from 'node:events';
+import http from 'node:http';
+import net from 'node:net';
+import { mkdtempSync, mkdirSync, writeFileSync, readFileSync, readdirSync, copyFileSync, rmSync } from 'node:fs';
+import { tmpdir, cpus, loadavg, totalmem } from 'node:os';
+import { join, dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createRequire } from 'node:module';
+import { generateSpec } from './peers/gen-spec.mjs';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const root = join(here, '..');
+const peersDir = join(here, 'peers');
+const bin = process.env.CODEMODE_BIN ?? join(root, 'build/codemode-mcp');
+const argv = process.argv.slice(2);
+const flag = (name) => argv.includes(`--${name}`);
+const opt = (name, fallback) => { const i = argv.indexOf(`--${name}`); return i >= 0 && argv[i + 1] !== undefined ? argv[i + 1] : fallback; };
+const quick = flag('quick');
+const calls = Number(opt('calls', quick ? 64 : 400));
+const rounds = Number(opt('rounds', quick ? 2 : 4));
+const warmup = Number(opt('warmup', quick ? 5 : 15));
+const concurrencies = String(opt('concurrency', '1,8,32')).split(',').map(Number);
+const onlySystems = opt('systems')?.split(',');
+const onlyWorkloads = opt('workloads')?.split(',');
+const require = createRequire(import.meta.url);
+const githubSpec = require.resolve('@octokit/openapi/generated/api.github.com.json');
+const workerdBin = join(peersDir, 'node_modules/@cloudflare/workerd-linux-64/bin/workerd');
+const denoBin = join(peersDir, 'node_modules/@deno/linux-x64-glibc/deno');
+
+// ---------------------------------------------------------------------------------------------
+// Workloads: identical code for every system. `shared` ones run on every system; the others are
+// codemode-mcp only (they need its gateway or a spec the peers were not given), shown in the same
+// table for scale.
+const workloads = [
+  { name: 'hello', code: 'async () => 1 + 1', shared: true, server: 'synthetic', tool: 'search', expect: 2 },
+  { name: 'spec', code: "async () => Object.keys(spec.paths).filter(p => p.includes('/items')).length",
+    shared: true, server: 'synthetic', tool: 'search', expect: 52 },
+  { name: 'github search', code: "async () => Object.keys(spec.paths).filter(p => p.startsWith('/repos/{owner}/{repo}/pulls')).length",
+    shared: false, server: 'github', tool: 'search' },
+  { name: 'execute 1 fetch', code: "async () => (await fetch('/products?limit=3')).status",
+    shared: false, server: 'markethub', tool: 'execute', expect: 200 },
+].filter((w) => !onlyWorkloads || onlyWorkloads.some((o) => w.name.includes(o)));
+
+// ---------------------------------------------------------------------------------------------
+// Helpers.
+const pct = (sorted, p) => sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] : NaN;
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+function treeRssMb(rootPid) {
+  let total = 0;
+  const seen = new Set();
+  const stack = [rootPid];
+  while (stack.length) {
+    const pid = stack.pop();
+    if (seen.has(pid)) continue;
+    seen.add(pid);
+    try {
+      total += Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0);
+      for (const task of readdirSync(`/proc/${pid}/task`)) {
+        const kids = readFileSync(`/proc/${pid}/task/${task}/children`, 'utf8').trim();
+        if (kids) stack.push(...kids.split(/\s+/).map(Number));
+      }
+    } catch { /* exited between listing and reading */ }
+  }
+  return total / 1024;
+}
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.on('error', reject);
+    s.listen(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => resolve(port)); });
+  });
+}
+
+function post(agent, url, body, headers = {}) {
+  return new Promise((resolve, reject) => {
+    const req = http.request(url, { method: 'POST', agent, headers: { 'content-type': 'application/json', ...headers } }, (res) => {
+      let data = '';
+      res.setEncoding('utf8');
+      res.on('data', (d) => { data += d; });
+      res.on('end', () => resolve({ status: res.statusCode, headers: res.headers, body: data }));
+    });
+    req.on('error', reject);
+    req.end(JSON.stringify(body));
+  });
+}
+
+function waitForLine(stream, re, proc, what) {
+  return new Promise((resolve, reject) => {
+    const rl = createInterface({ input: stream });
+    rl.on('line', (line) => { const m = re.exec(line); if (m) resolve(m[1]); });
+    proc.on('exit', (code) => reject(new Error(`${what} exited (${code}) before it was ready`)));
+  });
+}
+
+async function waitForPort(port, proc, what) {
+  let exited = false;
+  proc.on('exit', () => { exited = true; });
+  for (let i = 0; i < 400; i++) {
+    if (exited) throw new Error(`${what} exited before listening`);
+    const ok = await new Promise((resolve) => {
+      const s = net.connect(port, '127.0.0.1');
+      s.on('connect', () => { s.destroy(); resolve(true); });
+      s.on('error', () => resolve(false));
+    });
+    if (ok) return;
+    await sleep(50);
+  }
+  throw new Error(`${what} did not listen on ${port}`);
+}
+
+function versionOf(cmd, args) {
+  try { return execFileSync(cmd, args, { encoding: 'utf8' }).split('\n')[0].trim(); } catch { return 'unknown'; }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The bench directory: the synthetic spec and the configs.
+const dir = mkdtempSync(join(tmpdir(), 'codemode-compare-'));
+const specFile = join(dir, 'spec.json');
+const specText = JSON.stringify(generateSpec());
+writeFileSync(specFile, specText);
+const configFor = (spec) => {
+  const file = join(dir, `config-${Math.random().toString(36).slice(2)}.json`);
+  writeFileSync(file, JSON.stringify({ openapi: spec, limits: { cpu_ms: 5000, wall_ms: 20000 } }));
+  return ['--config', file];
+};
+
+// ---------------------------------------------------------------------------------------------
+// codemode-mcp: one server per spec, each serving stdio (SDK client, c=1) and Streamable HTTP
+// (c>1) at once; its info log gives the server-side time of every call.
+async function startOurs(kind) {
+  const args = kind === 'synthetic' ? configFor(specFile) : kind === 'github' ? configFor(githubSpec) : [];
+  const transport = new StdioClientTransport({ command: bin, args: [...args, '--http', '127.0.0.1:0', '--stdio', '--log-level', 'info'], stderr: 'pipe' });
+  const server = { kind, transport, sink: null, url: null, lanes: [], pid: null };
+  const urlReady = new Promise((resolve) => {
+    createInterface({ input: transport.stderr }).on('line', (line) => {
+      const l = /listening on (http:\/\/\S+)/.exec(line);
+      if (l) resolve(l[1]);
+      const m = /tools\/call \S+ id=\S+: (\S+) in ([\d.]+) ms/.exec(line);
+      if (m && server.sink) server.sink.push(Number(m[2]));
+      if (/\b(error|critical)\b/.test(line) && !m) process.stderr.write(`[codemode-mcp ${kind}] ${line}\n`);
+    });
+  });
+  server.client = new Client({ name: 'codemode-compare', version: '1.0.0' });
+  await server.client.connect(transport);
+  server.pid = transport.pid;
+  server.url = await urlReady;
+  return server;
+}
+
+// Opens lanes (one MCP session and keep-alive connection each) up to `count`, one at a time,
+// before a slice starts, so session setup is never timed and never races.
+async function openLanes(server, count) {
+  while (server.lanes.length < count) {
+    const i = server.lanes.length;
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1, localAddress: `127.0.0.${1 + (i % 4)}` });
+    const headers = { accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-11-25' };
+    const init = await post(agent, server.url, { jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'compare', version: '1' } } }, headers);
+    const session = init.headers['mcp-session-id'];
+    if (init.status !== 200 || !session) throw new Error(`initialize on ${server.url}: HTTP ${init.status} ${init.body.slice(0, 200)}`);
+    await post(agent, server.url, { jsonrpc: '2.0', method: 'notifications/initialized' }, { ...headers, 'mcp-session-id': session });
+    server.lanes.push({ agent, headers: { ...headers, 'mcp-session-id': session }, id: 1 });
+  }
+}
+
+function ourResult(result) {
+  if (result.isError) return { ok: false, error: result.content?.[0]?.text };
+  const text = result.content?.[0]?.text;
+  try { return { ok: true, result: JSON.parse(text) }; } catch { return { ok: true, result: text }; }
+}
+
+const ours = {
+  name: 'codemode-mcp',
+  servers: {},
+  async start() {
+    const kinds = [...new Set(workloads.map((w) => w.server))];
+    for (const kind of kinds) this.servers[kind] = await startOurs(kind);
+  },
+  async prepare(workload, concurrency) { if (concurrency > 1) await openLanes(this.servers[workload.server], concurrency); },
+  pids(workload) { return [this.servers[workload.server].pid]; },
+  sink(workload, array) { this.servers[workload.server].sink = array; },
+  async call(workload, lane, concurrency) {
+    const server = this.servers[workload.server];
+    if (concurrency === 1) {
+      return ourResult(await server.client.callTool({ name: workload.tool, arguments: { code: workload.code } }));
+    }
+    const l = server.lanes[lane];
+    const r = await post(l.agent, server.url, { jsonrpc: '2.0', id: l.id++, method: 'tools/call', params: { name: workload.tool, arguments: { code: workload.code } } }, l.headers);
+    if (r.status !== 200) return { ok: false, error: `HTTP ${r.status}` };
+    let body = r.body;
+    if (body.startsWith('event:') || body.startsWith('data:')) body = /^data: (.*)$/m.exec(body)?.[1] ?? body;
+    const msg = JSON.parse(body);
+    return msg.error ? { ok: false, error: msg.error.message } : ourResult(msg.result);
+  },
+  async stop() {
+    for (const s of Object.values(this.servers)) {
+      for (const l of s.lanes) l.agent.destroy();
+      await s.client.close();
+    }
+  },
+};
+
+// ---------------------------------------------------------------------------------------------
+// Peers: local HTTP servers, one lane = one keep-alive connection, POST {code, workload}.
+function httpPeer(name, startFn) {
+  return {
+    name,
+    lanes: [],
+    async start() { Object.assign(this, await startFn()); },
+    async prepare(workload, concurrency) {
+      while (this.lanes.length < concurrency) this.lanes.push(new http.Agent({ keepAlive: true, maxSockets: 1 }));
+    },
+    pids() { return [this.proc.pid]; },
+    sink() {},
+    async call(workload, lane) {
+      const r = await post(this.lanes[lane], this.url, { code: workload.code, workload: workload.name });
+      if (r.status !== 200) return { ok: false, error: `HTTP ${r.status}: ${r.body.slice(0, 200)}` };
+      return JSON.parse(r.body);
+    },
+    async stop() {
+      for (const a of this.lanes) a.destroy();
+      this.proc.kill('SIGTERM');
+      await once(this.proc, 'exit');
+    },
+  };
+}
+
+// Peer servers do not read stdin, so they would outlive a crashed run: kill them on the way out.
+const children = new Set();
+process.on('exit', () => { for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL'); });
+for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => process.exit(130));
+
+async function startNodeWrapper(script, args, env = {}) {
+  const proc = spawn(process.execPath, [join(peersDir, script), ...args], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, ...env } });
+  children.add(proc);
+  const url = await waitForLine(proc.stdout, /listening on (http:\/\/\S+)/, proc, script);
+  return { proc, url };
+}
+
+async function startWorkerd() {
+  const wdir = join(dir, 'workerd');
+  mkdirSync(wdir, { recursive: true });
+  copyFileSync(join(peersDir, 'workerd/parent.js'), join(wdir, 'parent.js'));
+  copyFileSync(specFile, join(wdir, 'spec.json'));
+  copyFileSync(join(peersDir, 'workerd/config.capnp'), join(wdir, 'config.capnp'));
+  const port = await freePort();
+  const proc = spawn(workerdBin, ['serve', '--experimental', `--socket-addr=http=127.0.0.1:${port}`, join(wdir, 'config.capnp')],
+    { stdio: ['ignore', 'inherit', 'inherit'], cwd: wdir });
+  children.add(proc);
+  await waitForPort(port, proc, 'workerd');
+  return { proc, url: `http://127.0.0.1:${port}/` };
+}
+
+const denoDir = join(dir, 'deno-dir');
+const allSystems = [
+  ours,
+  httpPeer('workerd', startWorkerd),
+  httpPeer('isolated-vm', () => startNodeWrapper('ivm-server.mjs', ['--spec', specFile, '--spec-mode', opt('ivm-spec', 'parse')])),
+  httpPeer('deno', () => startNodeWrapper('subprocess-server.mjs', ['--runtime', 'deno', '--deno', denoBin, '--spec', specFile], { DENO_DIR: denoDir })),
+  httpPeer('node', () => startNodeWrapper('subprocess-server.mjs', ['--runtime', 'node', '--spec', specFile])),
+];
+const systems = allSystems.filter((s) => !onlySystems || s === ours || onlySystems.includes(s.name));
+const systemsFor = (w) => systems.filter((s) => s === ours || w.shared);
+
+// ---------------------------------------------------------------------------------------------
+// One slice: `count` calls at `concurrency` lanes, RSS sampled over the system's process tree.
+async function slice(system, workload, concurrency, count, cell) {
+  await system.prepare(workload, concurrency);
+  const serverMs = [];
+  system.sink(workload, serverMs);
+  const pids = system.pids(workload);
+  const sample = () => { let mb = 0; for (const p of pids) mb += treeRssMb(p); cell.peakRss = Math.max(cell.peakRss, mb); };
+  sample();
+  const sampler = setInterval(sample, 20);
+  let next = 0;
+  const started = performance.now();
+  async function lane(index) {
+    while (next < count) {
+      next++;
+      const t0 = performance.now();
+      let r;
+      try { r = await system.call(workload, index, concurrency); } catch (e) { r = { ok: false, error: String(e) }; }
+      cell.latencies.push(performance.now() - t0);
+      if (!r.ok || (workload.expect !== undefined && r.result !== workload.expect)) {
+        cell.errors++;
+        if (cell.errors <= 2) console.error(`  ${system.name} ${workload.name} c=${concurrency}: ${r.ok ? `unexpected result ${JSON.stringify(r.result)}` : r.error}`);
+      }
+    }
+  }
+  await Promise.all(Array.from({ length: concurrency }, (_, i) => lane(i)));
+  cell.seconds += (performance.now() - started) / 1000;
+  clearInterval(sampler);
+  sample();
+  await sleep(5); // let the last log lines of the slice arrive
+  system.sink(workload, null);
+  cell.serverMs.push(...serverMs);
+}
+
+// ---------------------------------------------------------------------------------------------
+const startedAt = new Date();
+const loadStart = loadavg();
+const machine = {
+  cpus: cpus().length, model: cpus()[0]?.model, memGb: +(totalmem() / 2 ** 30).toFixed(1),
+  node: process.version, loadStart: loadStart.map((l) => +l.toFixed(2)),
+  versions: {
+    'codemode-mcp': versionOf(bin, ['--version']),
+    workerd: versionOf(workerdBin, ['--version']),
+    'isolated-vm': JSON.parse(readFileSync(join(peersDir, 'node_modules/isolated-vm/package.json'), 'utf8')).version,
+    deno: versionOf(denoBin, ['--version']),
+    node: process.version,
+  },
+};
+console.log(`bench/compare: ${calls} calls per cell in ${rounds} interleaved rounds, ${warmup} warm-up calls per system and workload${quick ? ' (--quick)' : ''}`);
+console.log(`machine: ${machine.cpus} CPUs (${machine.model}), ${machine.memGb} GiB; load average at start ${machine.loadStart.join(' ')}`);
+console.log(`versions: ${Object.entries(machine.versions).map(([k, v]) => `${k} ${v}`).join('; ')}`);
+console.log(`synthetic spec: ${specText.length} bytes, ${Object.keys(JSON.parse(specText).paths).length} paths (${specFile})`);
+
+for (const s of systems) {
+  const t0 = performance.now();
+  await s.start();
+  console.log(`started ${s.name} in ${(performance.now() - t0).toFixed(0)} ms`);
+}
+
+// Warm-up (and a check that everybody answers the same thing).
+for (const w of workloads) {
+  for (const s of systemsFor(w)) {
+    let r;
+    await s.prepare(w, Math.max(...concurrencies));
+    for (let i = 0; i < warmup; i++) r = await s.call(w, 0, 1);
+    if (Math.max(...concurrencies) > 1) for (let i = 0; i < Math.min(warmup, 3); i++) await s.call(w, 0, 8); // the HTTP path too
+    console.log(`warm-up ${w.name} on ${s.name}: ${JSON.stringify(r).slice(0, 160)}`);
+  }
+}
+
+const cells = new Map();
+const cellOf = (w, s, c) => {
+  const key = `${w.name}|${s.name}|${c}`;
+  if (!cells.has(key)) cells.set(key, { workload: w.name, system: s.name, concurrency: c, latencies: [], serverMs: [], seconds: 0, errors: 0, peakRss: 0 });
+  return cells.get(key);
+};
+const perSlice = (c) => Math.max(Math.ceil(calls / rounds), 2 * c);
+const t0 = performance.now();
+for (let round = 0; round < rounds; round++) {
+  for (const w of workloads) {
+    for (const c of concurrencies) {
+      const order = systemsFor(w);
+      const rotated = order.map((_, i) => order[(i + round) % order.length]);
+      for (const s of rotated) await slice(s, w, c, perSlice(c), cellOf(w, s, c));
+    }
+  }
+  console.log(`round ${round + 1}/${rounds} done at ${((performance.now() - t0) / 1000).toFixed(0)} s; load ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+}
+for (const s of systems) await s.stop();
+machine.loadEnd = loadavg().map((l) => +l.toFixed(2));
+
+// ---------------------------------------------------------------------------------------------
+const rows = [];
+for (const w of workloads) {
+  for (const c of concurrencies) {
+    const mine = cells.get(`${w.name}|${ours.name}|${c}`);
+    for (const s of systemsFor(w)) {
+      const cell = cells.get(`${w.name}|${s.name}|${c}`);
+      const lat = [...cell.latencies].sort((a, b) => a - b);
+      const srv = [...cell.serverMs].sort((a, b) => a - b);
+      const row = {
+        workload: w.name, system: s.name, concurrency: c, calls: lat.length, errors: cell.errors,
+        p50: pct(lat, 50), p99: pct(lat, 99), rate: lat.length / cell.seconds, peakRssMb: cell.peakRss,
+        serverP50: srv.length ? pct(srv, 50) : null,
+      };
+      if (s !== ours && mine) {
+        const m = rows.find((r) => r.workload === w.name && r.system === ours.name && r.concurrency === c);
+        row.p50Ratio = m.p50 / row.p50;
+        row.rateRatio = m.rate / row.rate;
+      }
+      rows.push(row);
+    }
+  }
+}
+
+const f = (v, d = 2) => (v === null || v === undefined || Number.isNaN(v) ? '' : v.toFixed(d));
+const table = ['| workload | system | c | p50 ms | p99 ms | calls/s | peak RSS MB | server p50 ms | p50 ours/peer | calls/s ours/peer | errors |',
+  '|---|---|---|---|---|---|---|---|---|---|---|'];
+for (const r of rows) {
+  table.push(`| ${r.workload} | ${r.system} | ${r.concurrency} | ${f(r.p50)} | ${f(r.p99)} | ${f(r.rate, 0)} | ${f(r.peakRssMb, 0)} | ${f(r.serverP50)} | ${f(r.p50Ratio)} | ${f(r.rateRatio)} | ${r.errors} |`);
+}
+const elapsed = (Date.now() - startedAt.getTime()) / 1000;
+console.log();
+console.log(`${machine.cpus} CPUs (${machine.model}); load average ${machine.loadStart.join(' ')} at the start, ${machine.loadEnd.join(' ')} at the end; ${elapsed.toFixed(0)} s in all`);
+console.log(table.join('\n'));
+
+const resultsDir = join(here, 'results');
+mkdirSync(resultsDir, { recursive: true });
+const stamp = startedAt.toISOString().slice(0, 16).replace(/:/g, '');
+const out = opt('out', join(resultsDir, `compare-${stamp}${quick ? '-quick' : ''}.json`));
+writeFileSync(out, JSON.stringify({ startedAt: startedAt.toISOString(), seconds: elapsed, quick, calls, rounds, warmup, machine,
+  specBytes: specText.length, rows }, null, 2));
+console.log(`\nresults: ${out}`);
+rmSync(dir, { recursive: true, force: true });

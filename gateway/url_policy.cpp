@@ -210,6 +210,8 @@ std::variant<std::string, std::string> normalise_name(std::string host) {
     return std::variant<std::string, std::string>(std::in_place_index<1>, std::move(why));
   };
   if (host.empty()) return fail("URL has no host");
+  // IDNA takes a C string: a decoded %00 would cut the name short rather than be refused.
+  if (host.find('\0') != std::string::npos) return fail("host is not a valid name");
   const bool ascii = std::none_of(host.begin(), host.end(),
                                   [](char c) { return static_cast<unsigned char>(c) >= 0x80; });
   if (!ascii) {
@@ -224,7 +226,8 @@ std::variant<std::string, std::string> normalise_name(std::string host) {
     if (!address) return fail("host is neither a valid IPv4 address nor a name");
     return std::variant<std::string, std::string>(std::in_place_index<0>, std::move(*address));
   }
-  if (host.back() == '.') host.pop_back();
+  // IDNA maps some names to nothing (U+00AD alone), so the name may be empty here.
+  if (!host.empty() && host.back() == '.') host.pop_back();
   if (host.empty() || host.size() > kMaxHostChars) return fail("host is not a valid name");
   for (const std::string_view label : split_labels(host)) {
     const bool valid = !label.empty() && std::all_of(label.begin(), label.end(), [](char c) {

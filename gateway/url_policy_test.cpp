@@ -189,3 +189,11 @@ TEST_CASE("no upstreams: nothing is allowed", "[gateway][policy]") {
   CHECK(decide(policy, "/x") == "refused: relative URL with no base (no upstream is configured)");
   CHECK(decide(policy, "http://a.test/") == "refused: origin http://a.test is not allowed");
 }
+
+TEST_CASE("a NUL in an international host is refused, not cut short", "[gateway][url]") {
+  // Found by fuzz/url_policy: IDNA took the decoded host as a C string, so "a.test\0é.evil"
+  // became "a.test", and a host IDNA maps to nothing was read past its start.
+  CHECK(norm("http://a.test%00%C3%A9.evil/") == "refused: host is not a valid name");
+  CHECK(norm("http://%00%C3%A9/") == "refused: host is not a valid name");
+  CHECK(norm("http://%C2%AD/").starts_with("refused: "));
+}

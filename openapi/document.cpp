@@ -15,6 +15,9 @@ namespace {
 
 using json = nlohmann::ordered_json;
 
+// What the JSON parser throws besides parse_error: a number beyond a double (1e999).
+constexpr std::string_view kNumberOutOfRange = "not valid JSON: a number is too large to represent";
+
 // "line L, column C" of a byte offset, for JSON syntax errors.
 std::string position_of(std::string_view text, std::size_t offset) {
   offset = std::min(offset, text.size());
@@ -116,6 +119,8 @@ LoadResult parse_json(std::string_view text) {
   } catch (const json::parse_error& e) {
     return LoadResult{std::nullopt,
                       {position_of(text, e.byte == 0 ? 0 : e.byte - 1) + ": not valid JSON"}};
+  } catch (const json::out_of_range&) {
+    return LoadResult{std::nullopt, {std::string(kNumberOutOfRange)}};
   }
   return check_document(std::move(root));
 }
@@ -156,6 +161,8 @@ std::variant<json, std::string> read_value(const fs::path& file) {
     return json::parse(text);
   } catch (const json::parse_error& e) {
     return position_of(text, e.byte == 0 ? 0 : e.byte - 1) + ": not valid JSON";
+  } catch (const json::out_of_range&) {
+    return std::string(kNumberOutOfRange);
   }
 }
 

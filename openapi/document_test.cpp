@@ -133,3 +133,24 @@ TEST_CASE("a referenced file that is missing or broken is a problem naming it", 
   CHECK(loaded.problems[1].rfind(main.string() + ": $ref broken.yaml#/a: broken.yaml: line ", 0) ==
         0);
 }
+
+TEST_CASE("a version that is not a string is shown as written, never thrown", "[openapi]") {
+  // Found by fuzz/openapi: `info.version` was read as a string unchecked.
+  auto yaml = parse_yaml("openapi: 3.0.3\ninfo: {title: T, version: 1.5}\npaths: {}\n");
+  REQUIRE(yaml.document);
+  CHECK(yaml.document->version == "1.5");
+  auto integer = parse_json(R"({"openapi":"3.0.3","info":{"title":"T","version":2},"paths":{}})");
+  REQUIRE(integer.document);
+  CHECK(integer.document->version == "2");
+  auto object = parse_json(R"({"openapi":"3.0.3","info":{"title":"T","version":{}},"paths":{}})");
+  REQUIRE(object.document);
+  CHECK(object.document->version == "unversioned");
+}
+
+TEST_CASE("a number beyond a double is a problem, never thrown", "[openapi]") {
+  // Found by fuzz/openapi: json::parse throws out_of_range, not parse_error, for 1e999.
+  auto loaded = parse_json(R"({"openapi":"3.0.3","info":{"title":"T"},"paths":{},"x":1e999})");
+  CHECK_FALSE(loaded.document);
+  CHECK(loaded.problems ==
+        std::vector<std::string>{"not valid JSON: a number is too large to represent"});
+}

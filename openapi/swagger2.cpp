@@ -19,13 +19,34 @@ constexpr const char* kSchemaMembers[] = {
     "minLength", "pattern",          "maxItems", "minItems",         "uniqueItems",
     "enum",      "multipleOf"};
 
+// The document is untrusted and json::value() throws when a member has another type than the
+// fallback: these read a member of the wrong type (or of a non-object) as absent.
+std::string string_member(const json& node, const char* key) {
+  if (!node.is_object()) return "";
+  const auto it = node.find(key);
+  return it != node.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+bool true_member(const json& node, const char* key) {
+  if (!node.is_object()) return false;
+  const auto it = node.find(key);
+  return it != node.end() && it->is_boolean() && it->get<bool>();
+}
+
+json member(const json& node, const char* key, json fallback) {
+  if (!node.is_object()) return fallback;
+  const auto it = node.find(key);
+  return it != node.end() && it->type() == fallback.type() ? *it : fallback;
+}
+
 class Converter {
  public:
   Converter(const json& root, std::vector<std::string>& warnings)
       : root_(root), warnings_(warnings) {
     if (auto p = root.find("parameters"); p != root.end() && p->is_object()) {
       for (const auto& [name, parameter] : p->items()) {
-        if (parameter.is_object() && parameter.value("in", "") == "body") body_params_.insert(name);
+        if (parameter.is_object() && string_member(parameter, "in") == "body")
+          body_params_.insert(name);
       }
     }
   }
@@ -78,8 +99,8 @@ class Converter {
 
  private:
   json servers() const {
-    const std::string host = root_.value("host", "");
-    std::string base = root_.value("basePath", "");
+    const std::string host = string_member(root_, "host");
+    std::string base = string_member(root_, "basePath");
     if (!base.empty() && base.front() != '/') base = "/" + base;
     json list = json::array();
     std::vector<std::string> schemes;
@@ -168,7 +189,8 @@ class Converter {
         schema[key] = rewrite_refs(value);
       } else if (key == "allowEmptyValue" || key == "name" || key == "in" || key == "description" ||
                  key == "required" || key.rfind("x-", 0) == 0 || key == "$ref") {
-        out[key] = key == "$ref" ? json(new_ref(value.get<std::string>())) : rewrite_refs(value);
+        out[key] = key == "$ref" && value.is_string() ? json(new_ref(value.get<std::string>()))
+                                                      : rewrite_refs(value);
       }
     }
     if (!schema.empty()) out["schema"] = std::move(schema);
@@ -182,20 +204,20 @@ class Converter {
     bool form = false;
     json schema;
     for (const auto& parameter : parameters) {
-      const std::string in = parameter.value("in", "");
+      const std::string in = string_member(parameter, "in");
       if (in == "body") {
-        schema = rewrite_refs(parameter.value("schema", json::object()));
+        schema = rewrite_refs(member(parameter, "schema", json::object()));
         if (parameter.contains("description")) body["description"] = parameter["description"];
-        if (parameter.value("required", false)) body["required"] = true;
+        if (true_member(parameter, "required")) body["required"] = true;
       } else if (in == "formData") {
         form = true;
-        json property = parameter_of(parameter).value("schema", json::object());
-        if (parameter.value("type", "") == "file")
+        json property = member(parameter_of(parameter), "schema", json::object());
+        if (string_member(parameter, "type") == "file")
           property = {{"type", "string"}, {"format", "binary"}};
         if (parameter.contains("description")) property["description"] = parameter["description"];
-        form_schema["properties"][parameter.value("name", "")] = property;
-        if (parameter.value("required", false))
-          form_schema["required"].push_back(parameter["name"]);
+        form_schema["properties"][string_member(parameter, "name")] = property;
+        if (true_member(parameter, "required"))
+          form_schema["required"].push_back(string_member(parameter, "name"));
       }
     }
     if (form) {
@@ -232,7 +254,7 @@ class Converter {
 
   json security_scheme(const json& scheme) const {
     if (!scheme.is_object()) return scheme;
-    const std::string type = scheme.value("type", "");
+    const std::string type = string_member(scheme, "type");
     if (type == "basic") {
       json out{{"type", "http"}, {"scheme", "basic"}};
       if (scheme.contains("description")) out["description"] = scheme["description"];
@@ -241,7 +263,7 @@ class Converter {
     if (type != "oauth2") return scheme;
     json out{{"type", "oauth2"}};
     if (scheme.contains("description")) out["description"] = scheme["description"];
-    const std::string flow = scheme.value("flow", "");
+    const std::string flow = string_member(scheme, "flow");
     const std::string name = flow == "accessCode"    ? "authorizationCode"
                              : flow == "application" ? "clientCredentials"
                                                      : flow;
@@ -249,7 +271,7 @@ class Converter {
     for (const char* key : {"authorizationUrl", "tokenUrl"}) {
       if (scheme.contains(key)) details[key] = scheme[key];
     }
-    details["scopes"] = scheme.value("scopes", json::object());
+    details["scopes"] = member(scheme, "scopes", json::object());
     out["flows"][name] = std::move(details);
     return out;
   }
@@ -266,10 +288,9 @@ class Converter {
       std::vector<json> shared;  // path-level parameters, resolved for body detection
       for (const auto& [key, value] : item.items()) {
         const bool method =
-            std::find_if(std::begin(kMethods), std::end(kMethods),
-                         [&](const char* m) { return key == m; }) != std::end(kMethods);
+            std::find(std::begin(kMethods), std::end(kMethods), key) != std::end(kMethods);
         if (method) {
-          converted[key] = operation(value, item.value("parameters", json::array()));
+          converted[key] = operation(value, member(item, "parameters", json::array()));
         } else if (key == "parameters") {
           json list = json::array();
           for (const auto& parameter : value) {
@@ -293,7 +314,7 @@ class Converter {
       return r.rfind("#/parameters/", 0) == 0 &&
              body_params_.count(r.substr(std::string_view("#/parameters/").size())) != 0;
     }
-    const std::string in = parameter.value("in", "");
+    const std::string in = string_member(parameter, "in");
     return in == "body" || in == "formData";
   }
 
@@ -307,8 +328,8 @@ class Converter {
       for (const auto& parameter : parameters) {
         if (!is_body_like(parameter)) {
           list.push_back(parameter_of(parameter));
-        } else if (parameter.contains("$ref")) {
-          body_ref = new_ref(parameter["$ref"].get<std::string>());
+        } else if (auto ref = parameter.find("$ref"); ref != parameter.end() && ref->is_string()) {
+          body_ref = new_ref(ref->get<std::string>());
         } else {
           body_parameters.push_back(parameter);
         }
@@ -317,7 +338,7 @@ class Converter {
     json parameters = json::array();
     json ignored = json::array();
     collect(path_parameters, ignored);  // only their body parts matter here
-    collect(op.value("parameters", json::array()), parameters);
+    collect(member(op, "parameters", json::array()), parameters);
     for (const auto& [key, value] : op.items()) {
       if (key == "parameters") {
         if (!parameters.empty()) out["parameters"] = parameters;

@@ -120,3 +120,24 @@ TEST_CASE("a Swagger 2.0 document without host serves relative to basePath",
       warnings);
   CHECK(out["servers"] == json::parse(R"([{"url": "/api"}])"));
 }
+
+TEST_CASE("members of the wrong type read as absent, never thrown", "[openapi][swagger2]") {
+  // Found by fuzz/openapi: json::value() throws when a member's type differs from the default.
+  const json wrong = json::parse(R"({
+    "swagger": "2.0", "info": {"title": "T"}, "host": 7, "basePath": ["/v1"],
+    "parameters": {"p": {"in": null, "name": 1}},
+    "securityDefinitions": {"s": {"type": "oauth2", "flow": 3, "scopes": []}},
+    "paths": {"/a": {"parameters": {"not": "an array"},
+                     "post": {"parameters": [{"in": "body", "$ref": 5, "schema": "x", "required": "yes"},
+                                             {"in": "formData", "name": 2, "type": 3, "required": true},
+                                             {"in": ["query"]}, {"in": "query", "$ref": 6}]}}}})");
+  std::vector<std::string> warnings;
+  const json out = normalise_swagger2(wrong, warnings);
+  CHECK(out["servers"] == json::parse(R"([{"url": "/"}])"));
+  const json& body = out["paths"]["/a"]["post"]["requestBody"];
+  CHECK(body["content"]["application/x-www-form-urlencoded"]["schema"]["required"] ==
+        json::parse(R"([""])"));
+  CHECK(out["components"]["securitySchemes"]["s"]["flows"][""]["scopes"] == json::object());
+  CHECK(out["paths"]["/a"]["post"]["parameters"].back() ==
+        json::parse(R"({"in": "query", "$ref": 6})"));
+}

@@ -18,6 +18,8 @@ std::string where(const YAML::Mark& mark) {
          ": ";
 }
 
+constexpr std::size_t kMaxTypedScalarChars = 256;
+
 // A plain (unquoted) scalar under the YAML 1.2 core schema.
 json plain_scalar(const std::string& text) {
   static const std::regex kNull("^(~|null|Null|NULL)?$");
@@ -27,6 +29,9 @@ json plain_scalar(const std::string& text) {
   static const std::regex kOctal("^0o[0-7]+$");
   static const std::regex kHex("^0x[0-9a-fA-F]+$");
   static const std::regex kFloat(R"(^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$)");
+  // std::regex matching recurses once per character, so a long scalar would overflow the stack.
+  // Nulls, booleans and numbers are short; anything this long is text.
+  if (text.size() > kMaxTypedScalarChars) return text;
   if (std::regex_match(text, kNull)) return nullptr;
   if (std::regex_match(text, kTrue)) return true;
   if (std::regex_match(text, kFalse)) return false;

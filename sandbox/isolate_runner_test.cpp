@@ -308,8 +308,8 @@ TEST_CASE("nothing of the host is reachable", "[sandbox][escape]") {
       "async () => new Function('return 1')()",
       "async () => (async function(){}).constructor('return 1')()",
       "async () => (function*(){}).constructor('yield 1')().next()",
-      "async () => { try { null.x } catch (e) { return e.constructor.constructor('return 1')(); } "
-      "}",
+      ("async () => { try { null.x } catch (e) { return e.constructor.constructor('return 1')(); "
+       "} }"),
   };
   for (const char* code : code_generation) {
     INFO(code);

@@ -162,11 +162,11 @@ void restrict_syscalls(Report& report) {
   // Thread names, and signals to this process only (abort() raises SIGABRT at itself).
   if (rc == 0) {
     rc = ::seccomp_rule_add(filter, SCMP_ACT_ALLOW, SCMP_SYS(prctl), 1,
-                            SCMP_A0(SCMP_CMP_EQ, PR_SET_NAME));
+                            SCMP_A0(SCMP_CMP_EQ, PR_SET_NAME, 0));
   }
   if (rc == 0) {
     rc = ::seccomp_rule_add(filter, SCMP_ACT_ALLOW, SCMP_SYS(tgkill), 1,
-                            SCMP_A0(SCMP_CMP_EQ, static_cast<scmp_datum_t>(::getpid())));
+                            SCMP_A0(SCMP_CMP_EQ, static_cast<scmp_datum_t>(::getpid()), 0));
   }
   for (int syscall : {SCMP_SYS(execve), SCMP_SYS(execveat), SCMP_SYS(ptrace),
                       SCMP_SYS(process_vm_readv), SCMP_SYS(process_vm_writev)}) {

@@ -304,6 +304,12 @@ TEST_CASE("memory no isolate limit can stop ends the process, not the daemon",
   auto limits = test_limits();
   limits.wall_ms = 20000;  // V8 collects garbage for seconds before it gives up
   auto process = start(options_for(limits));
+  if (!has_layer(*process, "address space: on")) {
+    // The sanitizer build: ASan's shadow memory rules out an address-space cap, and V8 then
+    // collects garbage for minutes before it gives up; nothing here to prove.
+    WARN("no address-space cap in this build: " << process->layers()[3]);
+    return;
+  }
   // One builtin grows the array without an interrupt check (see sandbox/README.md).
   const Outcome outcome =
       run(*process, "async () => { const a = []; a.length = 1e8; a.fill(1.5); return 1 }", limits);

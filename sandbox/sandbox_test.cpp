@@ -28,7 +28,9 @@ TEST_CASE("blank code is refused before any isolate", "[sandbox][input]") {
 TEST_CASE("every submitted call completes exactly once, also at shutdown", "[sandbox][pool]") {
   std::atomic<int> completed{0};
   {
-    Sandbox sandbox(SandboxOptions{config::Limits{}, 2});
+    SandboxOptions options;
+    options.workers = 2;
+    Sandbox sandbox(options);
     for (int i = 0; i < 50; ++i) {
       sandbox.submit(Call{Tool::search, "async () => 1", nullptr}, [&](Outcome) { ++completed; });
     }

@@ -9,11 +9,17 @@ using namespace codemode::server;
 
 namespace {
 
+sandbox::SandboxOptions one_worker() {
+  sandbox::SandboxOptions options;
+  options.workers = 1;
+  return options;
+}
+
 // A session wired to a real sandbox, with every outgoing message collected in order.
 struct Harness {
   boost::asio::io_context io;
   ToolCatalog tools{ApiSummary{"Search the Test API.", "Call the Test API."}, config::Limits{}};
-  sandbox::Sandbox sandbox{sandbox::SandboxOptions{config::Limits{}, 1}};
+  sandbox::Sandbox sandbox{one_worker()};
   std::vector<Json> sent;
   std::shared_ptr<McpSession> session = std::make_shared<McpSession>(
       io.get_executor(), tools, sandbox, ServerInfo{"codemode-mcp", "9.9.9", ""},

@@ -193,7 +193,26 @@ int child_main(const ChildOptions& options) {
   set_out_of_memory_handler(out_of_memory);
   warm_up(init.limits, api ? &*api : nullptr);
 
-  // One call's heap and ArrayBuffers, the near-heap-limit grant, a watchdog stack, and slack.
+  // One fresh isolate per tool, made ready while the process waits, so a call finds its set-up
+  // done; each is used by one call and replaced after the call's result has been sent.
+  const openapi::Document* document = api ? &*api : nullptr;
+  auto prepare = [&](Tool tool, const config::Limits& limits) {
+    const FetchGlobal fetch =
+        tool == Tool::execute && init.fetch ? FetchGlobal::present : FetchGlobal::absent;
+    return std::make_unique<PreparedIsolate>(
+        PrepareRequest{tool, limits, document, fetch, options.extend_context});
+  };
+  std::unique_ptr<PreparedIsolate> ready[2];
+  auto slot = [&](Tool tool) -> std::unique_ptr<PreparedIsolate>& {
+    return ready[tool == Tool::search ? 0 : 1];
+  };
+  // Search first: `spec` keeps a per-thread pointer to its view, so views end in reverse order
+  // of creation; an execute isolate has none.
+  slot(Tool::search) = prepare(Tool::search, init.limits);
+  slot(Tool::execute) = prepare(Tool::execute, init.limits);
+
+  // Beyond the two ready isolates: one call's heap and ArrayBuffers, the near-heap-limit grant, a
+  // watchdog stack, and slack.
   lockdown::limit_address_space((std::size_t{init.limits.heap_mb} * 4 + 512) * kMB, report);
   lockdown::empty_root(report);
   lockdown::restrict_syscalls(report);
@@ -212,13 +231,19 @@ int child_main(const ChildOptions& options) {
       const std::uint64_t fetch_id = mailroom.expect_reply(call_id, std::move(done));
       send(channel::FetchRequest{call_id, fetch_id, std::move(outbound)});
     };
-    RunRequest request{run.tool,          run.code,
-                       &run.limits,       api ? &*api : nullptr,
-                       job->cancel.get(), init.fetch ? &fetcher : nullptr};
-    request.extend_context = options.extend_context;
-    Outcome outcome = run_in_fresh_isolate(request);
+    auto& isolate = slot(run.tool);
+    if (!isolate->suits(run.tool, run.limits)) {
+      // Limits other than the process's own: set up now (never the case for the daemon's calls).
+      isolate.reset();
+      isolate = prepare(run.tool, run.limits);
+    }
+    Outcome outcome = isolate->run(run.code, job->cancel.get(), init.fetch ? &fetcher : nullptr);
     mailroom.forget_fetches();
     send(channel::Result{call_id, std::move(outcome)});
+    isolate.reset();  // disposed before its successor exists (see above)
+    for (Tool tool : {Tool::search, Tool::execute}) {
+      if (!slot(tool)) slot(tool) = prepare(tool, init.limits);
+    }
   }
   return 0;
 }

@@ -514,6 +514,7 @@ void host_fetch(const v8::FunctionCallbackInfo<v8::Value>& info) {
   v8::Isolate* isolate = info.GetIsolate();
   v8::Local<v8::Context> context = isolate->GetCurrentContext();
   CallState& state = state_of(isolate);
+  if (state.fetcher == nullptr) return throw_type_error(isolate, "fetch: not available here");
   gateway::OutboundRequest request;
   if (info.Length() < 4 || !info[2]->IsArray()) {
     return throw_type_error(isolate, "fetch: bad arguments");
@@ -652,6 +653,53 @@ v8::MaybeLocal<v8::Script> compile(v8::Local<v8::Context> context, std::string_v
   return v8::ScriptCompiler::Compile(context, &script_source);
 }
 
+// The sandbox's own scripts compile from a code cache made by the first isolate of the process
+// that ran them; V8 checks the cache against the source and its flags and ignores a stale one.
+class EmbeddedCodeCache {
+ public:
+  v8::MaybeLocal<v8::Script> compile(v8::Local<v8::Context> context, std::string_view source,
+                                     const char* name) {
+    v8::Isolate* isolate = context->GetIsolate();
+    v8::ScriptOrigin origin(isolate, v8_string(isolate, name), 0);
+    const std::vector<std::uint8_t>* cached = nullptr;
+    {
+      std::lock_guard lock(mutex_);
+      const auto it = data_.find(name);
+      if (it != data_.end()) cached = &it->second;  // never erased, so the pointer stays valid
+    }
+    if (cached == nullptr) {
+      v8::ScriptCompiler::Source plain(v8_string(isolate, source), origin);
+      return v8::ScriptCompiler::Compile(context, &plain);
+    }
+    auto* data =
+        new v8::ScriptCompiler::CachedData(cached->data(), static_cast<int>(cached->size()),
+                                           v8::ScriptCompiler::CachedData::BufferNotOwned);
+    v8::ScriptCompiler::Source with_cache(v8_string(isolate, source), origin, data);
+    return v8::ScriptCompiler::Compile(context, &with_cache, v8::ScriptCompiler::kConsumeCodeCache);
+  }
+  // After the script ran (its inner functions are compiled by then, so they are cached too).
+  void remember(const char* name, v8::Local<v8::Script> script) {
+    {
+      std::lock_guard lock(mutex_);
+      if (data_.count(name) != 0) return;
+    }
+    std::unique_ptr<v8::ScriptCompiler::CachedData> made(
+        v8::ScriptCompiler::CreateCodeCache(script->GetUnboundScript()));
+    if (!made) return;
+    std::lock_guard lock(mutex_);
+    data_.emplace(name, std::vector<std::uint8_t>(made->data, made->data + made->length));
+  }
+
+ private:
+  std::mutex mutex_;
+  std::map<std::string, std::vector<std::uint8_t>, std::less<>> data_;
+};
+
+EmbeddedCodeCache& embedded_code_cache() {
+  static auto* cache = new EmbeddedCodeCache;
+  return *cache;
+}
+
 // Compiles the code as exactly one expression, or returns the SyntaxError text.
 //
 // Why two wrappers: a single wrapper like `(\n<code>\n)` is escapable, because the code may
@@ -716,28 +764,46 @@ size_t near_heap_limit(void* data, size_t current_limit, size_t initial_limit) {
 // One call, inside an isolate that the caller creates and disposes.
 class Run {
  public:
-  Run(v8::Isolate* isolate, const RunRequest& request, Interrupts& interrupts,
-      const BudgetAllocator& allocator, Clock::time_point wall_deadline)
+  Run(v8::Isolate* isolate, const PrepareRequest& request, Interrupts& interrupts,
+      const BudgetAllocator& allocator)
       : isolate_(isolate),
         request_(request),
-        limits_(*request.limits),
+        limits_(request_.limits),
         interrupts_(interrupts),
-        allocator_(allocator),
-        wall_deadline_(wall_deadline) {}
+        allocator_(allocator) {}
 
-  Outcome run() {
+  // The context and the sandbox's globals, before any code is known. False: set-up failed and
+  // run() reports why.
+  bool prepare() {
     v8::HandleScope handles(isolate_);
     state_.clone_budget = std::size_t{limits_.heap_mb} * kMB;
     isolate_->SetData(0, &state_);
     v8::Local<v8::Context> context = v8::Context::New(isolate_);
     v8::Context::Scope context_scope(context);
-    Outcome outcome = run_in(context);
+    context_.Reset(isolate_, context);
+    Outcome failure;
+    if (!set_up(context, failure)) {
+      setup_failure_ = std::move(failure);
+      return false;
+    }
+    return true;
+  }
+
+  Outcome run(std::string_view code, const Fetcher* fetcher) {
+    v8::HandleScope handles(isolate_);
+    v8::Local<v8::Context> context = context_.Get(isolate_);
+    v8::Context::Scope context_scope(context);
+    wall_deadline_ = Clock::now() + std::chrono::milliseconds(limits_.wall_ms);
+    state_.fetcher = fetcher;
+    Outcome outcome = setup_failure_ ? std::move(*setup_failure_) : run_in(context, code);
     outcome.logs = state_.logs.take();
     interrupts_.mailbox()->close();  // fetches still in flight complete into nothing
     state_.timers.clear();           // the Globals must go while the isolate lives
     state_.fetches.clear();
     state_.policy_errors.clear();
     spec_view_.reset();
+    serialize_.Reset();
+    context_.Reset();
     isolate_->SetData(0, nullptr);
     return outcome;
   }
@@ -781,12 +847,14 @@ class Run {
       global->Delete(context, v8_string(isolate_, name)).Check();
     }
     v8::TryCatch try_catch(isolate_);
-    v8::Local<v8::Script> script;
+    auto& cache = embedded_code_cache();
+    v8::Local<v8::Script> script, bootstrap_script, url_script;
     v8::Local<v8::Value> bootstrap, url_factory, kept;
-    if (!compile(context, embedded::sandbox_bootstrap_js(), "bootstrap.js", 0).ToLocal(&script) ||
-        !script->Run(context).ToLocal(&bootstrap) ||
-        !compile(context, embedded::sandbox_url_js(), "url.js", 0).ToLocal(&script) ||
-        !script->Run(context).ToLocal(&url_factory) || !bootstrap->IsFunction()) {
+    if (!cache.compile(context, embedded::sandbox_bootstrap_js(), "bootstrap.js")
+             .ToLocal(&bootstrap_script) ||
+        !bootstrap_script->Run(context).ToLocal(&bootstrap) ||
+        !cache.compile(context, embedded::sandbox_url_js(), "url.js").ToLocal(&url_script) ||
+        !url_script->Run(context).ToLocal(&url_factory) || !bootstrap->IsFunction()) {
       outcome = setup_failed(try_catch);
       return false;
     }
@@ -818,15 +886,16 @@ class Run {
       outcome = setup_failed(try_catch);
       return false;
     }
-    serialize_ = serialize.As<v8::Function>();
+    serialize_.Reset(isolate_, serialize.As<v8::Function>());
+    cache.remember("bootstrap.js", bootstrap_script);
+    cache.remember("url.js", url_script);
 
-    if (request_.tool == Tool::execute && request_.fetcher != nullptr) {
-      state_.fetcher = request_.fetcher;
+    if (request_.tool == Tool::execute && request_.fetch == FetchGlobal::present) {
       state_.mailbox = interrupts_.mailbox();
       v8::Local<v8::Value> factory, ignored;
       v8::Local<v8::Value> fetch_args[] = {global, host_function(context, host_fetch),
                                            host_function(context, host_read_body)};
-      if (!compile(context, embedded::sandbox_fetch_js(), "fetch.js", 0).ToLocal(&script) ||
+      if (!cache.compile(context, embedded::sandbox_fetch_js(), "fetch.js").ToLocal(&script) ||
           !script->Run(context).ToLocal(&factory) || !factory->IsFunction() ||
           !factory.As<v8::Function>()
                ->Call(context, v8::Undefined(isolate_), 3, fetch_args)
@@ -834,6 +903,7 @@ class Run {
         outcome = setup_failed(try_catch);
         return false;
       }
+      cache.remember("fetch.js", script);
     }
     if (request_.tool == Tool::search && request_.api != nullptr) {
       v8::Local<v8::Value> spec;
@@ -855,11 +925,8 @@ class Run {
     return Outcome::failure(ErrorKind::runtime, "sandbox set-up failed: " + what);
   }
 
-  Outcome run_in(v8::Local<v8::Context> context) {
-    Outcome outcome;
-    if (!set_up(context, outcome)) return outcome;
-
-    auto compiled = compile_one_expression(context, request_.code);
+  Outcome run_in(v8::Local<v8::Context> context, std::string_view code) {
+    auto compiled = compile_one_expression(context, code);
     if (auto* error = std::get_if<std::string>(&compiled)) {
       if (interrupts_.reason() != Stop::none) return stopped();
       return Outcome::failure(ErrorKind::compile, std::move(*error));
@@ -894,7 +961,9 @@ class Run {
       result = promise->Result();
     }
     v8::Local<v8::Value> json;
-    if (!serialize_->Call(context, v8::Undefined(isolate_), 1, &result).ToLocal(&json)) {
+    if (!serialize_.Get(isolate_)
+             ->Call(context, v8::Undefined(isolate_), 1, &result)
+             .ToLocal(&json)) {
       if (interrupts_.reason() != Stop::none || !try_catch.HasCaught()) return failed(try_catch);
       return Outcome::failure(ErrorKind::runtime,
                               "result is not JSON-serialisable: " +
@@ -1000,14 +1069,16 @@ class Run {
   }
 
   v8::Isolate* isolate_;
-  const RunRequest& request_;
-  const config::Limits& limits_;
+  const PrepareRequest request_;
+  const config::Limits limits_;
   Interrupts& interrupts_;
   const BudgetAllocator& allocator_;
-  Clock::time_point wall_deadline_;
+  Clock::time_point wall_deadline_;  // set when the code starts
   CallState state_;
   std::optional<SpecView> spec_view_;  // search only; destroyed before the isolate
-  v8::Local<v8::Function> serialize_;
+  v8::Global<v8::Context> context_;
+  v8::Global<v8::Function> serialize_;
+  std::optional<Outcome> setup_failure_;
 };
 
 }  // namespace
@@ -1020,40 +1091,73 @@ void set_out_of_memory_handler(void (*handler)(const char* location, bool is_hea
   out_of_memory_handler = handler;
 }
 
+struct PreparedIsolate::Parts {
+  explicit Parts(const PrepareRequest& request)
+      : allocator(std::size_t{request.limits.heap_mb} * kMB) {}
+  BudgetAllocator allocator;
+  v8::Isolate* isolate = nullptr;
+  std::optional<Interrupts> interrupts;
+  std::optional<Run> run;
+};
+
+PreparedIsolate::PreparedIsolate(const PrepareRequest& request)
+    : request_(request), parts_(std::make_unique<Parts>(request)) {
+  ensure_v8_initialized();
+  const std::size_t heap_bytes = std::size_t{request.limits.heap_mb} * kMB;
+  v8::Isolate::CreateParams params;
+  params.constraints.ConfigureDefaultsFromHeapSize(0, heap_bytes);
+  params.array_buffer_allocator = &parts_->allocator;
+  params.oom_error_callback = out_of_memory_handler.load();
+  v8::Isolate* isolate = parts_->isolate = v8::Isolate::New(params);
+  v8::Isolate::Scope isolate_scope(isolate);
+  isolate->SetMicrotasksPolicy(v8::MicrotasksPolicy::kExplicit);
+  isolate->SetAllowAtomicsWait(false);
+  isolate->SetAllowWasmCodeGenerationCallback(
+      [](v8::Local<v8::Context>, v8::Local<v8::String>) { return false; });
+  Interrupts& interrupts = parts_->interrupts.emplace(isolate);
+  isolate->AddNearHeapLimitCallback(near_heap_limit, &interrupts);
+  parts_->run.emplace(isolate, request_, interrupts, parts_->allocator).prepare();
+}
+
+PreparedIsolate::~PreparedIsolate() {
+  v8::Isolate* isolate = parts_->isolate;
+  {
+    v8::Isolate::Scope isolate_scope(isolate);
+    parts_->run.reset();  // its Globals go while the isolate lives
+    isolate->RemoveNearHeapLimitCallback(near_heap_limit, 0);
+    parts_->interrupts.reset();
+  }
+  isolate->Dispose();
+}
+
+bool PreparedIsolate::suits(Tool tool, const config::Limits& limits) const {
+  const config::Limits& mine = request_.limits;
+  return tool == request_.tool && limits.heap_mb == mine.heap_mb && limits.cpu_ms == mine.cpu_ms &&
+         limits.wall_ms == mine.wall_ms;
+}
+
+Outcome PreparedIsolate::run(std::string_view code, CancelToken* cancel, const Fetcher* fetcher) {
+  if (used_) return Outcome::failure(ErrorKind::runtime, "a prepared isolate runs one call");
+  used_ = true;
+  if (cancel != nullptr && cancel->cancelled()) {
+    return Outcome::failure(ErrorKind::runtime, "cancelled");
+  }
+  v8::Isolate::Scope isolate_scope(parts_->isolate);
+  Interrupts& interrupts = *parts_->interrupts;
+  CancelRegistration registration(cancel, [&interrupts] { interrupts.trip(Stop::cancelled); });
+  return parts_->run->run(code, fetcher);
+  // the watchdog and the canceller can no longer reach the isolate
+}
+
 Outcome run_in_fresh_isolate(const RunRequest& request) {
-  const config::Limits& limits = *request.limits;
-  const Clock::time_point wall_deadline = Clock::now() + std::chrono::milliseconds(limits.wall_ms);
   if (request.cancel != nullptr && request.cancel->cancelled()) {
     return Outcome::failure(ErrorKind::runtime, "cancelled");
   }
-  ensure_v8_initialized();
-
-  const std::size_t heap_bytes = std::size_t{limits.heap_mb} * kMB;
-  BudgetAllocator allocator(heap_bytes);
-  v8::Isolate::CreateParams params;
-  params.constraints.ConfigureDefaultsFromHeapSize(0, heap_bytes);
-  params.array_buffer_allocator = &allocator;
-  params.oom_error_callback = out_of_memory_handler.load();
-  v8::Isolate* isolate = v8::Isolate::New(params);
-  Outcome outcome;
-  {
-    v8::Isolate::Scope isolate_scope(isolate);
-    isolate->SetMicrotasksPolicy(v8::MicrotasksPolicy::kExplicit);
-    isolate->SetAllowAtomicsWait(false);
-    isolate->SetAllowWasmCodeGenerationCallback(
-        [](v8::Local<v8::Context>, v8::Local<v8::String>) { return false; });
-    Interrupts interrupts(isolate);
-    isolate->AddNearHeapLimitCallback(near_heap_limit, &interrupts);
-    {
-      CancelRegistration registration(request.cancel,
-                                      [&interrupts] { interrupts.trip(Stop::cancelled); });
-      Run run(isolate, request, interrupts, allocator, wall_deadline);
-      outcome = run.run();
-    }  // the watchdog and the canceller can no longer reach the isolate
-    isolate->RemoveNearHeapLimitCallback(near_heap_limit, 0);
-  }
-  isolate->Dispose();
-  return outcome;
+  PrepareRequest prepare{request.tool, *request.limits, request.api,
+                         request.fetcher != nullptr ? FetchGlobal::present : FetchGlobal::absent,
+                         request.extend_context};
+  PreparedIsolate isolate(prepare);
+  return isolate.run(request.code, request.cancel, request.fetcher);
 }
 
 }  // namespace codemode::sandbox

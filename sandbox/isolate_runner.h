@@ -16,6 +16,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -89,6 +90,43 @@ struct RunRequest {
   // Test binaries only: adds globals to the context after the sandbox's own. The shipped binary
   // never sets it; sandbox_hook_child (hook_child.cpp) does.
   void (*extend_context)(v8::Isolate*, v8::Local<v8::Context>) = nullptr;
+};
+
+enum class FetchGlobal { absent, present };
+
+// What an isolate needs before its call's code is known.
+struct PrepareRequest {
+  Tool tool = Tool::search;
+  config::Limits limits;
+  const openapi::Document* api = nullptr;   // search: its `spec`; must outlive the isolate
+  FetchGlobal fetch = FetchGlobal::absent;  // execute: install fetch() (run() then needs a Fetcher)
+  void (*extend_context)(v8::Isolate*, v8::Local<v8::Context>) = nullptr;  // tests only
+};
+
+// A fresh isolate made ready ahead of its call: created with the call's limits, given its
+// context, the sandbox's globals and (search) the `spec` root, but no code. run() then only
+// compiles and runs the code (the set-up, about three quarters of a call's cost, is already
+// paid), once; the destructor disposes the isolate. Never reused: one call per isolate. The
+// whole life on one thread, and on that thread no other PreparedIsolate may be created while
+// this one lives (`spec` keeps a per-thread pointer to its view).
+class PreparedIsolate {
+ public:
+  explicit PreparedIsolate(const PrepareRequest& request);
+  ~PreparedIsolate();
+  PreparedIsolate(const PreparedIsolate&) = delete;
+  PreparedIsolate& operator=(const PreparedIsolate&) = delete;
+
+  // Whether a call with this tool and these limits may run here.
+  bool suits(Tool tool, const config::Limits& limits) const;
+  // As run_in_fresh_isolate(), with the code, cancel token and fetcher of the call. wall_ms and
+  // cpu_ms count from here.
+  Outcome run(std::string_view code, CancelToken* cancel, const Fetcher* fetcher);
+
+ private:
+  struct Parts;
+  PrepareRequest request_;
+  std::unique_ptr<Parts> parts_;
+  bool used_ = false;
 };
 
 // Sandbox processes only: what V8 calls when an isolate's heap cannot grow any further (by

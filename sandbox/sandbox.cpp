@@ -103,7 +103,7 @@ void Sandbox::submit(Call call, Completion done) {
     std::lock_guard lock(mutex_);
     queue_.push_back(Job{std::move(call), std::move(done)});
   }
-  wake_.notify_one();
+  wake_.notify_all();  // only the longest-idle worker takes it (see worker_loop)
 }
 
 std::unique_ptr<SandboxProcess> Sandbox::start_process() {
@@ -134,11 +134,16 @@ void Sandbox::worker_loop(unsigned slot) {
   for (;;) {
     Job job;
     {
+      // Calls go to the worker that has been idle longest: its process has had the most time
+      // to make its next isolate ready since its last call.
       std::unique_lock lock(mutex_);
-      wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      idle_.push_back(slot);
+      wake_.wait(lock, [&] { return stopping_ || (!queue_.empty() && idle_.front() == slot); });
       if (queue_.empty()) return;  // stopping and drained
+      idle_.erase(std::find(idle_.begin(), idle_.end(), slot));
       job = std::move(queue_.front());
       queue_.pop_front();
+      if (!queue_.empty()) wake_.notify_all();  // the next idle worker's turn
       if (!job.call.cancel) job.call.cancel = std::make_shared<CancelToken>();
       running_[slot] = job.call.cancel;
     }

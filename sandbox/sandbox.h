@@ -97,6 +97,7 @@ class Sandbox {
   std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<Job> queue_;
+  std::deque<unsigned> idle_;                          // waiting workers, longest-idle first
   std::vector<std::shared_ptr<CancelToken>> running_;  // one slot per worker, under mutex_
   bool stopping_ = false;
   std::vector<std::thread> workers_;

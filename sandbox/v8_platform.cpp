@@ -11,7 +11,9 @@
 
 namespace codemode::sandbox {
 
-std::string_view v8_flags() { return "--no-expose-wasm --disallow-code-generation-from-strings"; }
+std::string_view v8_flags() {
+  return "--no-expose-wasm --disallow-code-generation-from-strings --no-verify-snapshot-checksum";
+}
 
 namespace {
 

@@ -223,7 +223,7 @@ void McpSession::call_tool(const Json& id, const Json& params, const Send& out, 
           const double ms =
               std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
                   .count();
-          spdlog::info("tools/call {} id={}: {} in {:.1f} ms", name, dump(id),
+          spdlog::info("tools/call {} id={}: {} in {:.2f} ms", name, dump(id),
                        outcome.ok ? "ok" : sandbox::to_string(outcome.error_kind), ms);
           self->finish_call(id, outcome);
         });

@@ -131,17 +131,15 @@ std::chrono::nanoseconds thread_cpu_time(clockid_t clock) {
 // Enforces cpu_ms on the worker's CPU clock and wall_ms on the steady clock. CPU time never
 // advances faster than wall time, so sleeping for the CPU budget still left cannot overshoot
 // it; the watchdog wakes rarely for waiting code and converges on a busy loop's deadline.
-// Joined in the destructor, which runs before the isolate is disposed.
-class Watchdog {
+//
+// One watchdog thread per worker thread, started with its first call and kept (a thread per
+// call cost a clone, a stack mapping and a join every time). A Watchdog arms it for one call;
+// its destructor disarms it under the same mutex the watchdog trips under, so once the
+// destructor returns (before the isolate is disposed) nothing can reach the isolate.
+class WatchdogThread {
  public:
-  Watchdog(Interrupts& interrupts, clockid_t cpu_clock, std::chrono::nanoseconds cpu_budget,
-           Clock::time_point wall_deadline)
-      : interrupts_(interrupts),
-        cpu_clock_(cpu_clock),
-        cpu_limit_(thread_cpu_time(cpu_clock) + cpu_budget),
-        wall_deadline_(wall_deadline),
-        thread_([this] { loop(); }) {}
-  ~Watchdog() {
+  WatchdogThread() : thread_([this] { loop(); }) {}
+  ~WatchdogThread() {
     {
       std::lock_guard lock(mutex_);
       stopping_ = true;
@@ -149,32 +147,68 @@ class Watchdog {
     wake_.notify_all();
     thread_.join();
   }
-  Watchdog(const Watchdog&) = delete;
-  Watchdog& operator=(const Watchdog&) = delete;
+  void arm(Interrupts* interrupts, clockid_t cpu_clock, std::chrono::nanoseconds cpu_limit,
+           Clock::time_point wall_deadline) {
+    {
+      std::lock_guard lock(mutex_);
+      interrupts_ = interrupts;
+      cpu_clock_ = cpu_clock;
+      cpu_limit_ = cpu_limit;
+      wall_deadline_ = wall_deadline;
+    }
+    wake_.notify_all();
+  }
+  void disarm() {
+    std::lock_guard lock(mutex_);
+    interrupts_ = nullptr;
+  }
 
  private:
   void loop() {
     using namespace std::chrono;
     std::unique_lock lock(mutex_);
     while (!stopping_) {
+      if (interrupts_ == nullptr) {
+        wake_.wait(lock, [this] { return stopping_ || interrupts_ != nullptr; });
+        continue;
+      }
       const auto cpu_left = cpu_limit_ - thread_cpu_time(cpu_clock_);
-      if (cpu_left <= nanoseconds::zero()) return interrupts_.trip(Stop::cpu);
       const auto now = Clock::now();
-      if (now >= wall_deadline_) return interrupts_.trip(Stop::wall);
+      if (cpu_left <= nanoseconds::zero() || now >= wall_deadline_) {
+        interrupts_->trip(cpu_left <= nanoseconds::zero() ? Stop::cpu : Stop::wall);
+        interrupts_ = nullptr;  // one trip per call
+        continue;
+      }
       const auto sleep = std::max<nanoseconds>(
           std::min<nanoseconds>(cpu_left, wall_deadline_ - now), microseconds(200));
-      wake_.wait_for(lock, sleep, [this] { return stopping_; });
+      wake_.wait_for(lock, sleep);
     }
   }
 
-  Interrupts& interrupts_;
-  clockid_t cpu_clock_;
-  std::chrono::nanoseconds cpu_limit_;
-  Clock::time_point wall_deadline_;
   std::mutex mutex_;
   std::condition_variable wake_;
   bool stopping_ = false;
+  Interrupts* interrupts_ = nullptr;  // armed when set, under mutex_
+  clockid_t cpu_clock_{};
+  std::chrono::nanoseconds cpu_limit_{};
+  Clock::time_point wall_deadline_;
   std::thread thread_;  // last: starts after every member it reads
+};
+
+class Watchdog {
+ public:
+  Watchdog(Interrupts& interrupts, clockid_t cpu_clock, std::chrono::nanoseconds cpu_budget,
+           Clock::time_point wall_deadline) {
+    thread_local WatchdogThread watchdog;
+    watchdog_ = &watchdog;
+    watchdog_->arm(&interrupts, cpu_clock, thread_cpu_time(cpu_clock) + cpu_budget, wall_deadline);
+  }
+  ~Watchdog() { watchdog_->disarm(); }
+  Watchdog(const Watchdog&) = delete;
+  Watchdog& operator=(const Watchdog&) = delete;
+
+ private:
+  WatchdogThread* watchdog_;
 };
 
 // ArrayBuffer memory lives outside the V8 heap cap; this allocator gives it its own budget.

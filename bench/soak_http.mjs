@@ -1,0 +1,107 @@
+// codemode-mcp under sustained mixed load: does memory stay flat?
+//
+//   node bench/soak_http.mjs [--seconds 600] [--concurrency 32]
+//
+// Serves the built-in MarketHub demo over Streamable HTTP and keeps `concurrency` lanes (one
+// MCP session and keep-alive connection each, spread over 127.0.0.1-4) busy with a mix of
+// calls: search hello, a search over the paths, execute with one fetch, code that throws, and
+// code that runs into the 50 ms CPU limit. Every 30 s it prints the RSS of the server and of its
+// sandbox processes (the whole tree), and at the end the least-squares trend of the tree's RSS
+// after the first minute, in MB per minute.
+import http from 'node:http';
+import { spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { readFileSync, readdirSync } from 'node:fs';
+import { once } from 'node:events';
+import { cpus, loadavg } from 'node:os';
+import { join, dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const bin = process.env.CODEMODE_BIN ?? join(here, '..', 'build/codemode-mcp');
+const option = (name, fallback) => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i > 0 ? Number(process.argv[i + 1]) : fallback;
+};
+const seconds = option('seconds', 600);
+const concurrency = option('concurrency', 32);
+
+const mix = [
+  ['search', 'async () => 1 + 1', false],
+  ['search', "async () => Object.keys(spec.paths).filter(p => p.includes('orders'))", false],
+  ['execute', "async () => (await fetch('/products?limit=3')).status", false],
+  ['search', 'async () => { throw new Error("planned") }', true],
+  ['search', 'async () => { for (;;) {} }', true],
+];
+
+const proc = spawn(bin, ['--http', '127.0.0.1:0', '--log-level', 'info'], { stdio: ['ignore', 'ignore', 'pipe'] });
+const url = await new Promise((resolve, reject) => {
+  createInterface({ input: proc.stderr }).on('line', (line) => {
+    const m = /listening on (http:\/\/\S+)/.exec(line);
+    if (m) resolve(m[1]);
+  });
+  proc.on('exit', () => reject(new Error('server exited before listening')));
+});
+
+function post(agent, body, session) {
+  return new Promise((resolve, reject) => {
+    const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-11-25' };
+    if (session) headers['mcp-session-id'] = session;
+    const req = http.request(url, { method: 'POST', agent, headers }, (res) => {
+      let data = '';
+      res.on('data', (d) => { data += d; });
+      res.on('end', () => resolve({ status: res.statusCode, session: res.headers['mcp-session-id'], body: data }));
+    });
+    req.on('error', reject);
+    req.end(JSON.stringify(body));
+  });
+}
+
+const rssOf = (pid) => {
+  try { return Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))[1]) / 1024; } catch { return 0; }
+};
+const childrenOf = (pid) => readdirSync(`/proc/${pid}/task`).flatMap((t) =>
+  readFileSync(`/proc/${pid}/task/${t}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number));
+const treeRss = () => {
+  const kids = childrenOf(proc.pid);
+  return { server: rssOf(proc.pid), processes: kids.reduce((sum, pid) => sum + rssOf(pid), 0), count: kids.length };
+};
+
+let calls = 0;
+let wrong = 0;
+const deadline = Date.now() + seconds * 1000;
+async function lane(index) {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 1, localAddress: `127.0.0.${1 + (index % 4)}` });
+  const init = await post(agent, { jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'soak', version: '1' } } });
+  await post(agent, { jsonrpc: '2.0', method: 'notifications/initialized' }, init.session);
+  for (let i = 0; Date.now() < deadline; i++) {
+    const [name, code, fails] = mix[(index + i) % mix.length];
+    const r = await post(agent, { jsonrpc: '2.0', id: i + 1, method: 'tools/call', params: { name, arguments: { code } } }, init.session);
+    calls++;
+    if (r.status !== 200 || r.body.includes('"isError":true') !== fails) wrong++;
+  }
+  agent.destroy();
+}
+
+console.log(`codemode-mcp soak: ${seconds} s at c=${concurrency}, mixed calls; ${cpus().length} CPUs; load ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+console.log('| minute | calls | server RSS MB | sandbox processes RSS MB (count) | tree MB |');
+console.log('|---|---|---|---|---|');
+const samples = [];
+const started = Date.now();
+const sampler = setInterval(() => {
+  const t = (Date.now() - started) / 60000;
+  const r = treeRss();
+  samples.push([t, r.server + r.processes]);
+  console.log(`| ${t.toFixed(1)} | ${calls} | ${r.server.toFixed(1)} | ${r.processes.toFixed(1)} (${r.count}) | ${(r.server + r.processes).toFixed(1)} |`);
+}, 30000);
+await Promise.all(Array.from({ length: concurrency }, (_, i) => lane(i)));
+clearInterval(sampler);
+
+const late = samples.filter(([t]) => t >= 1);
+const mean = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length;
+const mt = mean(late.map(([t]) => t));
+const mr = mean(late.map(([, r]) => r));
+const slope = late.reduce((s, [t, r]) => s + (t - mt) * (r - mr), 0) / late.reduce((s, [t]) => s + (t - mt) ** 2, 0);
+console.log(`\n${calls} calls, ${wrong} answers not as expected, ${(calls / seconds).toFixed(0)} calls/s; tree RSS trend after the first minute: ${slope.toFixed(2)} MB/min`);
+proc.kill('SIGTERM');
+await once(proc, 'exit');

@@ -116,13 +116,19 @@ SandboxProcess::SandboxProcess(pid_t pid, int fd)
     : pid_(pid), fd_(fd), inbox_(std::make_shared<Inbox>()) {}
 
 SandboxProcess::~SandboxProcess() {
+  kill_and_reap();
+  if (fd_ >= 0) ::close(fd_);
+}
+
+int SandboxProcess::kill_and_reap() {
+  int status = 0;
   if (pid_ > 0) {
     ::kill(pid_, SIGKILL);
-    int status = 0;
     while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
     }
+    pid_ = -1;
   }
-  if (fd_ >= 0) ::close(fd_);
+  return status;
 }
 
 std::variant<std::unique_ptr<SandboxProcess>, std::string> SandboxProcess::start(
@@ -210,26 +216,14 @@ std::variant<std::unique_ptr<SandboxProcess>, std::string> SandboxProcess::start
 
 Outcome SandboxProcess::fail(ErrorKind kind, std::string message) {
   usable_ = false;
-  if (pid_ > 0) {
-    ::kill(pid_, SIGKILL);
-    int status = 0;
-    while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
-    }
-    pid_ = -1;
-  }
+  kill_and_reap();
   return Outcome::failure(kind, std::move(message));
 }
 
 Outcome SandboxProcess::died() {
   usable_ = false;
-  int status = 0;
-  if (pid_ > 0) {
-    // The channel closed, so the process is gone or going; SIGKILL settles which.
-    ::kill(pid_, SIGKILL);
-    while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
-    }
-    pid_ = -1;
-  }
+  // The channel closed, so the process is gone or going; SIGKILL settles which.
+  const int status = kill_and_reap();
   constexpr std::string_view kReplaced = "; it was replaced";
   if (WIFEXITED(status)) {
     const int code = WEXITSTATUS(status);
@@ -255,8 +249,7 @@ Outcome SandboxProcess::died() {
                                                   std::string(kReplaced));
 }
 
-Outcome SandboxProcess::run(const Call& call, const config::Limits& limits,
-                            const ParentFetch* fetch) {
+Outcome SandboxProcess::run(const Call& call, const config::Limits& limits, const Fetcher* fetch) {
   if (!usable_) return Outcome::failure(ErrorKind::runtime, "the sandbox process is not usable");
   ++calls_;
   const std::uint64_t id = ++last_call_id_;

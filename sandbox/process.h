@@ -20,11 +20,10 @@
 #include "config/config.h"
 #include "gateway/gateway.h"
 #include "sandbox/call.h"
+#include "sandbox/isolate_runner.h"
 #include "sandbox/outcome.h"
 
 namespace codemode::sandbox {
-
-class CancelToken;
 
 enum class ChildStderr {
   discard,  // /dev/null (default: a compromised process must not write into the daemon's log)
@@ -41,10 +40,6 @@ struct ProcessOptions {
   std::chrono::milliseconds start_timeout{60000};
 };
 
-// Where an execute call's fetch() goes in the daemon: the gateway, with the call's budget.
-using ParentFetch = std::function<void(gateway::OutboundRequest request,
-                                       std::function<void(gateway::FetchResult result)> done)>;
-
 class SandboxProcess {
  public:
   // Starts a process and waits for its Ready; the error says why there is none.
@@ -54,9 +49,10 @@ class SandboxProcess {
   SandboxProcess(const SandboxProcess&) = delete;
   SandboxProcess& operator=(const SandboxProcess&) = delete;
 
-  // Runs one call. `fetch` may be null (no fetch in this call). After an Outcome that says the
-  // process failed, usable() is false and the owner replaces the process.
-  Outcome run(const Call& call, const config::Limits& limits, const ParentFetch* fetch);
+  // Runs one call. `fetch` (the daemon's gateway, see Fetcher) may be null: no fetch in this call.
+  // After an Outcome that says the process failed, usable() is false and the owner replaces the
+  // process.
+  Outcome run(const Call& call, const config::Limits& limits, const Fetcher* fetch);
 
   bool usable() const { return usable_; }
   pid_t pid() const { return pid_; }
@@ -67,6 +63,8 @@ class SandboxProcess {
  private:
   struct Inbox;
   SandboxProcess(pid_t pid, int fd);
+  // SIGKILL and waitpid, once; the wait status (0 when there was no process left).
+  int kill_and_reap();
   Outcome fail(ErrorKind kind, std::string message);
   // Kills, reaps, and describes how the process ended (for the call's error).
   Outcome died();

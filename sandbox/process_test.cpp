@@ -58,7 +58,7 @@ std::unique_ptr<SandboxProcess> start(const ProcessOptions& options) {
 }
 
 Outcome run(SandboxProcess& process, std::string code, const config::Limits& limits,
-            const ParentFetch* fetch = nullptr, std::shared_ptr<CancelToken> cancel = nullptr) {
+            const Fetcher* fetch = nullptr, std::shared_ptr<CancelToken> cancel = nullptr) {
   if (!cancel) cancel = std::make_shared<CancelToken>();
   const Tool tool = fetch ? Tool::execute : Tool::search;
   return process.run(Call{tool, std::move(code), cancel}, limits, fetch);
@@ -237,8 +237,8 @@ TEST_CASE("fetch() crosses the channel to the parent and back", "[sandbox][proce
   const auto limits = test_limits();
   auto process = start(options_for(limits, true));
   std::vector<gateway::OutboundRequest> seen;
-  const ParentFetch fetch = [&](gateway::OutboundRequest request,
-                                std::function<void(gateway::FetchResult)> done) {
+  const Fetcher fetch = [&](gateway::OutboundRequest request,
+                            std::function<void(gateway::FetchResult)> done) {
     seen.push_back(request);
     if (request.url == "/fail") {
       done(gateway::GatewayError{gateway::ErrorKind::policy, "origin not allowed"});
@@ -272,8 +272,7 @@ TEST_CASE("SIGKILL in the middle of a call is that call's error", "[sandbox][pro
   const auto limits = test_limits();
   auto process = start(options_for(limits, true));
   // The fetch proves the call is running; the kill arrives while it waits for the answer.
-  const ParentFetch kill_it = [&](gateway::OutboundRequest,
-                                  std::function<void(gateway::FetchResult)>) {
+  const Fetcher kill_it = [&](gateway::OutboundRequest, std::function<void(gateway::FetchResult)>) {
     ::kill(process->pid(), SIGKILL);
   };
   const Outcome outcome = run(*process, "async () => (await fetch('/x')).status", limits, &kill_it);
@@ -287,10 +286,8 @@ TEST_CASE("cancel reaches the isolate in the process", "[sandbox][process]") {
   const auto limits = test_limits();
   auto process = start(options_for(limits, true));
   auto cancel = std::make_shared<CancelToken>();
-  const ParentFetch cancel_it = [&](gateway::OutboundRequest,
-                                    std::function<void(gateway::FetchResult)>) {
-    cancel->cancel();
-  };
+  const Fetcher cancel_it = [&](gateway::OutboundRequest,
+                                std::function<void(gateway::FetchResult)>) { cancel->cancel(); };
   const Outcome outcome =
       run(*process, "async () => (await fetch('/x')).status", limits, &cancel_it, cancel);
   CHECK(outcome.error_kind == ErrorKind::runtime);

@@ -160,6 +160,16 @@ void Sandbox::worker_loop(unsigned slot) {
   }
 }
 
+// One call's way to the gateway, with that call's budget and wall deadline. The gateway spends
+// the budget synchronously inside fetch(), on the worker thread that owns it.
+Fetcher Sandbox::gateway_fetcher(gateway::CallBudget& budget) const {
+  const auto deadline = gateway::Clock::now() + std::chrono::milliseconds(options_.limits.wall_ms);
+  return [gateway = options_.gateway, &budget, deadline](
+             gateway::OutboundRequest outbound, std::function<void(gateway::FetchResult)> done) {
+    gateway->fetch(std::move(outbound), budget, deadline, std::move(done));
+  };
+}
+
 Outcome Sandbox::run_in_process(const Call& call, std::unique_ptr<SandboxProcess>& process) {
   if (call.cancel->cancelled()) return Outcome::failure(ErrorKind::runtime, "cancelled");
   if (!process) process = start_process();
@@ -168,12 +178,7 @@ Outcome Sandbox::run_in_process(const Call& call, std::unique_ptr<SandboxProcess
                             "the sandbox process could not start (the server log says why)");
   }
   gateway::CallBudget budget(options_.limits.subrequests);
-  const auto deadline = gateway::Clock::now() + std::chrono::milliseconds(options_.limits.wall_ms);
-  const ParentFetch fetch = [this, &budget, deadline](
-                                gateway::OutboundRequest outbound,
-                                std::function<void(gateway::FetchResult)> done) {
-    options_.gateway->fetch(std::move(outbound), budget, deadline, std::move(done));
-  };
+  const Fetcher fetch = gateway_fetcher(budget);
   const bool fetches = call.tool == Tool::execute && options_.gateway != nullptr;
   Outcome outcome = process->run(call, options_.limits, fetches ? &fetch : nullptr);
   if (!process->usable()) {
@@ -189,14 +194,8 @@ Outcome Sandbox::run(const Call& call) {
   if (call.tool != Tool::execute || options_.gateway == nullptr) {
     return run_in_fresh_isolate(request);
   }
-  // One budget per call; the gateway spends it synchronously inside fetch(), on this thread.
   gateway::CallBudget budget(options_.limits.subrequests);
-  const auto deadline = gateway::Clock::now() + std::chrono::milliseconds(options_.limits.wall_ms);
-  const Fetcher fetcher = [this, &budget, deadline](
-                              gateway::OutboundRequest outbound,
-                              std::function<void(gateway::FetchResult)> done) {
-    options_.gateway->fetch(std::move(outbound), budget, deadline, std::move(done));
-  };
+  const Fetcher fetcher = gateway_fetcher(budget);
   request.fetcher = &fetcher;
   return run_in_fresh_isolate(request);
 }

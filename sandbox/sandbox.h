@@ -88,6 +88,7 @@ class Sandbox {
   };
   void worker_loop(unsigned slot);
   Outcome run(const Call& call);
+  Fetcher gateway_fetcher(gateway::CallBudget& budget) const;
   Outcome run_in_process(const Call& call, std::unique_ptr<SandboxProcess>& process);
   std::unique_ptr<SandboxProcess> start_process();
 

@@ -12,12 +12,7 @@
 // below, which the daemon turns into the call's error.
 #pragma once
 
-namespace v8 {
-class Context;
-class Isolate;
-template <class T>
-class Local;
-}  // namespace v8
+#include "sandbox/isolate_runner.h"
 
 namespace codemode::sandbox {
 
@@ -28,8 +23,7 @@ inline constexpr int kExitBadMessage = 87;   // the daemon sent something undeco
 inline constexpr int kExitStartFailed = 88;  // no usable Init, or the document did not load
 
 struct ChildOptions {
-  // Test binaries only (see RunRequest::extend_context); the shipped binary passes none.
-  void (*extend_context)(v8::Isolate*, v8::Local<v8::Context>) = nullptr;
+  ContextHook extend_context = nullptr;  // test binaries only; the shipped binary passes none
 };
 
 // Runs the sandbox process until its channel closes; returns its exit status.

@@ -74,6 +74,10 @@ class CancelRegistration {
   CancelToken* token_;
 };
 
+// Test binaries only: adds globals to a context after the sandbox's own. The shipped binary
+// never sets one; sandbox_hook_child (hook_child.cpp) does.
+using ContextHook = void (*)(v8::Isolate*, v8::Local<v8::Context>);
+
 // How an execute call's fetch() leaves the isolate. Called on the worker thread with the
 // request as plain data; it must call `done` exactly once, from any thread, possibly after the
 // call has ended (the runner then drops the result).
@@ -87,9 +91,7 @@ struct RunRequest {
   const openapi::Document* api = nullptr;  // search: its `spec` (see SpecView); execute: unused
   CancelToken* cancel = nullptr;           // optional
   const Fetcher* fetcher = nullptr;        // execute: its fetch(); null: no fetch global
-  // Test binaries only: adds globals to the context after the sandbox's own. The shipped binary
-  // never sets it; sandbox_hook_child (hook_child.cpp) does.
-  void (*extend_context)(v8::Isolate*, v8::Local<v8::Context>) = nullptr;
+  ContextHook extend_context = nullptr;    // tests only
 };
 
 enum class FetchGlobal { absent, present };
@@ -100,7 +102,7 @@ struct PrepareRequest {
   config::Limits limits;
   const openapi::Document* api = nullptr;   // search: its `spec`; must outlive the isolate
   FetchGlobal fetch = FetchGlobal::absent;  // execute: install fetch() (run() then needs a Fetcher)
-  void (*extend_context)(v8::Isolate*, v8::Local<v8::Context>) = nullptr;  // tests only
+  ContextHook extend_context = nullptr;     // tests only
 };
 
 // A fresh isolate made ready ahead of its call: created with the call's limits, given its

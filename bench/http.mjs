@@ -6,8 +6,6 @@
 // Each lane is one MCP client: its own session (initialize), its own keep-alive connection.
 // The server limits requests in flight per client address to 16, as a shared agent host would
 // be; lanes therefore spread over 127.0.0.1-127.0.0.4 (all loopback), like separate agents.
-import { spawn } from 'node:child_process';
-import { createInterface } from 'node:readline';
 import { once } from 'node:events';
 import http from 'node:http';
 import { mkdtempSync, writeFileSync, readFileSync } from 'node:fs';
@@ -15,6 +13,7 @@ import { tmpdir, cpus, loadavg } from 'node:os';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createRequire } from 'node:module';
+import { startServer, post } from './mcp_http.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const bin = process.env.CODEMODE_BIN ?? join(root, 'build/codemode-mcp');
@@ -22,34 +21,6 @@ const argv = process.argv.slice(2);
 const calls = Number(argv[argv.indexOf('--calls') + 1] || 1000) || 1000;
 const require = createRequire(import.meta.url);
 const githubSpec = require.resolve('@octokit/openapi/generated/api.github.com.json');
-
-async function startServer(args) {
-  // The "listening on" line is logged at info; stderr is drained for the whole run so the
-  // server never blocks on a full pipe.
-  const proc = spawn(bin, ['--http', '127.0.0.1:0', '--log-level', 'info', ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
-  const url = await new Promise((resolve, reject) => {
-    createInterface({ input: proc.stderr }).on('line', (line) => {
-      const m = /listening on (http:\/\/\S+)/.exec(line);
-      if (m) resolve(m[1]);
-    });
-    proc.on('exit', () => reject(new Error('server exited before listening')));
-  });
-  return { proc, url };
-}
-
-function post(agent, url, body, session) {
-  return new Promise((resolve, reject) => {
-    const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-11-25' };
-    if (session) headers['mcp-session-id'] = session;
-    const req = http.request(url, { method: 'POST', agent, headers }, (res) => {
-      let data = '';
-      res.on('data', (d) => { data += d; });
-      res.on('end', () => resolve({ status: res.statusCode, session: res.headers['mcp-session-id'], body: data }));
-    });
-    req.on('error', reject);
-    req.end(JSON.stringify(body));
-  });
-}
 
 async function lane(index, url, code, count, latencies, errors) {
   const agent = new http.Agent({ keepAlive: true, maxSockets: 1, localAddress: `127.0.0.${1 + (index % 4)}` });
@@ -80,7 +51,7 @@ console.log(`codemode-mcp HTTP bench: ${calls} calls per row; ${cpus().length} C
 console.log('| workload | concurrency | p50 ms | p99 ms | calls/s | errors | server RSS MB (peak) |');
 console.log('|---|---|---|---|---|---|---|');
 for (const workload of workloads) {
-  const { proc, url } = await startServer(workload.args);
+  const { proc, url } = await startServer(bin, workload.args);
   for (const concurrency of [1, 8, 32]) {
     const latencies = [];
     const errors = [];

@@ -9,13 +9,12 @@
 // sandbox processes (the whole tree), and at the end the least-squares trend of the tree's RSS
 // after the first minute, in MB per minute.
 import http from 'node:http';
-import { spawn } from 'node:child_process';
-import { createInterface } from 'node:readline';
 import { readFileSync, readdirSync } from 'node:fs';
 import { once } from 'node:events';
 import { cpus, loadavg } from 'node:os';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { startServer, post } from './mcp_http.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const bin = process.env.CODEMODE_BIN ?? join(here, '..', 'build/codemode-mcp');
@@ -34,28 +33,7 @@ const mix = [
   ['search', 'async () => { for (;;) {} }', true],
 ];
 
-const proc = spawn(bin, ['--http', '127.0.0.1:0', '--log-level', 'info'], { stdio: ['ignore', 'ignore', 'pipe'] });
-const url = await new Promise((resolve, reject) => {
-  createInterface({ input: proc.stderr }).on('line', (line) => {
-    const m = /listening on (http:\/\/\S+)/.exec(line);
-    if (m) resolve(m[1]);
-  });
-  proc.on('exit', () => reject(new Error('server exited before listening')));
-});
-
-function post(agent, body, session) {
-  return new Promise((resolve, reject) => {
-    const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-11-25' };
-    if (session) headers['mcp-session-id'] = session;
-    const req = http.request(url, { method: 'POST', agent, headers }, (res) => {
-      let data = '';
-      res.on('data', (d) => { data += d; });
-      res.on('end', () => resolve({ status: res.statusCode, session: res.headers['mcp-session-id'], body: data }));
-    });
-    req.on('error', reject);
-    req.end(JSON.stringify(body));
-  });
-}
+const { proc, url } = await startServer(bin);
 
 const rssOf = (pid) => {
   try { return Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))[1]) / 1024; } catch { return 0; }
@@ -72,11 +50,11 @@ let wrong = 0;
 const deadline = Date.now() + seconds * 1000;
 async function lane(index) {
   const agent = new http.Agent({ keepAlive: true, maxSockets: 1, localAddress: `127.0.0.${1 + (index % 4)}` });
-  const init = await post(agent, { jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'soak', version: '1' } } });
-  await post(agent, { jsonrpc: '2.0', method: 'notifications/initialized' }, init.session);
+  const init = await post(agent, url, { jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'soak', version: '1' } } });
+  await post(agent, url, { jsonrpc: '2.0', method: 'notifications/initialized' }, init.session);
   for (let i = 0; Date.now() < deadline; i++) {
     const [name, code, fails] = mix[(index + i) % mix.length];
-    const r = await post(agent, { jsonrpc: '2.0', id: i + 1, method: 'tools/call', params: { name, arguments: { code } } }, init.session);
+    const r = await post(agent, url, { jsonrpc: '2.0', id: i + 1, method: 'tools/call', params: { name, arguments: { code } } }, init.session);
     calls++;
     if (r.status !== 200 || r.body.includes('"isError":true') !== fails) wrong++;
   }

@@ -18,6 +18,7 @@
 #include <string>
 
 #include "sandbox/child.h"
+#include "sandbox/v8_platform.h"
 
 extern char** environ;
 
@@ -138,6 +139,16 @@ void write_channel(const v8::FunctionCallbackInfo<v8::Value>& info) {
   info.GetReturnValue().Set(text(info.GetIsolate(), outcome_of(rc)));
 }
 
+// What the page pool has done in this process: [reused, kept, released].
+void page_pool(const v8::FunctionCallbackInfo<v8::Value>& info) {
+  v8::Isolate* isolate = info.GetIsolate();
+  const codemode::sandbox::PagePoolStats stats = codemode::sandbox::page_pool_stats();
+  v8::Local<v8::Value> values[] = {v8::Number::New(isolate, static_cast<double>(stats.reused)),
+                                   v8::Number::New(isolate, static_cast<double>(stats.kept)),
+                                   v8::Number::New(isolate, static_cast<double>(stats.released))};
+  info.GetReturnValue().Set(v8::Array::New(isolate, values, 3));
+}
+
 void install(v8::Isolate* isolate, v8::Local<v8::Context> context) {
   v8::Local<v8::Object> native = v8::Object::New(isolate);
   auto add = [&](const char* name, v8::FunctionCallback callback) {
@@ -156,6 +167,7 @@ void install(v8::Isolate* isolate, v8::Local<v8::Context> context) {
   add("crash", crash);
   add("hang", hang);
   add("writeChannel", write_channel);
+  add("pagePool", page_pool);
   context->Global()->Set(context, text(isolate, "__native"), native).Check();
 }
 

@@ -135,7 +135,7 @@ void restrict_syscalls(Report& report) {
         SCMP_SYS(close), SCMP_SYS(fstat), SCMP_SYS(lseek),
         // memory
         SCMP_SYS(mmap), SCMP_SYS(munmap), SCMP_SYS(mprotect), SCMP_SYS(mremap), SCMP_SYS(madvise),
-        SCMP_SYS(brk),
+        SCMP_SYS(mincore), SCMP_SYS(brk),
         // threads, time, signals
         SCMP_SYS(futex), SCMP_SYS(set_robust_list), SCMP_SYS(rseq), SCMP_SYS(sched_yield),
         SCMP_SYS(sched_getaffinity), SCMP_SYS(nanosleep), SCMP_SYS(clock_nanosleep),

@@ -117,6 +117,19 @@ TEST_CASE("a sandbox process reports its layers and serves call after call", "[s
   CHECK(process->usable());
 }
 
+TEST_CASE("isolates in a locked-down process reuse the pages of those before them",
+          "[sandbox][process][page_pool]") {
+  const auto limits = test_limits();
+  auto process = start(options_for(limits));
+  nlohmann::json stats;
+  for (int i = 0; i < 4; ++i)
+    stats = result_of(run(*process, "async () => __native.pagePool()", limits));
+  // [reused, kept, released]: a system call the filter refused would make every free a release.
+  INFO(stats.dump());
+  CHECK(stats[0].get<double>() > 0);
+  CHECK(stats[1].get<double>() > stats[2].get<double>());
+}
+
 TEST_CASE("a layer the kernel refuses is reported off; the others still hold",
           "[sandbox][process]") {
   const auto limits = test_limits();

@@ -9,6 +9,8 @@
 
 #include <string_view>
 
+#include "sandbox/page_pool.h"
+
 namespace codemode::sandbox {
 
 // The V8 flags set before V8::Initialize, as one string (for logs and the README).
@@ -21,6 +23,9 @@ std::string_view v8_flags();
 
 // Initialises ICU (system data), the flags above, the default platform and V8. Thread-safe.
 void ensure_v8_initialized();
+
+// What the page pool has done so far (zero before V8 is initialised).
+PagePoolStats page_pool_stats();
 
 // Disposes V8 and its platform. Only once no isolate exists and no thread can create one;
 // nothing V8 may run afterwards in this process. Does nothing if V8 was never initialised.

@@ -1,0 +1,153 @@
+#include "sandbox/page_pool.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstring>
+#include <limits>
+
+namespace codemode::sandbox {
+namespace {
+constexpr std::size_t kCannotPool = std::numeric_limits<std::size_t>::max();
+}  // namespace
+
+RecyclingPageAllocator::RecyclingPageAllocator(v8::PageAllocator* system,
+                                               std::size_t max_pooled_bytes,
+                                               std::size_t max_resident_bytes)
+    : system_(system),
+      max_pooled_bytes_(max_pooled_bytes),
+      max_resident_bytes_(max_resident_bytes),
+      page_size_(static_cast<std::size_t>(::sysconf(_SC_PAGESIZE))) {}
+
+std::size_t RecyclingPageAllocator::AllocatePageSize() { return system_->AllocatePageSize(); }
+std::size_t RecyclingPageAllocator::CommitPageSize() { return system_->CommitPageSize(); }
+void RecyclingPageAllocator::SetRandomMmapSeed(int64_t seed) { system_->SetRandomMmapSeed(seed); }
+void* RecyclingPageAllocator::GetRandomMmapAddr() { return system_->GetRandomMmapAddr(); }
+
+void* RecyclingPageAllocator::AllocatePages(void* hint, std::size_t length, std::size_t alignment,
+                                            Permission permissions) {
+  void* found = nullptr;
+  {
+    std::lock_guard lock(mutex_);
+    auto [first, last] = pool_.equal_range(length);
+    auto pick = last;
+    for (auto it = first; it != last; ++it) {
+      if (it->second.address == hint) {  // V8 asks for the code range where it was before
+        pick = it;
+        break;
+      }
+      const auto address = reinterpret_cast<std::uintptr_t>(it->second.address);
+      if (pick == last && (alignment == 0 || address % alignment == 0)) pick = it;
+    }
+    if (pick != last) {
+      found = pick->second.address;
+      stats_.pooled_bytes -= length;
+      stats_.resident_bytes -= pick->second.resident;
+      ++stats_.reused;
+      pool_.erase(pick);
+    } else {
+      ++stats_.mapped;
+    }
+  }
+  if (found == nullptr) return system_->AllocatePages(hint, length, alignment, permissions);
+  // Pooled regions are inaccessible and zero; a request for access gets it now.
+  if (permissions != kNoAccess && permissions != kNoAccessWillJitLater &&
+      !system_->SetPermissions(found, length, permissions)) {
+    system_->FreePages(found, length);
+    return system_->AllocatePages(hint, length, alignment, permissions);
+  }
+  return found;
+}
+
+std::size_t RecyclingPageAllocator::scrub(void* address, std::size_t length) {
+  const std::size_t pages = (length + page_size_ - 1) / page_size_;
+  std::vector<unsigned char> residency(pages);
+  if (::mincore(address, length, residency.data()) != 0) return kCannotPool;
+  auto* base = static_cast<unsigned char*>(address);
+  std::size_t resident = 0;
+  bool writable = false;
+  for (std::size_t i = 0; i < pages;) {
+    const bool in_core = residency[i] & 1;
+    std::size_t end = i;
+    while (end < pages && (residency[end] & 1) == in_core) ++end;
+    unsigned char* run = base + i * page_size_;
+    const std::size_t bytes = (end - i) * page_size_;
+    if (in_core) {
+      if (!writable && ::mprotect(address, length, PROT_READ | PROT_WRITE) != 0) return kCannotPool;
+      writable = true;
+      std::memset(run, 0, bytes);
+      resident += bytes;
+    } else if (::madvise(run, bytes, MADV_DONTNEED) != 0) {
+      // Not in core is not the same as zero: a swapped-out page still holds its bytes.
+      return kCannotPool;
+    }
+    i = end;
+  }
+  // Not system_->SetPermissions(kNoAccess): V8's discards the pages, which is what pooling avoids.
+  if (::mprotect(address, length, PROT_NONE) != 0) return kCannotPool;
+  return resident;
+}
+
+bool RecyclingPageAllocator::FreePages(void* address, std::size_t length) {
+  if (length > max_pooled_bytes_) return system_->FreePages(address, length);
+  const std::size_t resident = scrub(address, length);
+  if (resident == kCannotPool || resident > max_resident_bytes_) {
+    std::lock_guard lock(mutex_);
+    ++stats_.released;
+    return system_->FreePages(address, length);
+  }
+  std::vector<Region> evicted;
+  {
+    std::lock_guard lock(mutex_);
+    pool_.emplace(length, Region{address, resident, ++clock_});
+    stats_.pooled_bytes += length;
+    stats_.resident_bytes += resident;
+    ++stats_.kept;
+    // Oldest first out: a size V8 no longer asks for must not hold the pool.
+    while (stats_.pooled_bytes > max_pooled_bytes_ || stats_.resident_bytes > max_resident_bytes_) {
+      auto oldest = pool_.begin();
+      for (auto it = pool_.begin(); it != pool_.end(); ++it) {
+        if (it->second.freed_at < oldest->second.freed_at) oldest = it;
+      }
+      stats_.pooled_bytes -= oldest->first;
+      stats_.resident_bytes -= oldest->second.resident;
+      ++stats_.released;
+      evicted.push_back(Region{oldest->second.address, oldest->first, 0});
+      pool_.erase(oldest);
+    }
+  }
+  for (const Region& region : evicted) system_->FreePages(region.address, region.resident);
+  return true;
+}
+
+bool RecyclingPageAllocator::ReleasePages(void* address, std::size_t length,
+                                          std::size_t new_length) {
+  return system_->ReleasePages(address, length, new_length);
+}
+
+bool RecyclingPageAllocator::SetPermissions(void* address, std::size_t length,
+                                            Permission permissions) {
+  // V8's own discards the pages it makes inaccessible; they stay here, to be pooled with their
+  // region. V8 never relies on their content afterwards (DecommitPages is for that).
+  if (permissions == kNoAccess || permissions == kNoAccessWillJitLater) {
+    return ::mprotect(address, length, PROT_NONE) == 0;
+  }
+  return system_->SetPermissions(address, length, permissions);
+}
+
+bool RecyclingPageAllocator::DiscardSystemPages(void* address, std::size_t size) {
+  return system_->DiscardSystemPages(address, size);
+}
+
+bool RecyclingPageAllocator::DecommitPages(void* address, std::size_t size) {
+  // Zero when committed again, as V8 requires, without giving the pages back.
+  return scrub(address, size) != kCannotPool;
+}
+
+PagePoolStats RecyclingPageAllocator::stats() const {
+  std::lock_guard lock(mutex_);
+  return stats_;
+}
+
+}  // namespace codemode::sandbox

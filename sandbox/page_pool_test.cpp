@@ -1,0 +1,164 @@
+#include "sandbox/page_pool.h"
+
+#include <sys/mman.h>
+
+#include <libplatform/libplatform.h>
+
+#include <catch2/catch.hpp>
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <string>
+
+#include "sandbox/isolate_runner.h"
+#include "sandbox/v8_platform.h"
+
+using namespace codemode;
+using namespace codemode::sandbox;
+using Permission = v8::PageAllocator::Permission;
+
+namespace {
+
+constexpr std::size_t kChunk = 256 * 1024;
+
+// V8's own allocator, the one the pool stands in front of.
+v8::PageAllocator& system_pages() {
+  static std::unique_ptr<v8::Platform> platform = v8::platform::NewDefaultPlatform(1);
+  return *platform->GetPageAllocator();
+}
+
+// The permissions /proc/self/maps gives the mapping that holds `address` ("rw-p", "---p").
+std::string permissions_of(const void* address) {
+  std::ifstream maps("/proc/self/maps");
+  const auto target = reinterpret_cast<std::uintptr_t>(address);
+  std::string line;
+  while (std::getline(maps, line)) {
+    std::uintptr_t start = 0, end = 0;
+    char perms[5] = {};
+    if (std::sscanf(line.c_str(), "%lx-%lx %4s", &start, &end, perms) == 3 && start <= target &&
+        target < end) {
+      return perms;
+    }
+  }
+  return "unmapped";
+}
+
+std::size_t resident_pages(void* address, std::size_t length) {
+  std::vector<unsigned char> residency(length / 4096);
+  REQUIRE(::mincore(address, length, residency.data()) == 0);
+  std::size_t n = 0;
+  for (unsigned char page : residency) n += page & 1;
+  return n;
+}
+
+bool all_zero(const void* address, std::size_t length) {
+  const auto* bytes = static_cast<const unsigned char*>(address);
+  for (std::size_t i = 0; i < length; ++i) {
+    if (bytes[i] != 0) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("a freed region comes back zeroed, still resident, to the next request of its size",
+          "[sandbox][page_pool]") {
+  RecyclingPageAllocator pool(&system_pages(), 64 << 20, 8 << 20);
+  void* first = pool.AllocatePages(nullptr, kChunk, kChunk, Permission::kNoAccess);
+  REQUIRE(first != nullptr);
+  REQUIRE(reinterpret_cast<std::uintptr_t>(first) % kChunk == 0);
+  REQUIRE(pool.SetPermissions(first, kChunk, Permission::kReadWrite));
+  std::memset(first, 0xA5, kChunk / 2);  // half of it touched, as V8 leaves chunks
+  REQUIRE(pool.FreePages(first, kChunk));
+
+  // In the pool: inaccessible, and the touched half kept in memory.
+  CHECK(permissions_of(first) == "---p");
+  CHECK(resident_pages(first, kChunk) == kChunk / 2 / 4096);
+  CHECK(pool.stats().resident_bytes == kChunk / 2);
+
+  void* second = pool.AllocatePages(nullptr, kChunk, kChunk, Permission::kReadWrite);
+  CHECK(second == first);
+  CHECK(permissions_of(second) == "rw-p");
+  CHECK(all_zero(second, kChunk));
+  const PagePoolStats stats = pool.stats();
+  CHECK(stats.reused == 1);
+  CHECK(stats.mapped == 1);
+  CHECK(stats.pooled_bytes == 0);
+  REQUIRE(pool.FreePages(second, kChunk));
+}
+
+TEST_CASE("a request the pool cannot meet goes to the system", "[sandbox][page_pool]") {
+  RecyclingPageAllocator pool(&system_pages(), 64 << 20, 8 << 20);
+  void* small = pool.AllocatePages(nullptr, kChunk, kChunk, Permission::kReadWrite);
+  REQUIRE(pool.FreePages(small, kChunk));
+  // Another size, and an alignment the pooled region does not have.
+  void* other = pool.AllocatePages(nullptr, 2 * kChunk, kChunk, Permission::kReadWrite);
+  CHECK(other != small);
+  void* aligned = pool.AllocatePages(nullptr, kChunk, 1 << 30, Permission::kReadWrite);
+  CHECK(aligned != small);
+  CHECK(reinterpret_cast<std::uintptr_t>(aligned) % (1 << 30) == 0);
+  CHECK(pool.stats().reused == 0);
+  CHECK(pool.stats().mapped == 3);
+  pool.FreePages(other, 2 * kChunk);
+  pool.FreePages(aligned, kChunk);
+}
+
+TEST_CASE("the pool stays within its budgets, oldest out first", "[sandbox][page_pool]") {
+  // Room for the address space of three chunks and the resident pages of two.
+  RecyclingPageAllocator pool(&system_pages(), 3 * kChunk, 2 * kChunk);
+  void* regions[4];
+  for (void*& region : regions) {
+    region = pool.AllocatePages(nullptr, kChunk, kChunk, Permission::kReadWrite);
+    REQUIRE(region != nullptr);
+    std::memset(region, 1, kChunk);
+  }
+  for (void* region : regions) REQUIRE(pool.FreePages(region, kChunk));
+  PagePoolStats stats = pool.stats();
+  CHECK(stats.resident_bytes <= 2 * kChunk);
+  CHECK(stats.pooled_bytes <= 3 * kChunk);
+  CHECK(stats.kept == 4);
+  CHECK(stats.released == 2);
+  CHECK(permissions_of(regions[0]) == "unmapped");  // the oldest went back to the system
+  CHECK(permissions_of(regions[3]) == "---p");
+
+  // A region with more resident pages than the whole budget is not kept at all.
+  RecyclingPageAllocator tiny(&system_pages(), 64 << 20, kChunk / 2);
+  void* big = tiny.AllocatePages(nullptr, kChunk, kChunk, Permission::kReadWrite);
+  std::memset(big, 1, kChunk);
+  REQUIRE(tiny.FreePages(big, kChunk));
+  CHECK(tiny.stats().released == 1);
+  CHECK(tiny.stats().pooled_bytes == 0);
+}
+
+TEST_CASE("decommitted pages read as zero when committed again; revoked ones stay resident",
+          "[sandbox][page_pool]") {
+  RecyclingPageAllocator pool(&system_pages(), 64 << 20, 8 << 20);
+  char* region =
+      static_cast<char*>(pool.AllocatePages(nullptr, kChunk, kChunk, Permission::kReadWrite));
+  std::memset(region, 7, kChunk);
+  REQUIRE(pool.DecommitPages(region, kChunk / 2));
+  CHECK(permissions_of(region) == "---p");
+  REQUIRE(pool.SetPermissions(region, kChunk / 2, Permission::kReadWrite));
+  CHECK(all_zero(region, kChunk / 2));
+  CHECK(region[kChunk / 2] == 7);
+
+  // kNoAccess without a discard: the pages stay for the pool (V8's own allocator drops them).
+  REQUIRE(pool.SetPermissions(region, kChunk, Permission::kNoAccess));
+  CHECK(permissions_of(region) == "---p");
+  CHECK(resident_pages(region, kChunk) == kChunk / 4096);
+  REQUIRE(pool.FreePages(region, kChunk));
+}
+
+TEST_CASE("isolates take their pages from the pool", "[sandbox][page_pool]") {
+  config::Limits limits;
+  limits.cpu_ms = 1000;
+  const PagePoolStats before = page_pool_stats();
+  for (int i = 0; i < 3; ++i) {
+    RunRequest request{Tool::search, "async () => 1 + 1", &limits, nullptr, nullptr};
+    REQUIRE(run_in_fresh_isolate(request).ok);
+  }
+  const PagePoolStats after = page_pool_stats();
+  CHECK(after.reused > before.reused);
+  CHECK(after.kept > before.kept);
+}

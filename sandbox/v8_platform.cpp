@@ -14,7 +14,8 @@
 namespace codemode::sandbox {
 
 std::string_view v8_flags() {
-  return "--no-expose-wasm --disallow-code-generation-from-strings --no-verify-snapshot-checksum";
+  return "--no-expose-wasm --disallow-code-generation-from-strings --no-verify-snapshot-checksum "
+         "--no-rehash-snapshot";
 }
 
 namespace {

@@ -17,6 +17,11 @@ namespace codemode::sandbox {
 //   --no-expose-wasm: no `WebAssembly` global (the wasm code-gen callback refuses it as well).
 //   --disallow-code-generation-from-strings: eval / new Function refused in every context,
 //     on top of the per-context AllowCodeGenerationFromStrings(false).
+//   --no-verify-snapshot-checksum: every Isolate::New hashed the whole snapshot again.
+//   --no-rehash-snapshot: isolates keep the string hash seed baked into the snapshot instead
+//     of drawing one and rehashing every string of it (~0.4 M instructions per isolate). The
+//     seed only matters against hash flooding, and the only code that could flood an isolate's
+//     tables is its own call's, which its CPU limit already bounds.
 // Not --jitless: the isolate's bounds (heap, CPU, no wasm) do not depend on it, and
 // interpreter-only execution makes search code slower (see README.md for the measurement).
 std::string_view v8_flags();

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
@@ -687,52 +688,142 @@ v8::MaybeLocal<v8::Script> compile(v8::Local<v8::Context> context, std::string_v
   return v8::ScriptCompiler::Compile(context, &script_source);
 }
 
-// The sandbox's own scripts compile from a code cache made by the first isolate of the process
-// that ran them; V8 checks the cache against the source and its flags and ignores a stale one.
-class EmbeddedCodeCache {
- public:
-  v8::MaybeLocal<v8::Script> compile(v8::Local<v8::Context> context, std::string_view source,
-                                     const char* name) {
-    v8::Isolate* isolate = context->GetIsolate();
-    v8::ScriptOrigin origin(isolate, v8_string(isolate, name), 0);
-    const std::vector<std::uint8_t>* cached = nullptr;
-    {
-      std::lock_guard lock(mutex_);
-      const auto it = data_.find(name);
-      if (it != data_.end()) cached = &it->second;  // never erased, so the pointer stays valid
-    }
-    if (cached == nullptr) {
-      v8::ScriptCompiler::Source plain(v8_string(isolate, source), origin);
-      return v8::ScriptCompiler::Compile(context, &plain);
-    }
-    auto* data =
-        new v8::ScriptCompiler::CachedData(cached->data(), static_cast<int>(cached->size()),
-                                           v8::ScriptCompiler::CachedData::BufferNotOwned);
-    v8::ScriptCompiler::Source with_cache(v8_string(isolate, source), origin, data);
-    return v8::ScriptCompiler::Compile(context, &with_cache, v8::ScriptCompiler::kConsumeCodeCache);
+v8::Local<v8::Function> host_function(v8::Local<v8::Context> context,
+                                      v8::FunctionCallback callback) {
+  v8::Isolate* isolate = context->GetIsolate();
+  return v8::FunctionTemplate::New(isolate, callback, v8::Local<v8::Value>(),
+                                   v8::Local<v8::Signature>(), 0, v8::ConstructorBehavior::kThrow)
+      ->GetFunction(context)
+      .ToLocalChecked();
+}
+
+// Every host function a context of the sandbox can hold, for the startup snapshot: V8 stores a
+// function's callback as an index into this list. Null-terminated.
+const intptr_t* external_references() {
+  static const intptr_t references[] = {
+      reinterpret_cast<intptr_t>(host_log),
+      reinterpret_cast<intptr_t>(host_set_timeout),
+      reinterpret_cast<intptr_t>(host_clear_timeout),
+      reinterpret_cast<intptr_t>(host_queue_microtask),
+      reinterpret_cast<intptr_t>(host_structured_clone),
+      reinterpret_cast<intptr_t>(host_utf8_length),
+      reinterpret_cast<intptr_t>(host_utf8_write),
+      reinterpret_cast<intptr_t>(host_utf8_decode),
+      reinterpret_cast<intptr_t>(host_fetch),
+      reinterpret_cast<intptr_t>(host_read_body),
+      0,
+  };
+  return references;
+}
+
+// Installs the sandbox's globals (js/bootstrap.js, js/url.js and, with `fetch`, js/fetch.js)
+// into a context that no code has run in, and returns the `serialize` function the host keeps.
+// Empty, with the exception in `try_catch`, only if the build's own scripts are broken.
+v8::MaybeLocal<v8::Function> install_globals(v8::Local<v8::Context> context, FetchGlobal fetch) {
+  v8::Isolate* isolate = context->GetIsolate();
+  v8::Local<v8::Object> global = context->Global();
+  for (const char* name : {"WebAssembly", "SharedArrayBuffer", "Atomics"}) {
+    if (global->Delete(context, v8_string(isolate, name)).IsNothing()) return {};
   }
-  // After the script ran (its inner functions are compiled by then, so they are cached too).
-  void remember(const char* name, v8::Local<v8::Script> script) {
-    {
-      std::lock_guard lock(mutex_);
-      if (data_.count(name) != 0) return;
+  v8::Local<v8::Script> script;
+  v8::Local<v8::Value> bootstrap, url_factory, kept, serialize;
+  if (!compile(context, embedded::sandbox_bootstrap_js(), "bootstrap.js", 0).ToLocal(&script) ||
+      !script->Run(context).ToLocal(&bootstrap) || !bootstrap->IsFunction() ||
+      !compile(context, embedded::sandbox_url_js(), "url.js", 0).ToLocal(&script) ||
+      !script->Run(context).ToLocal(&url_factory)) {
+    return {};
+  }
+  v8::Local<v8::Object> host = v8::Object::New(isolate);
+  const std::pair<const char*, v8::FunctionCallback> functions[] = {
+      {"log", host_log},
+      {"setTimeout", host_set_timeout},
+      {"clearTimeout", host_clear_timeout},
+      {"queueMicrotask", host_queue_microtask},
+      {"structuredClone", host_structured_clone},
+      {"utf8Length", host_utf8_length},
+      {"utf8Write", host_utf8_write},
+      {"utf8Decode", host_utf8_decode},
+  };
+  for (const auto& [name, callback] : functions) {
+    if (host->Set(context, v8_string(isolate, name), host_function(context, callback))
+            .IsNothing()) {
+      return {};
     }
-    std::unique_ptr<v8::ScriptCompiler::CachedData> made(
-        v8::ScriptCompiler::CreateCodeCache(script->GetUnboundScript()));
-    if (!made) return;
-    std::lock_guard lock(mutex_);
-    data_.emplace(name, std::vector<std::uint8_t>(made->data, made->data + made->length));
+  }
+  if (host->Set(context, v8_string(isolate, "urlFactory"), url_factory).IsNothing()) return {};
+  v8::Local<v8::Value> args[] = {host, global};
+  if (!bootstrap.As<v8::Function>()
+           ->Call(context, v8::Undefined(isolate), 2, args)
+           .ToLocal(&kept) ||
+      !kept->IsObject() ||
+      !kept.As<v8::Object>()->Get(context, v8_string(isolate, "serialize")).ToLocal(&serialize) ||
+      !serialize->IsFunction()) {
+    return {};
+  }
+  if (fetch == FetchGlobal::present) {
+    v8::Local<v8::Value> factory, ignored;
+    v8::Local<v8::Value> fetch_args[] = {global, host_function(context, host_fetch),
+                                         host_function(context, host_read_body)};
+    if (!compile(context, embedded::sandbox_fetch_js(), "fetch.js", 0).ToLocal(&script) ||
+        !script->Run(context).ToLocal(&factory) || !factory->IsFunction() ||
+        !factory.As<v8::Function>()
+             ->Call(context, v8::Undefined(isolate), 3, fetch_args)
+             .ToLocal(&ignored)) {
+      return {};
+    }
+  }
+  return serialize.As<v8::Function>();
+}
+
+// The sandbox's globals, made once per process into a V8 startup snapshot: one context with
+// install_globals() done without fetch, one with. An isolate created from it deserialises its
+// context with the scripts already run and their functions compiled, instead of compiling and
+// running them (callgrind, isolate_bench: see bench/README.md). Built on first use, before
+// any isolate of the process runs code; the blob lives as long as the process.
+class GlobalsSnapshot {
+ public:
+  static const GlobalsSnapshot& get() {
+    static const GlobalsSnapshot* snapshot = new GlobalsSnapshot;
+    return *snapshot;
+  }
+  // Non-const only because CreateParams says so; V8 reads it.
+  v8::StartupData* blob() const { return const_cast<v8::StartupData*>(&blob_); }
+  // The context index for Context::FromSnapshot; `serialize` is that context's data 0.
+  static std::size_t context_index(FetchGlobal fetch) {
+    return fetch == FetchGlobal::present ? 1 : 0;
   }
 
  private:
-  std::mutex mutex_;
-  std::map<std::string, std::vector<std::uint8_t>, std::less<>> data_;
+  GlobalsSnapshot() {
+    ensure_v8_initialized();
+    v8::SnapshotCreator creator(external_references());
+    v8::Isolate* isolate = creator.GetIsolate();
+    {
+      v8::HandleScope handles(isolate);
+      creator.SetDefaultContext(v8::Context::New(isolate));
+      for (FetchGlobal fetch : {FetchGlobal::absent, FetchGlobal::present}) {
+        v8::Local<v8::Context> context = v8::Context::New(isolate);
+        v8::Context::Scope scope(context);
+        v8::TryCatch try_catch(isolate);
+        v8::Local<v8::Function> serialize;
+        if (!install_globals(context, fetch).ToLocal(&serialize)) {
+          // The build's own scripts are broken: nothing could ever run.
+          std::fprintf(stderr, "codemode-mcp: the sandbox's scripts failed to set up: %s\n",
+                       try_catch.HasCaught()
+                           ? describe_exception(isolate, try_catch.Exception()).c_str()
+                           : "no exception");
+          std::abort();
+        }
+        creator.AddData(context, serialize);
+        const std::size_t index = creator.AddContext(context);
+        if (index != context_index(fetch)) std::abort();  // indexes are assigned in order
+      }
+    }
+    blob_ = creator.CreateBlob(v8::SnapshotCreator::FunctionCodeHandling::kKeep);
+    if (blob_.data == nullptr || blob_.raw_size <= 0) std::abort();
+  }
+  v8::StartupData blob_{};
 };
-
-EmbeddedCodeCache& embedded_code_cache() {
-  static auto* cache = new EmbeddedCodeCache;
-  return *cache;
-}
 
 // Compiles the code as exactly one expression, or returns the SyntaxError text.
 //
@@ -772,15 +863,6 @@ std::variant<v8::Local<v8::Script>, std::string> compile_one_expression(
   return std::string("unreachable");
 }
 
-v8::Local<v8::Function> host_function(v8::Local<v8::Context> context,
-                                      v8::FunctionCallback callback) {
-  v8::Isolate* isolate = context->GetIsolate();
-  return v8::FunctionTemplate::New(isolate, callback, v8::Local<v8::Value>(),
-                                   v8::Local<v8::Signature>(), 0, v8::ConstructorBehavior::kThrow)
-      ->GetFunction(context)
-      .ToLocalChecked();
-}
-
 size_t near_heap_limit(void* data, size_t current_limit, size_t initial_limit) {
   auto* interrupts = static_cast<Interrupts*>(data);
   interrupts->trip(Stop::heap);
@@ -812,9 +894,19 @@ class Run {
     v8::HandleScope handles(isolate_);
     state_.clone_budget = std::size_t{limits_.heap_mb} * kMB;
     isolate_->SetData(0, &state_);
-    v8::Local<v8::Context> context = v8::Context::New(isolate_);
+    const FetchGlobal fetch = request_.tool == Tool::execute ? request_.fetch : FetchGlobal::absent;
+    v8::Local<v8::Context> context;
+    v8::Local<v8::Function> serialize;
+    if (!v8::Context::FromSnapshot(isolate_, GlobalsSnapshot::context_index(fetch))
+             .ToLocal(&context) ||
+        !context->GetDataFromSnapshotOnce<v8::Function>(0).ToLocal(&serialize)) {
+      setup_failure_ = Outcome::failure(ErrorKind::runtime,
+                                        "sandbox set-up failed: the context did not deserialise");
+      return false;
+    }
     v8::Context::Scope context_scope(context);
     context_.Reset(isolate_, context);
+    serialize_.Reset(isolate_, serialize);
     Outcome failure;
     if (!set_up(context, failure)) {
       setup_failure_ = std::move(failure);
@@ -874,78 +966,29 @@ class Run {
     return Outcome::failure(ErrorKind::runtime, std::move(text));
   }
 
+  // What a context from the snapshot needs before its call: what deserialisation does not
+  // keep (code generation from strings is a per-context switch; V8 installs SharedArrayBuffer
+  // and Atomics again), and what is this call's own.
   bool set_up(v8::Local<v8::Context> context, Outcome& outcome) {
     context->AllowCodeGenerationFromStrings(false);
     v8::Local<v8::Object> global = context->Global();
-    for (const char* name : {"WebAssembly", "SharedArrayBuffer", "Atomics"}) {
-      global->Delete(context, v8_string(isolate_, name)).Check();
-    }
     v8::TryCatch try_catch(isolate_);
-    auto& cache = embedded_code_cache();
-    v8::Local<v8::Script> script, bootstrap_script, url_script;
-    v8::Local<v8::Value> bootstrap, url_factory, kept;
-    if (!cache.compile(context, embedded::sandbox_bootstrap_js(), "bootstrap.js")
-             .ToLocal(&bootstrap_script) ||
-        !bootstrap_script->Run(context).ToLocal(&bootstrap) ||
-        !cache.compile(context, embedded::sandbox_url_js(), "url.js").ToLocal(&url_script) ||
-        !url_script->Run(context).ToLocal(&url_factory) || !bootstrap->IsFunction()) {
-      outcome = setup_failed(try_catch);
-      return false;
-    }
-    v8::Local<v8::Object> host = v8::Object::New(isolate_);
-    const std::pair<const char*, v8::FunctionCallback> functions[] = {
-        {"log", host_log},
-        {"setTimeout", host_set_timeout},
-        {"clearTimeout", host_clear_timeout},
-        {"queueMicrotask", host_queue_microtask},
-        {"structuredClone", host_structured_clone},
-        {"utf8Length", host_utf8_length},
-        {"utf8Write", host_utf8_write},
-        {"utf8Decode", host_utf8_decode},
-    };
-    for (const auto& [name, callback] : functions) {
-      host->Set(context, v8_string(isolate_, name), host_function(context, callback)).Check();
-    }
-    host->Set(context, v8_string(isolate_, "urlFactory"), url_factory).Check();
-    v8::Local<v8::Value> args[] = {host, global};
-    v8::Local<v8::Value> serialize;
-    if (!bootstrap.As<v8::Function>()
-             ->Call(context, v8::Undefined(isolate_), 2, args)
-             .ToLocal(&kept) ||
-        !kept->IsObject() ||
-        !kept.As<v8::Object>()
-             ->Get(context, v8_string(isolate_, "serialize"))
-             .ToLocal(&serialize) ||
-        !serialize->IsFunction()) {
-      outcome = setup_failed(try_catch);
-      return false;
-    }
-    serialize_.Reset(isolate_, serialize.As<v8::Function>());
-    cache.remember("bootstrap.js", bootstrap_script);
-    cache.remember("url.js", url_script);
-
-    if (request_.tool == Tool::execute && request_.fetch == FetchGlobal::present) {
-      state_.mailbox = interrupts_.mailbox();
-      v8::Local<v8::Value> factory, ignored;
-      v8::Local<v8::Value> fetch_args[] = {global, host_function(context, host_fetch),
-                                           host_function(context, host_read_body)};
-      if (!cache.compile(context, embedded::sandbox_fetch_js(), "fetch.js").ToLocal(&script) ||
-          !script->Run(context).ToLocal(&factory) || !factory->IsFunction() ||
-          !factory.As<v8::Function>()
-               ->Call(context, v8::Undefined(isolate_), 3, fetch_args)
-               .ToLocal(&ignored)) {
+    for (const char* name : {"WebAssembly", "SharedArrayBuffer", "Atomics"}) {
+      if (global->Delete(context, v8_string(isolate_, name)).IsNothing()) {
         outcome = setup_failed(try_catch);
         return false;
       }
-      cache.remember("fetch.js", script);
+    }
+    if (request_.tool == Tool::execute && request_.fetch == FetchGlobal::present) {
+      state_.mailbox = interrupts_.mailbox();
     }
     if (request_.tool == Tool::search && request_.api != nullptr) {
       v8::Local<v8::Value> spec;
-      if (!spec_view_.emplace(isolate_, *request_.api).root(context).ToLocal(&spec)) {
+      if (!spec_view_.emplace(isolate_, *request_.api).root(context).ToLocal(&spec) ||
+          global->Set(context, v8_string(isolate_, "spec"), spec).IsNothing()) {
         outcome = setup_failed(try_catch);
         return false;
       }
-      global->Set(context, v8_string(isolate_, "spec"), spec).Check();
     }
     if (request_.extend_context != nullptr) request_.extend_context(isolate_, context);
     return true;
@@ -1141,6 +1184,8 @@ PreparedIsolate::PreparedIsolate(const PrepareRequest& request)
   v8::Isolate::CreateParams params;
   params.constraints.ConfigureDefaultsFromHeapSize(0, heap_bytes);
   params.array_buffer_allocator = &parts_->allocator;
+  params.snapshot_blob = GlobalsSnapshot::get().blob();
+  params.external_references = external_references();
   params.oom_error_callback = out_of_memory_handler.load();
   v8::Isolate* isolate = parts_->isolate = v8::Isolate::New(params);
   v8::Isolate::Scope isolate_scope(isolate);

@@ -3,6 +3,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <limits>
@@ -90,6 +91,13 @@ std::size_t RecyclingPageAllocator::scrub(void* address, std::size_t length) {
 }
 
 bool RecyclingPageAllocator::FreePages(void* address, std::size_t length) {
+  {
+    std::lock_guard lock(mutex_);
+    if (auto trimmed = trimmed_.find(address); trimmed != trimmed_.end()) {
+      length = trimmed->second;  // the tail ReleasePages kept is freed with the rest
+      trimmed_.erase(trimmed);
+    }
+  }
   if (length > max_pooled_bytes_) return system_->FreePages(address, length);
   const std::size_t resident = scrub(address, length);
   if (resident == kCannotPool || resident > max_resident_bytes_) {
@@ -123,7 +131,17 @@ bool RecyclingPageAllocator::FreePages(void* address, std::size_t length) {
 
 bool RecyclingPageAllocator::ReleasePages(void* address, std::size_t length,
                                           std::size_t new_length) {
-  return system_->ReleasePages(address, length, new_length);
+  // V8 shrinks a region it no longer needs whole (a chunk down to its used part). Unmapping the
+  // tail would leave a region of a size nobody asks for again; instead the tail is made
+  // inaccessible and stays with the region, so the whole region returns to the pool later.
+  auto* tail = static_cast<char*>(address) + new_length;
+  if (::mprotect(tail, length - new_length, PROT_NONE) != 0) {
+    return system_->ReleasePages(address, length, new_length);
+  }
+  std::lock_guard lock(mutex_);
+  auto [it, inserted] = trimmed_.emplace(address, length);
+  if (!inserted) it->second = std::max(it->second, length);
+  return true;
 }
 
 bool RecyclingPageAllocator::SetPermissions(void* address, std::size_t length,

@@ -6,8 +6,10 @@
 // that shoots down TLB entries on every CPU the process ran on: about a third of a short call's
 // CPU time. RecyclingPageAllocator keeps freed regions (up to a budget), zeroes what of them is
 // resident and makes them inaccessible; the next isolate's request for a region of that size gets
-// one of them, with no fault for the pages already there. So an isolate never sees another's
-// bytes: what it gets is zero, as fresh mappings are, and as V8 requires of a new region.
+// one of them, with no fault for the pages already there. A region V8 shrinks (ReleasePages)
+// keeps its tail, inaccessible, so that it returns to the pool at the size V8 asks for. An
+// isolate never sees another's bytes: what it gets is zero, as fresh mappings are, and as V8
+// requires of a new region.
 //
 // Threads: V8 calls it from any thread (the isolate's, its GC and compiler workers); every member
 // takes the one mutex. Process-wide, created once by ensure_v8_initialized() and never destroyed
@@ -72,6 +74,7 @@ class RecyclingPageAllocator final : public v8::PageAllocator {
   mutable std::mutex mutex_;
   std::multimap<std::size_t, Region> pool_;  // by length
   std::uint64_t clock_ = 0;
+  std::map<void*, std::size_t> trimmed_;  // shrunk by ReleasePages: start -> length as mapped
   PagePoolStats stats_;
 };
 

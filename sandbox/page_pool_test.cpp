@@ -131,6 +131,24 @@ TEST_CASE("the pool stays within its budgets, oldest out first", "[sandbox][page
   CHECK(tiny.stats().pooled_bytes == 0);
 }
 
+TEST_CASE("a region V8 shrank returns to the pool whole", "[sandbox][page_pool]") {
+  RecyclingPageAllocator pool(&system_pages(), 64 << 20, 8 << 20);
+  char* region =
+      static_cast<char*>(pool.AllocatePages(nullptr, kChunk, kChunk, Permission::kReadWrite));
+  std::memset(region, 3, kChunk);
+  REQUIRE(pool.ReleasePages(region, kChunk, 140 * 1024));
+  REQUIRE(pool.ReleasePages(region, 140 * 1024, 8 * 1024));
+  CHECK(permissions_of(region) == "rw-p");
+  CHECK(permissions_of(region + 8 * 1024) == "---p");  // the tail is out of reach, not unmapped
+  REQUIRE(pool.FreePages(region, 8 * 1024));
+  CHECK(pool.stats().pooled_bytes == kChunk);
+
+  void* again = pool.AllocatePages(nullptr, kChunk, kChunk, Permission::kReadWrite);
+  CHECK(again == region);
+  CHECK(all_zero(again, kChunk));
+  REQUIRE(pool.FreePages(again, kChunk));
+}
+
 TEST_CASE("decommitted pages read as zero when committed again; revoked ones stay resident",
           "[sandbox][page_pool]") {
   RecyclingPageAllocator pool(&system_pages(), 64 << 20, 8 << 20);

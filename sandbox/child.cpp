@@ -1,16 +1,22 @@
 #include "sandbox/child.h"
 
 #include <malloc.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <v8.h>
 
-#include <condition_variable>
+#include <algorithm>
+#include <chrono>
 #include <cstdint>
-#include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <optional>
 #include <string>
 #include <thread>
@@ -28,27 +34,39 @@ constexpr std::size_t kMB = 1024 * 1024;
 // The daemon is trusted; its largest frames are the document and upstream bodies.
 constexpr std::size_t kMaxInboundFrame = std::size_t{3} << 30;
 
-// Blocking frame reads from the channel (the reader thread, and the start before it exists).
+// The channel as the main thread reads it. Only the main thread reads it, between calls and
+// while a call waits for its fetches, so a frame reaches the isolate without a thread hop.
 class Inbound {
  public:
-  // nullopt: the channel closed. Exits the process on a malformed frame.
+  // The next frame, however long it takes; nullopt: the channel closed. Exits on a malformed
+  // frame.
   std::optional<channel::Message> next() {
     for (;;) {
-      auto next = reader_.next();
-      if (auto* error = std::get_if<channel::DecodeError>(&next)) {
-        (void)error;
-        ::_exit(kExitBadMessage);
-      }
-      if (auto& body = std::get<std::optional<std::string>>(next)) {
-        auto decoded = channel::decode(*body);
-        if (std::holds_alternative<channel::DecodeError>(decoded)) ::_exit(kExitBadMessage);
-        return std::get<channel::Message>(std::move(decoded));
-      }
-      char buffer[65536];
-      const long got = channel::read_some(kChannelFd, buffer, sizeof buffer);
-      if (got <= 0) return std::nullopt;
-      reader_.append(std::string_view(buffer, static_cast<std::size_t>(got)));
+      if (auto message = take()) return message;
+      if (!fill(-1, -1)) return std::nullopt;
     }
+  }
+  // Reads what arrives within `timeout_ms` (-1: no limit), or until `wake_fd` (-1: none) is
+  // readable. False when the channel closed.
+  bool fill(int timeout_ms, int wake_fd) {
+    pollfd fds[2] = {{kChannelFd, POLLIN, 0}, {wake_fd, POLLIN, 0}};
+    if (::poll(fds, wake_fd >= 0 ? 2 : 1, timeout_ms) <= 0) return true;  // timeout, EINTR
+    if (fds[0].revents == 0) return true;
+    char buffer[65536];
+    const long got = channel::read_some(kChannelFd, buffer, sizeof buffer);
+    if (got <= 0) return false;
+    reader_.append(std::string_view(buffer, static_cast<std::size_t>(got)));
+    return true;
+  }
+  // A frame already read whole, if there is one.
+  std::optional<channel::Message> take() {
+    auto next = reader_.next();
+    if (std::holds_alternative<channel::DecodeError>(next)) ::_exit(kExitBadMessage);
+    auto& body = std::get<std::optional<std::string>>(next);
+    if (!body) return std::nullopt;
+    auto decoded = channel::decode(*body);
+    if (std::holds_alternative<channel::DecodeError>(decoded)) ::_exit(kExitBadMessage);
+    return std::get<channel::Message>(std::move(decoded));
   }
 
  private:
@@ -62,102 +80,107 @@ void send(const channel::Message& message) {
 
 [[noreturn]] void out_of_memory(const char*, bool) { ::_exit(kExitOutOfMemory); }
 
-// What the reader thread hands the main thread, and the fetches waiting for their replies.
-class Mailroom {
+// The fetches of the running call that wait for their replies. Main thread only.
+class Fetches {
  public:
-  struct Job {
-    channel::Run run;
-    std::shared_ptr<CancelToken> cancel;
-  };
-
-  void post_run(channel::Run run) {
-    auto token = std::make_shared<CancelToken>();
-    {
-      std::lock_guard lock(mutex_);
-      current_id_ = run.id;
-      current_cancel_ = token;
-      jobs_.push_back(Job{std::move(run), std::move(token)});
-    }
-    wake_.notify_one();
-  }
-  void cancel(std::uint64_t id) {
-    std::shared_ptr<CancelToken> token;
-    {
-      std::lock_guard lock(mutex_);
-      if (id == current_id_) token = current_cancel_;
-    }
-    if (token) token->cancel();
-  }
-  void closed() {
-    {
-      std::lock_guard lock(mutex_);
-      closed_ = true;
-    }
-    wake_.notify_one();
-  }
-  // nullopt once the channel closed and no call is left.
-  std::optional<Job> next_job() {
-    std::unique_lock lock(mutex_);
-    wake_.wait(lock, [this] { return closed_ || !jobs_.empty(); });
-    if (jobs_.empty()) return std::nullopt;
-    Job job = std::move(jobs_.front());
-    jobs_.pop_front();
-    return job;
-  }
-
-  std::uint64_t expect_reply(std::uint64_t call_id,
-                             std::function<void(gateway::FetchResult)> done) {
-    std::lock_guard lock(mutex_);
+  std::uint64_t expect(std::uint64_t call_id, std::function<void(gateway::FetchResult)> done) {
     const std::uint64_t fetch_id = ++last_fetch_id_;
-    fetches_.emplace(fetch_id, Waiting{call_id, std::move(done)});
+    waiting_.emplace(fetch_id, Waiting{call_id, std::move(done)});
     return fetch_id;
   }
   void deliver(channel::FetchReply reply) {
-    std::function<void(gateway::FetchResult)> done;
-    {
-      std::lock_guard lock(mutex_);
-      const auto it = fetches_.find(reply.fetch_id);
-      if (it == fetches_.end() || it->second.call_id != reply.call_id) return;
-      done = std::move(it->second.done);
-      fetches_.erase(it);
-    }
+    const auto it = waiting_.find(reply.fetch_id);
+    if (it == waiting_.end() || it->second.call_id != reply.call_id) return;
+    auto done = std::move(it->second.done);
+    waiting_.erase(it);
     done(std::move(reply.result));
   }
   // Replies that arrive after their call ended have nobody to go to.
-  void forget_fetches() {
-    std::lock_guard lock(mutex_);
-    fetches_.clear();
-  }
+  void forget() { waiting_.clear(); }
 
  private:
   struct Waiting {
     std::uint64_t call_id;
     std::function<void(gateway::FetchResult)> done;
   };
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  std::deque<Job> jobs_;
-  bool closed_ = false;
-  std::uint64_t current_id_ = 0;
-  std::shared_ptr<CancelToken> current_cancel_;
   std::uint64_t last_fetch_id_ = 0;
-  std::map<std::uint64_t, Waiting> fetches_;
+  std::map<std::uint64_t, Waiting> waiting_;
 };
 
-void read_frames(Inbound& inbound, Mailroom& mailroom) {
-  while (auto message = inbound.next()) {
-    if (auto* run = std::get_if<channel::Run>(&*message)) {
-      mailroom.post_run(std::move(*run));
-    } else if (auto* cancel = std::get_if<channel::Cancel>(&*message)) {
-      mailroom.cancel(cancel->id);
-    } else if (auto* reply = std::get_if<channel::FetchReply>(&*message)) {
-      mailroom.deliver(std::move(*reply));
-    } else {
-      ::_exit(kExitBadMessage);  // Init again, or a message only a process sends
+// Which call runs now, for the thread that receives the daemon's cancel signal: code that never
+// waits never reads the channel, so a Cancel frame alone would reach it only after it ended.
+class CurrentCall {
+ public:
+  void start(std::uint64_t id, CancelToken* token) {
+    std::lock_guard lock(mutex_);
+    id_ = id;
+    token_ = token;
+  }
+  // After end(), no cancel reaches the token.
+  void end() {
+    std::lock_guard lock(mutex_);
+    token_ = nullptr;
+  }
+  // `id` as the signal carries it: the low 32 bits of the call id.
+  void cancel(std::uint32_t id) {
+    std::lock_guard lock(mutex_);
+    if (token_ != nullptr && static_cast<std::uint32_t>(id_) == id) token_->cancel();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::uint64_t id_ = 0;
+  CancelToken* token_ = nullptr;
+};
+
+// How a call in this process waits: on the channel itself (fetch replies, Cancel), and on an
+// eventfd that a tripped limit or a cancel writes.
+class ChannelWaiter final : public Waiter {
+ public:
+  ChannelWaiter(Inbound& inbound, Fetches& fetches, CurrentCall& current)
+      : inbound_(inbound),
+        fetches_(fetches),
+        current_(current),
+        wake_fd_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {}
+  ~ChannelWaiter() override { ::close(wake_fd_); }
+  ChannelWaiter(const ChannelWaiter&) = delete;
+  ChannelWaiter& operator=(const ChannelWaiter&) = delete;
+
+  bool usable() const { return wake_fd_ >= 0; }
+  // Before a call: a wake left over from the last one must not end this one's first wait.
+  void reset() {
+    std::uint64_t count;
+    while (::read(wake_fd_, &count, sizeof count) > 0) {
     }
   }
-  mailroom.closed();
-}
+
+  void wait_until(std::chrono::steady_clock::time_point deadline) override {
+    using namespace std::chrono;
+    const auto left = duration_cast<milliseconds>(deadline - steady_clock::now()) + 1ms;
+    const int timeout = static_cast<int>(std::clamp<long long>(left.count(), 0, 60'000));
+    if (!inbound_.fill(timeout, wake_fd_)) ::_exit(0);  // the daemon is gone
+    reset();
+    while (auto message = inbound_.take()) {
+      if (auto* reply = std::get_if<channel::FetchReply>(&*message)) {
+        fetches_.deliver(std::move(*reply));
+      } else if (auto* cancel = std::get_if<channel::Cancel>(&*message)) {
+        current_.cancel(static_cast<std::uint32_t>(cancel->id));
+      } else {
+        ::_exit(kExitBadMessage);  // a Run during a call, or a message only a process sends
+      }
+    }
+  }
+  void wake() override {
+    const std::uint64_t one = 1;
+    [[maybe_unused]] const ssize_t ignored = ::write(wake_fd_, &one, sizeof one);
+  }
+
+ private:
+  Inbound& inbound_;
+  Fetches& fetches_;
+  CurrentCall& current_;
+  int wake_fd_;
+};
 
 // Touches what a call may touch for the first time (bootstrap, fetch.js, spec, Date, Intl), so
 // anything V8 or ICU loads lazily from files is loaded before the files are out of reach.
@@ -175,6 +198,18 @@ void warm_up(const config::Limits& limits, const openapi::Document* api) {
 }  // namespace
 
 int child_main(const ChildOptions& options) {
+  // Blocked in every thread (V8's, started later, inherit the mask), so that only the cancel
+  // thread below receives it.
+  sigset_t cancel_signals;
+  ::sigemptyset(&cancel_signals);
+  ::sigaddset(&cancel_signals, cancel_signal());
+  ::pthread_sigmask(SIG_BLOCK, &cancel_signals, nullptr);
+
+  // Memory runs out when the address-space cap is reached; V8 then calls out_of_memory(), but
+  // an allocation through operator new (V8 uses std containers too) would throw into code that
+  // cannot catch, and abort. Either way it is the same fact, reported the same way.
+  std::set_new_handler([] { ::_exit(kExitOutOfMemory); });
+
   lockdown::Report report;
   lockdown::enter_namespaces(report);
 
@@ -211,34 +246,59 @@ int child_main(const ChildOptions& options) {
   slot(Tool::search) = prepare(Tool::search, init.limits);
   slot(Tool::execute) = prepare(Tool::execute, init.limits);
 
-  // Beyond the two ready isolates: one call's heap and ArrayBuffers, the near-heap-limit grant, a
-  // watchdog stack, and slack.
-  lockdown::limit_address_space((std::size_t{init.limits.heap_mb} * 4 + 512) * kMB, report);
+  Fetches fetches;
+  CurrentCall current;
+  ChannelWaiter waiter(inbound, fetches, current);
+  if (!waiter.usable()) return kExitStartFailed;
+  // The daemon cancels a running call with this signal (and a Cancel frame, for a call that
+  // waits); its value is the call id. The thread sleeps until one comes.
+  std::thread canceller([&current, cancel_signals] {
+    for (;;) {
+      siginfo_t info{};
+      if (::sigwaitinfo(&cancel_signals, &info) == cancel_signal()) {
+        current.cancel(static_cast<std::uint32_t>(info.si_value.sival_int));
+      }
+    }
+  });
+  canceller.detach();  // ends with the process
+
+  // Beyond the two ready isolates: one call's heap and ArrayBuffers, the near-heap-limit grant,
+  // what the page pool may keep, and slack.
+  lockdown::limit_address_space(
+      (std::size_t{init.limits.heap_mb} * 4 + 512) * kMB + kPagePoolAddressSpace, report);
   lockdown::empty_root(report);
   lockdown::restrict_syscalls(report);
   report.insert(report.begin(), "process: on (no environment, only the channel descriptor)");
   send(channel::Ready{report});
 
-  Mailroom mailroom;
-  std::thread reader([&] { read_frames(inbound, mailroom); });
-  reader.detach();  // ends with the process
-
-  while (auto job = mailroom.next_job()) {
-    const channel::Run& run = job->run;
-    const std::uint64_t call_id = run.id;
-    const Fetcher fetcher = [&mailroom, call_id](gateway::OutboundRequest outbound,
-                                                 std::function<void(gateway::FetchResult)> done) {
-      const std::uint64_t fetch_id = mailroom.expect_reply(call_id, std::move(done));
+  while (auto message = inbound.next()) {
+    auto* run = std::get_if<channel::Run>(&*message);
+    if (run == nullptr) {
+      // A Cancel or a fetch reply that arrived after its call ended: nothing to do.
+      if (std::holds_alternative<channel::Cancel>(*message) ||
+          std::holds_alternative<channel::FetchReply>(*message)) {
+        continue;
+      }
+      ::_exit(kExitBadMessage);  // Init again, or a message only a process sends
+    }
+    const std::uint64_t call_id = run->id;
+    const Fetcher fetcher = [&fetches, call_id](gateway::OutboundRequest outbound,
+                                                std::function<void(gateway::FetchResult)> done) {
+      const std::uint64_t fetch_id = fetches.expect(call_id, std::move(done));
       send(channel::FetchRequest{call_id, fetch_id, std::move(outbound)});
     };
-    auto& isolate = slot(run.tool);
-    if (!isolate->suits(run.tool, run.limits)) {
+    auto& isolate = slot(run->tool);
+    if (!isolate->suits(run->tool, run->limits)) {
       // Limits other than the process's own: set up now (never the case for the daemon's calls).
       isolate.reset();
-      isolate = prepare(run.tool, run.limits);
+      isolate = prepare(run->tool, run->limits);
     }
-    Outcome outcome = isolate->run(run.code, job->cancel.get(), init.fetch ? &fetcher : nullptr);
-    mailroom.forget_fetches();
+    CancelToken cancel;
+    current.start(call_id, &cancel);
+    waiter.reset();
+    Outcome outcome = isolate->run(run->code, &cancel, init.fetch ? &fetcher : nullptr, &waiter);
+    current.end();
+    fetches.forget();
     send(channel::Result{call_id, std::move(outcome)});
     isolate.reset();  // disposed before its successor exists (see above)
     for (Tool tool : {Tool::search, Tool::execute}) {

@@ -7,16 +7,24 @@
 // closes. It never sees a credential or a socket of the daemon: its only way out is a
 // FetchRequest that the daemon's gateway judges.
 //
-// Threads: the main thread runs calls; a reader thread receives frames (Run, Cancel,
-// FetchReply) and hands them over. Exit status: 0 when the channel closes, or one of the codes
-// below, which the daemon turns into the call's error.
+// Threads: the main thread reads the channel and runs calls; it reads frames itself both
+// between calls and while a call waits, so nothing crosses a thread on the way in. A canceller
+// thread sleeps until the daemon's cancel signal (which reaches code that never waits), V8 has
+// its workers, and the watchdog enforces the limits. Exit status: 0 when the channel closes, or
+// one of the codes below, which the daemon turns into the call's error.
 #pragma once
+
+#include <signal.h>
 
 #include "sandbox/isolate_runner.h"
 
 namespace codemode::sandbox {
 
 inline constexpr int kChannelFd = 3;
+
+// The daemon sends it, with the call id's low 32 bits as the value (sigqueue), to cancel the
+// call a process runs; a real-time signal, so two cancels are never merged into one.
+inline int cancel_signal() { return SIGRTMIN; }
 
 inline constexpr int kExitOutOfMemory = 86;  // V8 could not get memory (address-space rlimit)
 inline constexpr int kExitBadMessage = 87;   // the daemon sent something undecodable

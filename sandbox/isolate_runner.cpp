@@ -97,15 +97,21 @@ class Interrupts {
     Stop expected = Stop::none;
     if (!reason_.compare_exchange_strong(expected, reason)) return;
     isolate_->TerminateExecution();
-    std::lock_guard lock(mailbox_->mutex);
-    mailbox_->wake.notify_all();
+    wake();
   }
   Stop reason() const { return reason_.load(); }
   v8::Isolate* isolate() const { return isolate_; }
   const std::shared_ptr<Mailbox>& mailbox() const { return mailbox_; }
+  // The call's own way of waiting (Waiter), for the duration of the call; null: the mailbox's.
+  void use_waiter(Waiter* waiter) { waiter_ = waiter; }
 
   // Worker: sleeps until `deadline`, a trip, or a fetch completion.
   void wait_until(Clock::time_point deadline) {
+    if (Waiter* waiter = waiter_.load()) {
+      if (reason_.load() != Stop::none || has_arrived()) return;
+      waiter->wait_until(deadline);
+      return;
+    }
     std::unique_lock lock(mailbox_->mutex);
     mailbox_->wake.wait_until(lock, deadline, [this] {
       return reason_.load() != Stop::none || !mailbox_->arrived.empty();
@@ -118,8 +124,19 @@ class Interrupts {
   }
 
  private:
+  void wake() {
+    if (Waiter* waiter = waiter_.load()) waiter->wake();
+    std::lock_guard lock(mailbox_->mutex);
+    mailbox_->wake.notify_all();
+  }
+  bool has_arrived() {
+    std::lock_guard lock(mailbox_->mutex);
+    return !mailbox_->arrived.empty();
+  }
+
   v8::Isolate* isolate_;
   std::atomic<Stop> reason_{Stop::none};
+  std::atomic<Waiter*> waiter_{nullptr};
   std::shared_ptr<Mailbox> mailbox_ = std::make_shared<Mailbox>();
 };
 
@@ -808,10 +825,10 @@ class GlobalsSnapshot {
         v8::Local<v8::Function> serialize;
         if (!install_globals(context, fetch).ToLocal(&serialize)) {
           // The build's own scripts are broken: nothing could ever run.
-          std::fprintf(stderr, "codemode-mcp: the sandbox's scripts failed to set up: %s\n",
-                       try_catch.HasCaught()
-                           ? describe_exception(isolate, try_catch.Exception()).c_str()
-                           : "no exception");
+          (void)std::fprintf(stderr, "codemode-mcp: the sandbox's scripts failed to set up: %s\n",
+                             try_catch.HasCaught()
+                                 ? describe_exception(isolate, try_catch.Exception()).c_str()
+                                 : "no exception");
           std::abort();
         }
         creator.AddData(context, serialize);
@@ -1215,7 +1232,8 @@ bool PreparedIsolate::suits(Tool tool, const config::Limits& limits) const {
          limits.wall_ms == mine.wall_ms;
 }
 
-Outcome PreparedIsolate::run(std::string_view code, CancelToken* cancel, const Fetcher* fetcher) {
+Outcome PreparedIsolate::run(std::string_view code, CancelToken* cancel, const Fetcher* fetcher,
+                             Waiter* waiter) {
   if (used_) return Outcome::failure(ErrorKind::runtime, "a prepared isolate runs one call");
   used_ = true;
   if (cancel != nullptr && cancel->cancelled()) {
@@ -1223,9 +1241,11 @@ Outcome PreparedIsolate::run(std::string_view code, CancelToken* cancel, const F
   }
   v8::Isolate::Scope isolate_scope(parts_->isolate);
   Interrupts& interrupts = *parts_->interrupts;
+  interrupts.use_waiter(waiter);  // before anything can trip
   CancelRegistration registration(cancel, [&interrupts] { interrupts.trip(Stop::cancelled); });
-  return parts_->run->run(code, fetcher);
-  // the watchdog and the canceller can no longer reach the isolate
+  Outcome outcome = parts_->run->run(code, fetcher);
+  interrupts.use_waiter(nullptr);  // the watchdog is disarmed; a late cancel wakes nobody
+  return outcome;
 }
 
 Outcome run_in_fresh_isolate(const RunRequest& request) {

@@ -15,6 +15,7 @@
 // Errors: nothing the code does throws out of here; every failure is an Outcome with its kind.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -84,6 +85,20 @@ using ContextHook = void (*)(v8::Isolate*, v8::Local<v8::Context>);
 using Fetcher = std::function<void(gateway::OutboundRequest request,
                                    std::function<void(gateway::FetchResult result)> done)>;
 
+// How a call waits while its promise depends on fetches and timers. Without one, the call
+// sleeps until a Fetcher's `done` (on any thread) or a limit wakes it. A sandbox process passes
+// its own, which reads the channel on the call's thread while it waits, so a fetch reply reaches
+// the isolate without a hop through another thread.
+class Waiter {
+ public:
+  virtual ~Waiter() = default;
+  // On the call's thread: returns at `deadline`, after wake(), or once a Fetcher's `done` may
+  // have run on this thread. Returning early is harmless.
+  virtual void wait_until(std::chrono::steady_clock::time_point deadline) = 0;
+  // Any thread, during the call: the current wait_until() returns soon, or the next one at once.
+  virtual void wake() = 0;
+};
+
 struct RunRequest {
   Tool tool = Tool::search;
   std::string_view code;                   // already accepted by check_input()
@@ -120,9 +135,10 @@ class PreparedIsolate {
 
   // Whether a call with this tool and these limits may run here.
   bool suits(Tool tool, const config::Limits& limits) const;
-  // As run_in_fresh_isolate(), with the code, cancel token and fetcher of the call. wall_ms and
-  // cpu_ms count from here.
-  Outcome run(std::string_view code, CancelToken* cancel, const Fetcher* fetcher);
+  // As run_in_fresh_isolate(), with the code, cancel token and fetcher of the call, and
+  // optionally how it waits (must outlive the call). wall_ms and cpu_ms count from here.
+  Outcome run(std::string_view code, CancelToken* cancel, const Fetcher* fetcher,
+              Waiter* waiter = nullptr);
 
  private:
   struct Parts;

@@ -7,10 +7,12 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <new>
 
 namespace codemode::sandbox {
 namespace {
 constexpr std::size_t kCannotPool = std::numeric_limits<std::size_t>::max();
+constexpr std::size_t kMaxEvictions = 16;  // per FreePages
 }  // namespace
 
 RecyclingPageAllocator::RecyclingPageAllocator(v8::PageAllocator* system,
@@ -62,28 +64,36 @@ void* RecyclingPageAllocator::AllocatePages(void* hint, std::size_t length, std:
 }
 
 std::size_t RecyclingPageAllocator::scrub(void* address, std::size_t length) {
-  const std::size_t pages = (length + page_size_ - 1) / page_size_;
-  std::vector<unsigned char> residency(pages);
-  if (::mincore(address, length, residency.data()) != 0) return kCannotPool;
+  // No allocation here: V8 frees pages when memory has run out, and nothing may throw into it.
+  constexpr std::size_t kWindowPages = 4096;
+  unsigned char residency[kWindowPages];
   auto* base = static_cast<unsigned char*>(address);
+  const std::size_t pages = (length + page_size_ - 1) / page_size_;
   std::size_t resident = 0;
   bool writable = false;
-  for (std::size_t i = 0; i < pages;) {
-    const bool in_core = residency[i] & 1;
-    std::size_t end = i;
-    while (end < pages && (residency[end] & 1) == in_core) ++end;
-    unsigned char* run = base + i * page_size_;
-    const std::size_t bytes = (end - i) * page_size_;
-    if (in_core) {
-      if (!writable && ::mprotect(address, length, PROT_READ | PROT_WRITE) != 0) return kCannotPool;
-      writable = true;
-      std::memset(run, 0, bytes);
-      resident += bytes;
-    } else if (::madvise(run, bytes, MADV_DONTNEED) != 0) {
-      // Not in core is not the same as zero: a swapped-out page still holds its bytes.
-      return kCannotPool;
+  for (std::size_t window = 0; window < pages; window += kWindowPages) {
+    const std::size_t count = std::min(kWindowPages, pages - window);
+    unsigned char* window_start = base + window * page_size_;
+    if (::mincore(window_start, count * page_size_, residency) != 0) return kCannotPool;
+    for (std::size_t i = 0; i < count;) {
+      const bool in_core = residency[i] & 1;
+      std::size_t end = i;
+      while (end < count && (residency[end] & 1) == in_core) ++end;
+      unsigned char* run = window_start + i * page_size_;
+      const std::size_t bytes = (end - i) * page_size_;
+      if (in_core) {
+        if (!writable && ::mprotect(address, length, PROT_READ | PROT_WRITE) != 0) {
+          return kCannotPool;
+        }
+        writable = true;
+        std::memset(run, 0, bytes);
+        resident += bytes;
+      } else if (::madvise(run, bytes, MADV_DONTNEED) != 0) {
+        // Not in core is not the same as zero: a swapped-out page still holds its bytes.
+        return kCannotPool;
+      }
+      i = end;
     }
-    i = end;
   }
   // Not system_->SetPermissions(kNoAccess): V8's discards the pages, which is what pooling avoids.
   if (::mprotect(address, length, PROT_NONE) != 0) return kCannotPool;
@@ -105,10 +115,19 @@ bool RecyclingPageAllocator::FreePages(void* address, std::size_t length) {
     ++stats_.released;
     return system_->FreePages(address, length);
   }
-  std::vector<Region> evicted;
+  struct Evicted {
+    void* address;
+    std::size_t length;
+  } evicted[kMaxEvictions];
+  std::size_t evictions = 0;
   {
     std::lock_guard lock(mutex_);
-    pool_.emplace(length, Region{address, resident, ++clock_});
+    try {
+      pool_.emplace(length, Region{address, resident, ++clock_});
+    } catch (const std::bad_alloc&) {
+      ++stats_.released;
+      return system_->FreePages(address, length);
+    }
     stats_.pooled_bytes += length;
     stats_.resident_bytes += resident;
     ++stats_.kept;
@@ -121,11 +140,14 @@ bool RecyclingPageAllocator::FreePages(void* address, std::size_t length) {
       stats_.pooled_bytes -= oldest->first;
       stats_.resident_bytes -= oldest->second.resident;
       ++stats_.released;
-      evicted.push_back(Region{oldest->second.address, oldest->first, 0});
+      evicted[evictions++] = Evicted{oldest->second.address, oldest->first};
       pool_.erase(oldest);
+      if (evictions == kMaxEvictions) break;  // the next free evicts the rest
     }
   }
-  for (const Region& region : evicted) system_->FreePages(region.address, region.resident);
+  for (std::size_t i = 0; i < evictions; ++i) {
+    system_->FreePages(evicted[i].address, evicted[i].length);
+  }
   return true;
 }
 

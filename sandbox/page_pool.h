@@ -22,7 +22,6 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
-#include <vector>
 
 namespace codemode::sandbox {
 

@@ -322,9 +322,13 @@ Outcome SandboxProcess::run(const Call& call, const config::Limits& limits, cons
       }
       if (cancel && !cancel_sent) {
         cancel_sent = true;
+        // The frame reaches code that waits; the signal code that runs (child.h).
         if (!write_until(fd_, channel::encode_frame(channel::Cancel{id}), deadline)) {
           return died();
         }
+        sigval value{};
+        value.sival_int = static_cast<int>(static_cast<std::uint32_t>(id));
+        ::sigqueue(pid_, cancel_signal(), value);
         deadline = std::min(deadline, Clock::now() + kCancelGrace);
       }
     }

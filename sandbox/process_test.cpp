@@ -15,7 +15,11 @@
 #include <future>
 
 #include <catch2/catch.hpp>
+#include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
 
 #include "fixtures/markethub/fixture_server.h"
 #include "openapi/document.h"
@@ -307,6 +311,50 @@ TEST_CASE("cancel reaches the isolate in the process", "[sandbox][process]") {
   CHECK(outcome.error_message == "cancelled");
   CHECK(process->usable());  // the process answered; it serves on
   CHECK(result_of(run(*process, "async () => 3", limits)) == 3);
+}
+
+// CPU ticks (utime + stime) a process has used so far.
+long cpu_ticks(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  std::istringstream fields(text.substr(text.rfind(')') + 2));
+  std::string field;
+  long utime = 0, stime = 0;
+  for (int i = 3; i <= 15 && fields >> field; ++i) {
+    if (i == 14) utime = std::stol(field);
+    if (i == 15) stime = std::stol(field);
+  }
+  return utime + stime;
+}
+
+TEST_CASE("cancel stops code that never waits for anything", "[sandbox][process]") {
+  auto limits = test_limits();
+  limits.cpu_ms = 20000;
+  limits.wall_ms = 30000;
+  auto process = start(options_for(limits, true));
+  auto cancel = std::make_shared<CancelToken>();
+  std::thread canceller;
+  // Answer the fetch, then cancel once the process has spun for 100 ms of CPU: by then the code
+  // is in its loop and never reads the channel again, so only the cancel signal can reach it.
+  const Fetcher answer_then_cancel = [&](gateway::OutboundRequest,
+                                         std::function<void(gateway::FetchResult)> done) {
+    gateway::InboundResponse response;
+    response.status = 200;
+    done(std::move(response));
+    canceller = std::thread([&, pid = process->pid()] {
+      const long start = cpu_ticks(pid);
+      while (cpu_ticks(pid) < start + 10) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      cancel->cancel();
+    });
+  };
+  const auto started = std::chrono::steady_clock::now();
+  const Outcome outcome = run(*process, "async () => { await fetch('/x'); for (;;) {} }", limits,
+                              &answer_then_cancel, cancel);
+  if (canceller.joinable()) canceller.join();
+  CHECK(outcome.error_message == "cancelled");
+  CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(10));
+  CHECK(process->usable());
+  CHECK(result_of(run(*process, "async () => 4", limits)) == 4);
 }
 
 TEST_CASE("memory no isolate limit can stop ends the process, not the daemon",

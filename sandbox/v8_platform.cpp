@@ -40,7 +40,7 @@ class PooledPlatform final : public v8::Platform {
  public:
   explicit PooledPlatform(std::unique_ptr<v8::Platform> inner)
       : inner_(std::move(inner)),
-        pages_(inner_->GetPageAllocator(), kMaxPooledBytes, kMaxResidentBytes) {}
+        pages_(inner_->GetPageAllocator(), kPagePoolAddressSpace, kMaxResidentBytes) {}
 
   v8::PageAllocator* GetPageAllocator() override { return &pages_; }
   v8::ZoneBackingAllocator* GetZoneBackingAllocator() override {
@@ -83,10 +83,8 @@ class PooledPlatform final : public v8::Platform {
   PagePoolStats page_pool_stats() const { return pages_.stats(); }
 
  private:
-  // Address space: an isolate's 64 MiB code range and a few dozen chunks, a few times over.
   // Resident: what a few short calls' isolates leave (about 0.6 MiB each); a heavy call's
   // excess goes back to the system.
-  static constexpr std::size_t kMaxPooledBytes = std::size_t{192} << 20;
   static constexpr std::size_t kMaxResidentBytes = std::size_t{8} << 20;
   std::unique_ptr<v8::Platform> inner_;
   RecyclingPageAllocator pages_;

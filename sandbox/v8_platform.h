@@ -7,6 +7,7 @@
 // sandbox worker, has stopped.
 #pragma once
 
+#include <cstddef>
 #include <string_view>
 
 #include "sandbox/page_pool.h"
@@ -28,6 +29,11 @@ std::string_view v8_flags();
 
 // Initialises ICU (system data), the flags above, the default platform and V8. Thread-safe.
 void ensure_v8_initialized();
+
+// The address space the page pool may hold (inaccessible regions kept for the next isolate):
+// an isolate's 64 MiB code range and a few dozen chunks, a few times over. A sandbox process's
+// address-space cap leaves room for it.
+inline constexpr std::size_t kPagePoolAddressSpace = std::size_t{192} << 20;
 
 // What the page pool has done so far (zero before V8 is initialised).
 PagePoolStats page_pool_stats();

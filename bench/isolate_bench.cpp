@@ -34,9 +34,11 @@ int main(int argc, char** argv) {
   if (const char* flags = std::getenv("V8_EXTRA_FLAGS")) v8::V8::SetFlagsFromString(flags);
   sandbox::ensure_v8_initialized();
   auto loaded = openapi::parse_json(fixtures::markethub_openapi_json());
+  const auto image =
+      std::get<openapi::DocumentImage>(openapi::DocumentImage::build(*loaded.document));
   config::Limits limits;
   limits.cpu_ms = 5000;
-  const sandbox::PrepareRequest search{sandbox::Tool::search, limits, &*loaded.document,
+  const sandbox::PrepareRequest search{sandbox::Tool::search, limits, &image,
                                        sandbox::FetchGlobal::absent, nullptr};
   const sandbox::PrepareRequest execute{sandbox::Tool::execute, limits, nullptr,
                                         sandbox::FetchGlobal::absent, nullptr};

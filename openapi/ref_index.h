@@ -41,6 +41,8 @@ class RefIndex {
   }
 
   std::size_t size() const { return refs_.size(); }
+  // Every indexed occurrence and where it leads, in no particular order.
+  const std::unordered_map<const nlohmann::ordered_json*, Ref>& entries() const { return refs_; }
   std::size_t circular_count() const;
 
  private:

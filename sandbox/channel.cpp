@@ -165,9 +165,8 @@ std::optional<config::Limits> limits_from(const json& list) {
 
 struct Encoder {
   json operator()(const Init& m) const {
-    const auto spec = nlohmann::ordered_json::to_msgpack(m.spec ? *m.spec : nullptr);
     return {{"t", "init"},
-            {"spec", json::binary(spec)},
+            {"spec", m.spec},
             {"fetch", m.fetch},
             {"limits", limits_json(m.limits)},
             {"cpu_seconds", m.cpu_seconds}};
@@ -244,14 +243,8 @@ std::variant<Message, DecodeError> decode_object(const json& body) {
       if (!parsed) return DecodeError{"message \"init\": field \"limits\" is malformed"};
       m.limits = *parsed;
     }
-    const std::string spec = f.bytes("spec");
-    if (!f.problem().empty()) return done(m);
-    auto parsed = parse_msgpack<nlohmann::ordered_json>(spec);
-    if (!parsed) return DecodeError{"message \"init\": the spec is not valid MessagePack"};
-    if (!parsed->is_null()) {
-      m.spec = std::make_shared<const nlohmann::ordered_json>(std::move(*parsed));
-    }
-    return m;
+    m.spec = f.boolean("spec");
+    return done(m);
   }
   if (type == "ready") return done(Ready{f.strings("layers")});
   if (type == "run") {

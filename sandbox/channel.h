@@ -2,9 +2,10 @@
 //
 // A frame is a 4-byte little-endian body length followed by the body, a MessagePack map with a
 // string "t" naming the message and the fields below. Nothing else crosses: the parent sends a
-// sandbox process its document once (Init), then one call at a time (Run, maybe Cancel, and the
-// answers to its fetches); the process answers Ready once, then FetchRequests and one Result per
-// call. Plain data, no V8, no Asio: both sides and the fuzzer use the same decoder.
+// sandbox process its settings once (Init; the document comes as a mapped image), then one call at
+// a time (Run, maybe Cancel, and the answers to its fetches); the process answers Ready once, then
+// FetchRequests and one Result per call. Plain data, no V8, no Asio: both sides and the fuzzer use
+// the same decoder.
 //
 // Trust: the parent treats every byte from a sandbox process as hostile (it may be running
 // compromised code). decode() never throws and never trusts a length: a frame longer than the
@@ -30,11 +31,12 @@
 
 namespace codemode::sandbox::channel {
 
-// Parent -> process, first frame: the document `search` code sees as `spec` (null: none),
-// whether `execute` code gets fetch(), the limits every call runs under (they size the
-// process's address-space cap) and the process's total CPU allowance in seconds.
+// Parent -> process, first frame: whether `search` code has a `spec` (its document image is
+// then descriptor kImageFd, a sealed memfd the process maps: openapi/image.h), whether `execute`
+// code gets fetch(), the limits every call runs under (they size the process's address-space
+// cap) and the process's total CPU allowance in seconds.
 struct Init {
-  std::shared_ptr<const nlohmann::ordered_json> spec;  // shared, never copied; null: no spec
+  bool spec = false;
   bool fetch = false;
   config::Limits limits;
   std::uint32_t cpu_seconds = 0;

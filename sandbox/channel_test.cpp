@@ -42,14 +42,12 @@ TEST_CASE("every message survives encoding and decoding", "[sandbox][channel]") 
   limits.subrequests = 0;
 
   Init init;
-  init.spec = std::make_shared<const nlohmann::ordered_json>(
-      nlohmann::ordered_json::parse(R"({"z":1,"a":[true,null,"x"]})"));
+  init.spec = true;
   init.fetch = true;
   init.limits = limits;
   init.cpu_seconds = 90;
   const auto init_back = std::get<Init>(round_trip(init));
-  REQUIRE(init_back.spec);
-  CHECK(init_back.spec->dump() == R"({"z":1,"a":[true,null,"x"]})");  // order kept
+  CHECK(init_back.spec);
   CHECK(init_back.fetch);
   CHECK(init_back.limits.cpu_ms == 7);
   CHECK(init_back.limits.subrequests == 0);

@@ -1,6 +1,5 @@
 #include "sandbox/child.h"
 
-#include <malloc.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -21,7 +20,7 @@
 #include <string>
 #include <thread>
 
-#include "openapi/document.h"
+#include "openapi/image.h"
 #include "sandbox/channel.h"
 #include "sandbox/isolate_runner.h"
 #include "sandbox/lockdown.h"
@@ -184,7 +183,7 @@ class ChannelWaiter final : public Waiter {
 
 // Touches what a call may touch for the first time (bootstrap, fetch.js, spec, Date, Intl), so
 // anything V8 or ICU loads lazily from files is loaded before the files are out of reach.
-void warm_up(const config::Limits& limits, const openapi::Document* api) {
+void warm_up(const config::Limits& limits, const openapi::DocumentImage* api) {
   constexpr std::string_view kCode =
       "async () => [new Date(0).toString(), (1234.5).toLocaleString(), "
       "new Intl.DateTimeFormat().resolvedOptions().timeZone, typeof spec, typeof fetch]";
@@ -219,9 +218,12 @@ int child_main(const ChildOptions& options) {
   channel::Init init = std::get<channel::Init>(std::move(*first));
   lockdown::limit_resources(init.cpu_seconds, report);
 
-  std::optional<openapi::Document> api;
-  if (init.spec) api = openapi::make_document(std::move(init.spec));
-  ::malloc_trim(0);  // the frame and the decoder's copies are gone; so is their memory
+  std::optional<openapi::DocumentImage> api;
+  if (init.spec) {
+    auto mapped = openapi::DocumentImage::map(kImageFd);
+    if (!std::holds_alternative<openapi::DocumentImage>(mapped)) return kExitStartFailed;
+    api = std::get<openapi::DocumentImage>(std::move(mapped));
+  }
 
   ensure_v8_initialized();
   v8::V8::SetFatalMemoryErrorCallback(out_of_memory);
@@ -230,7 +232,7 @@ int child_main(const ChildOptions& options) {
 
   // One fresh isolate per tool, made ready while the process waits, so a call finds its set-up
   // done; each is used by one call and replaced after the call's result has been sent.
-  const openapi::Document* document = api ? &*api : nullptr;
+  const openapi::DocumentImage* document = api ? &*api : nullptr;
   auto prepare = [&](Tool tool, const config::Limits& limits) {
     const FetchGlobal fetch =
         tool == Tool::execute && init.fetch ? FetchGlobal::present : FetchGlobal::absent;

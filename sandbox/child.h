@@ -1,8 +1,9 @@
 // The sandbox process side: what `codemode-mcp --sandbox-child` runs.
 //
 // The daemon starts each sandbox process with an empty environment, /dev/null on stdin, stdout
-// and (unless it logs at debug level) stderr, and its end of a socketpair as descriptor 3; every
-// other descriptor is closed before exec. The process then locks itself down (lockdown.h),
+// and (unless it logs at debug level) stderr, its end of a socketpair as descriptor 3 and, when
+// there is a document, its sealed image as descriptor 4; every other descriptor is closed
+// before exec. The process then locks itself down (lockdown.h),
 // starts V8, and serves one call at a time over the channel (channel.h) until the channel
 // closes. It never sees a credential or a socket of the daemon: its only way out is a
 // FetchRequest that the daemon's gateway judges.
@@ -21,6 +22,8 @@
 namespace codemode::sandbox {
 
 inline constexpr int kChannelFd = 3;
+// The document image (openapi/image.h), a sealed memfd, when Init says there is one.
+inline constexpr int kImageFd = 4;
 
 // The daemon sends it, with the call id's low 32 bits as the value (sigqueue), to cancel the
 // call a process runs; a real-time signal, so two cancels are never merged into one.

@@ -24,7 +24,7 @@
 
 #include "config/config.h"
 #include "gateway/request.h"
-#include "openapi/document.h"
+#include "openapi/image.h"
 #include "sandbox/call.h"
 #include "sandbox/outcome.h"
 
@@ -101,12 +101,12 @@ class Waiter {
 
 struct RunRequest {
   Tool tool = Tool::search;
-  std::string_view code;                   // already accepted by check_input()
-  const config::Limits* limits = nullptr;  // required
-  const openapi::Document* api = nullptr;  // search: its `spec` (see SpecView); execute: unused
-  CancelToken* cancel = nullptr;           // optional
-  const Fetcher* fetcher = nullptr;        // execute: its fetch(); null: no fetch global
-  ContextHook extend_context = nullptr;    // tests only
+  std::string_view code;                        // already accepted by check_input()
+  const config::Limits* limits = nullptr;       // required
+  const openapi::DocumentImage* api = nullptr;  // search: its `spec` (SpecView); execute: unused
+  CancelToken* cancel = nullptr;                // optional
+  const Fetcher* fetcher = nullptr;             // execute: its fetch(); null: no fetch global
+  ContextHook extend_context = nullptr;         // tests only
 };
 
 enum class FetchGlobal { absent, present };
@@ -115,7 +115,7 @@ enum class FetchGlobal { absent, present };
 struct PrepareRequest {
   Tool tool = Tool::search;
   config::Limits limits;
-  const openapi::Document* api = nullptr;   // search: its `spec`; must outlive the isolate
+  const openapi::DocumentImage* api = nullptr;  // search: its `spec`; must outlive the isolate
   FetchGlobal fetch = FetchGlobal::absent;  // execute: install fetch() (run() then needs a Fetcher)
   ContextHook extend_context = nullptr;     // tests only
 };

@@ -20,7 +20,9 @@ config::Limits test_limits() {
 
 Outcome run(std::string_view code, const config::Limits& limits = test_limits(),
             Tool tool = Tool::execute, const openapi::Document* api = nullptr) {
-  return run_in_fresh_isolate(RunRequest{tool, code, &limits, api, nullptr});
+  std::optional<openapi::DocumentImage> image;
+  if (api != nullptr) image = std::get<openapi::DocumentImage>(openapi::DocumentImage::build(*api));
+  return run_in_fresh_isolate(RunRequest{tool, code, &limits, image ? &*image : nullptr, nullptr});
 }
 
 // A Document straight from JSON text, without the checks a served API must pass.

@@ -150,6 +150,7 @@ std::variant<std::unique_ptr<SandboxProcess>, std::string> SandboxProcess::start
   argv.push_back(nullptr);
   char* envp[] = {nullptr};
   const bool keep_stderr = options.child_stderr == ChildStderr::inherit;
+  const int image_fd = options.image_fd;
   const pid_t parent = ::getpid();
 
   const pid_t pid = ::fork();
@@ -164,11 +165,13 @@ std::variant<std::unique_ptr<SandboxProcess>, std::string> SandboxProcess::start
     // Out of the way of 0..3 first, then into place; F_DUPFD copies have no close-on-exec.
     const int channel_copy = ::fcntl(sockets[1], F_DUPFD, 10);
     const int null_copy = ::fcntl(devnull, F_DUPFD, 10);
+    const int image_copy = image_fd >= 0 ? ::fcntl(image_fd, F_DUPFD, 10) : -1;
     if (channel_copy < 0 || null_copy < 0 || ::dup2(null_copy, 0) < 0 || ::dup2(null_copy, 1) < 0 ||
-        (!keep_stderr && ::dup2(null_copy, 2) < 0) || ::dup2(channel_copy, kChannelFd) < 0) {
+        (!keep_stderr && ::dup2(null_copy, 2) < 0) || ::dup2(channel_copy, kChannelFd) < 0 ||
+        (image_fd >= 0 && (image_copy < 0 || ::dup2(image_copy, kImageFd) < 0))) {
       ::_exit(126);
     }
-    ::syscall(SYS_close_range, kChannelFd + 1, ~0U, 0);
+    ::syscall(SYS_close_range, image_fd >= 0 ? kImageFd + 1 : kChannelFd + 1, ~0U, 0);
     sigset_t none;
     ::sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);

@@ -35,6 +35,9 @@ struct ProcessOptions {
   std::vector<std::string> command;
   // The encoded channel::Init frame, shared by every process of a Sandbox.
   std::shared_ptr<const std::string> init_frame;
+  // The document image's sealed memfd (openapi::DocumentImage::fd()), handed to the process as
+  // kImageFd; -1: none (Init then says there is no spec).
+  int image_fd = -1;
   ChildStderr child_stderr = ChildStderr::discard;
   // How long a process may take from fork to Ready (it parses the document and starts V8).
   std::chrono::milliseconds start_timeout{60000};

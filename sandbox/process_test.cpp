@@ -42,16 +42,24 @@ config::Limits test_limits() {
   return limits;
 }
 
+// MarketHub's document as the image a daemon gives its processes.
+const openapi::DocumentImage& markethub_image() {
+  static const auto* image = new openapi::DocumentImage(
+      std::get<openapi::DocumentImage>(openapi::DocumentImage::build(openapi::make_document(
+          nlohmann::ordered_json::parse(fixtures::markethub_openapi_json())))));
+  return *image;
+}
+
 ProcessOptions options_for(const config::Limits& limits, bool fetch = false) {
   channel::Init init;
-  init.spec = std::make_shared<const nlohmann::ordered_json>(
-      nlohmann::ordered_json::parse(fixtures::markethub_openapi_json()));
+  init.spec = true;
   init.fetch = fetch;
   init.limits = limits;
   init.cpu_seconds = 600;
   ProcessOptions options;
   options.command = hook_command();
   options.init_frame = std::make_shared<const std::string>(channel::encode_frame(init));
+  options.image_fd = markethub_image().fd();
   return options;
 }
 

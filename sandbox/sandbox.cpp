@@ -6,8 +6,6 @@
 
 #include "sandbox/channel.h"
 
-#include <malloc.h>
-
 #include <algorithm>
 #include <cctype>
 
@@ -50,14 +48,11 @@ std::uint32_t cpu_allowance_seconds(const config::Limits& limits, unsigned calls
 
 std::shared_ptr<const std::string> init_frame(const SandboxOptions& options) {
   channel::Init init;
-  if (options.api != nullptr) init.spec = options.api->root;
+  init.spec = options.api != nullptr;
   init.fetch = options.gateway != nullptr;
   init.limits = options.limits;
   init.cpu_seconds = cpu_allowance_seconds(options.limits, options.calls_per_process);
-  auto frame = std::make_shared<const std::string>(channel::encode_frame(init));
-  // Encoding a large document passes through several transient copies; give them back.
-  ::malloc_trim(0);
-  return frame;
+  return std::make_shared<const std::string>(channel::encode_frame(init));
 }
 
 }  // namespace
@@ -80,6 +75,7 @@ Sandbox::Sandbox(SandboxOptions options) : options_(std::move(options)) {
     options_.calls_per_process = std::max(1u, options_.calls_per_process);
     process_options_.command = options_.child_command;
     process_options_.init_frame = init_frame(options_);
+    process_options_.image_fd = options_.api != nullptr ? options_.api->fd() : -1;
     process_options_.child_stderr = options_.child_stderr;
   }
   unsigned n = options_.workers != 0 ? options_.workers : std::thread::hardware_concurrency();

@@ -25,7 +25,7 @@
 
 #include "config/config.h"
 #include "gateway/gateway.h"
-#include "openapi/document.h"
+#include "openapi/image.h"
 #include "sandbox/call.h"
 #include "sandbox/isolate_runner.h"
 #include "sandbox/outcome.h"
@@ -43,7 +43,7 @@ struct SandboxOptions {
   config::Limits limits;
   unsigned workers = 0;  // 0: one per hardware thread
   // The document `search` code sees as `spec`; must outlive the Sandbox. Null: no `spec`.
-  const openapi::Document* api = nullptr;
+  const openapi::DocumentImage* api = nullptr;
   // Where `execute` code's fetch() goes; must outlive the Sandbox. Null: no `fetch` global.
   gateway::Gateway* gateway = nullptr;
   // The sandbox process program (child.h); the daemon passes daemon_child_command(). Each

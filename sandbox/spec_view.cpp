@@ -1,12 +1,14 @@
 #include "sandbox/spec_view.h"
 
+#include <cstdint>
 #include <limits>
+#include <vector>
 
 namespace codemode::sandbox {
 
 namespace {
 
-using json = nlohmann::ordered_json;
+using Kind = openapi::DocumentImage::Kind;
 
 thread_local SpecView* active_view = nullptr;
 
@@ -18,8 +20,8 @@ v8::MaybeLocal<v8::String> v8_string(v8::Isolate* isolate, std::string_view text
 
 }  // namespace
 
-SpecView::SpecView(v8::Isolate* isolate, const openapi::Document& document)
-    : isolate_(isolate), document_(document), previous_(active_view) {
+SpecView::SpecView(v8::Isolate* isolate, const openapi::DocumentImage& image)
+    : isolate_(isolate), image_(image), previous_(active_view) {
   active_view = this;
 }
 
@@ -30,25 +32,26 @@ SpecView::~SpecView() {
 }
 
 v8::MaybeLocal<v8::Value> SpecView::root(v8::Local<v8::Context> context) {
-  return value_of(context, *document_.root);
+  return value_of(context, image_.root());
 }
 
 void SpecView::lazy_get(v8::Local<v8::Name>, const v8::PropertyCallbackInfo<v8::Value>& info) {
   SpecView* view = active_view;
   if (view == nullptr) return;  // no view on this thread: the property reads as undefined
-  const auto* node = static_cast<const json*>(info.Data().As<v8::External>()->Value());
+  const auto node =
+      static_cast<Node>(reinterpret_cast<std::uintptr_t>(info.Data().As<v8::External>()->Value()));
   v8::Local<v8::Value> value;
-  if (view->value_of(info.GetIsolate()->GetCurrentContext(), *node).ToLocal(&value)) {
+  if (view->value_of(info.GetIsolate()->GetCurrentContext(), node).ToLocal(&value)) {
     info.GetReturnValue().Set(value);
   }
 }
 
 // A node as code sees it: $refs followed (or marked circular), shared targets materialised once.
-v8::MaybeLocal<v8::Value> SpecView::value_of(v8::Local<v8::Context> context, const json& node) {
-  const json* key = &node;
-  const json* source = &node;
-  const json* siblings = nullptr;  // a $ref object whose other members override the target's
-  if (const auto* ref = document_.refs.find(&node)) {
+v8::MaybeLocal<v8::Value> SpecView::value_of(v8::Local<v8::Context> context, Node node) {
+  Node key = node;
+  Node source = node;
+  Node siblings = 0;  // a $ref object whose other members override the target's
+  if (const auto ref = image_.ref(node)) {
     if (ref->circular) {
       v8::Local<v8::Object> marker = v8::Object::New(isolate_);
       v8::Local<v8::String> name, pointer;
@@ -59,42 +62,44 @@ v8::MaybeLocal<v8::Value> SpecView::value_of(v8::Local<v8::Context> context, con
       }
       return marker;
     }
-    if (ref->target != nullptr) {
+    if (ref->target != 0) {
       source = ref->target;
-      if (node.size() > 1 && ref->target->is_object()) {
-        siblings = &node;
+      if (image_.count(node) > 1 && image_.kind(ref->target) == Kind::object) {
+        siblings = node;
       } else {
         key = ref->target;
       }
     }
   }
-  if (!source->is_structured()) return plain_value(*source);
+  const Kind kind = image_.kind(source);
+  if (kind != Kind::array && kind != Kind::object) return plain_value(source);
 
-  if (siblings == nullptr) {
+  if (siblings == 0) {
     if (auto cached = shared_.find(key); cached != shared_.end()) {
       return cached->second.Get(isolate_);
     }
   }
   v8::Local<v8::Value> value;
-  if (source->is_array()) {
+  if (kind == Kind::array) {
+    const std::uint32_t count = image_.count(source);
     std::vector<v8::Local<v8::Value>> items;
-    items.reserve(source->size());
-    for (const auto& item : *source) {
+    items.reserve(count);
+    for (std::uint32_t i = 0; i < count; ++i) {
       v8::Local<v8::Value> element;
-      if (!value_of(context, item).ToLocal(&element)) return {};
+      if (!value_of(context, image_.item(source, i)).ToLocal(&element)) return {};
       items.push_back(element);
     }
     value = v8::Array::New(isolate_, items.data(), items.size());
   } else {
-    const std::size_t members = source->size() + (siblings != nullptr ? siblings->size() : 0);
+    const std::size_t members = image_.count(source) + (siblings != 0 ? image_.count(siblings) : 0);
     v8::Local<v8::Object> object = new_object(members);
-    if (!add_lazy_members(context, object, *source, /*skip_ref=*/false)) return {};
-    if (siblings != nullptr && !add_lazy_members(context, object, *siblings, /*skip_ref=*/true)) {
+    if (!add_lazy_members(context, object, source, /*skip_ref=*/false)) return {};
+    if (siblings != 0 && !add_lazy_members(context, object, siblings, /*skip_ref=*/true)) {
       return {};
     }
     value = object;
   }
-  if (siblings == nullptr) shared_.emplace(key, v8::Global<v8::Value>(isolate_, value));
+  if (siblings == 0) shared_.emplace(key, v8::Global<v8::Value>(isolate_, value));
   return value;
 }
 
@@ -112,14 +117,17 @@ v8::Local<v8::Object> SpecView::new_object(std::size_t members) {
 }
 
 bool SpecView::add_lazy_members(v8::Local<v8::Context> context, v8::Local<v8::Object> object,
-                                const json& node, bool skip_ref) {
-  for (const auto& [name, member] : node.items()) {
+                                Node node, bool skip_ref) {
+  const std::uint32_t count = image_.count(node);
+  for (std::uint32_t i = 0; i < count; ++i) {
+    const std::string_view name = image_.key(node, i);
     if (skip_ref && name == "$ref") continue;
     v8::Local<v8::String> key;
     if (!v8_string(isolate_, name, v8::NewStringType::kInternalized).ToLocal(&key)) return false;
     // Redefining replaces a target's member with the sibling's (3.1 allows e.g. description).
     if (skip_ref && object->Delete(context, key).IsNothing()) return false;
-    auto data = v8::External::New(isolate_, const_cast<json*>(&member));
+    auto* member = reinterpret_cast<void*>(static_cast<std::uintptr_t>(image_.value(node, i)));
+    auto data = v8::External::New(isolate_, member);
     if (object->SetLazyDataProperty(context, key, &SpecView::lazy_get, data).IsNothing()) {
       return false;
     }
@@ -127,19 +135,17 @@ bool SpecView::add_lazy_members(v8::Local<v8::Context> context, v8::Local<v8::Ob
   return true;
 }
 
-v8::MaybeLocal<v8::Value> SpecView::plain_value(const json& node) {
-  switch (node.type()) {
-    case json::value_t::boolean:
-      return v8::Boolean::New(isolate_, node.get<bool>()).As<v8::Value>();
-    case json::value_t::number_integer:
-      return v8::Number::New(isolate_, static_cast<double>(node.get<std::int64_t>()));
-    case json::value_t::number_unsigned:
-      return v8::Number::New(isolate_, static_cast<double>(node.get<std::uint64_t>()));
-    case json::value_t::number_float:
-      return v8::Number::New(isolate_, node.get<double>());
-    case json::value_t::string: {
+v8::MaybeLocal<v8::Value> SpecView::plain_value(Node node) {
+  switch (image_.kind(node)) {
+    case Kind::boolean_false:
+      return v8::Boolean::New(isolate_, false).As<v8::Value>();
+    case Kind::boolean_true:
+      return v8::Boolean::New(isolate_, true).As<v8::Value>();
+    case Kind::number:
+      return v8::Number::New(isolate_, image_.number(node));
+    case Kind::string: {
       v8::Local<v8::String> text;
-      if (!v8_string(isolate_, node.get_ref<const std::string&>()).ToLocal(&text)) return {};
+      if (!v8_string(isolate_, image_.string(node)).ToLocal(&text)) return {};
       return text;
     }
     default:

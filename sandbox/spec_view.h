@@ -1,7 +1,8 @@
 // The `spec` global of a search isolate: a lazy, read-write JavaScript view of the shared,
 // immutable API document.
 //
-// The document stays in the host, parsed once (openapi::Document). An isolate starts with only
+// The document stays in the host, laid out once as an openapi::DocumentImage that every sandbox
+// process maps read-only. An isolate starts with only
 // the root object; each property is a V8 lazy data property that, on first access, materialises
 // its value one level deep and becomes an ordinary data property. A call therefore pays for the
 // parts of the spec it touches, not for the spec's size, and it sees plain objects: keys,
@@ -18,13 +19,13 @@
 
 #include <v8.h>
 
-#include "openapi/document.h"
+#include "openapi/image.h"
 
 namespace codemode::sandbox {
 
 class SpecView {
  public:
-  SpecView(v8::Isolate* isolate, const openapi::Document& document);
+  SpecView(v8::Isolate* isolate, const openapi::DocumentImage& image);
   ~SpecView();
   SpecView(const SpecView&) = delete;
   SpecView& operator=(const SpecView&) = delete;
@@ -34,17 +35,17 @@ class SpecView {
 
  private:
   static void lazy_get(v8::Local<v8::Name> name, const v8::PropertyCallbackInfo<v8::Value>& info);
-  v8::MaybeLocal<v8::Value> value_of(v8::Local<v8::Context> context,
-                                     const nlohmann::ordered_json& node);
-  v8::MaybeLocal<v8::Value> plain_value(const nlohmann::ordered_json& node);
+  using Node = openapi::DocumentImage::Node;
+  v8::MaybeLocal<v8::Value> value_of(v8::Local<v8::Context> context, Node node);
+  v8::MaybeLocal<v8::Value> plain_value(Node node);
   v8::Local<v8::Object> new_object(std::size_t members);
-  bool add_lazy_members(v8::Local<v8::Context> context, v8::Local<v8::Object> object,
-                        const nlohmann::ordered_json& node, bool skip_ref);
+  bool add_lazy_members(v8::Local<v8::Context> context, v8::Local<v8::Object> object, Node node,
+                        bool skip_ref);
 
   v8::Isolate* isolate_;
-  const openapi::Document& document_;
+  const openapi::DocumentImage& image_;
   SpecView* previous_;
-  std::unordered_map<const nlohmann::ordered_json*, v8::Global<v8::Value>> shared_;
+  std::unordered_map<Node, v8::Global<v8::Value>> shared_;
   v8::Global<v8::Value> object_prototype_;  // this context's Object.prototype, once needed
 };
 

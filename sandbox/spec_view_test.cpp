@@ -18,7 +18,8 @@ openapi::Document document(std::string_view text) {
 std::string search(const openapi::Document& doc, std::string_view code) {
   config::Limits limits;
   limits.cpu_ms = 1000;
-  Outcome o = run_in_fresh_isolate(RunRequest{Tool::search, code, &limits, &doc, nullptr});
+  const auto image = std::get<openapi::DocumentImage>(openapi::DocumentImage::build(doc));
+  Outcome o = run_in_fresh_isolate(RunRequest{Tool::search, code, &limits, &image, nullptr});
   INFO(code << " -> " << to_string(o.error_kind) << ": " << o.error_message);
   REQUIRE(o.ok);
   return o.result_json;

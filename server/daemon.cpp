@@ -1,5 +1,7 @@
 #include "server/daemon.h"
 
+#include <malloc.h>
+
 #include <unistd.h>
 
 #include <csignal>
@@ -11,6 +13,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include "openapi/describe.h"
+#include "openapi/image.h"
 #include "openapi/operations.h"
 #include "server/stdio_transport.h"
 
@@ -68,8 +71,18 @@ int Daemon::run() {
     return 2;
   }
   std::unique_ptr<gateway::Gateway> gateway = std::move(std::get<0>(created));
+  auto built = openapi::DocumentImage::build(options_.api);
+  if (auto* problem = std::get_if<std::string>(&built)) {
+    spdlog::error("openapi: the document could not be shared with the sandbox: {}", *problem);
+    return 2;
+  }
+  const openapi::DocumentImage image = std::move(std::get<openapi::DocumentImage>(built));
+  // From here on the sandbox reads the image; the parsed tree (GitHub's REST description: ~45 MB)
+  // is not needed any more.
+  options_.api = openapi::Document{};
+  ::malloc_trim(0);
   sandbox::Sandbox sandbox(sandbox::SandboxOptions{.limits = options_.config.limits,
-                                                   .api = &options_.api,
+                                                   .api = &image,
                                                    .gateway = gateway.get(),
                                                    .child_command = options_.sandbox_command,
                                                    .child_stderr = options_.sandbox_stderr});

@@ -69,8 +69,15 @@ int main(int argc, char** argv) {
         "const first = keys.length ? spec.paths[keys[0]] : {}; "
         "const ops = Object.values(first).filter((op) => op && typeof op === 'object'); "
         "return [keys.length, ops.every((op) => Object.keys(op).length >= 0)]; }";
-    sandbox::Outcome outcome = sandbox::run_in_fresh_isolate(sandbox::RunRequest{
-        sandbox::Tool::search, code, &limits, &*result.document, nullptr, nullptr});
+    auto image = openapi::DocumentImage::build(*result.document);
+    if (auto* error = std::get_if<std::string>(&image)) {
+      ++mismatched;
+      std::cout << "NO IMAGE: " << file << ": " << *error << "\n";
+      continue;
+    }
+    sandbox::Outcome outcome = sandbox::run_in_fresh_isolate(
+        sandbox::RunRequest{sandbox::Tool::search, code, &limits,
+                            &std::get<openapi::DocumentImage>(image), nullptr, nullptr});
     const std::string expected = "[" + std::to_string(result.document->path_count) + ",true]";
     if (!outcome.ok || outcome.result_json != expected) {
       ++mismatched;

@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/eventfd.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -11,10 +10,18 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstring>
 #include <deque>
-#include <mutex>
+#include <optional>
+#include <utility>
+
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/write.hpp>
 
 #include "sandbox/channel.h"
 #include "sandbox/child.h"
@@ -82,43 +89,40 @@ std::string signal_name(int signal) {
 
 }  // namespace
 
-struct SandboxProcess::Inbox {
-  Inbox() : event_fd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {}
-  ~Inbox() {
-    if (event_fd >= 0) ::close(event_fd);
-  }
-  void wake() {
-    const std::uint64_t one = 1;
-    [[maybe_unused]] const ssize_t ignored = ::write(event_fd, &one, sizeof one);
-  }
-  void post(channel::FetchReply reply) {
-    {
-      std::lock_guard lock(mutex);
-      replies.push_back(std::move(reply));
-    }
-    wake();
-  }
-  void request_cancel() {
-    {
-      std::lock_guard lock(mutex);
-      cancel = true;
-    }
-    wake();
-  }
-
-  int event_fd;
-  std::mutex mutex;
-  std::deque<channel::FetchReply> replies;  // under mutex
-  bool cancel = false;                      // under mutex
+// The channel, on the executor: the socket (owning the descriptor), the call's deadline, the
+// frames waiting to be written, and the bytes of the frame being read.
+struct SandboxProcess::Channel {
+  Channel(int fd, boost::asio::any_io_executor executor)
+      : executor(executor), socket(executor, fd), deadline(executor) {}
+  boost::asio::any_io_executor executor;
+  boost::asio::posix::stream_descriptor socket;
+  boost::asio::steady_timer deadline;
+  std::deque<std::string> writes;  // the front one is being written
+  bool reading = false;
+  std::array<char, 65536> buffer;
 };
 
-SandboxProcess::SandboxProcess(pid_t pid, int fd)
-    : pid_(pid), fd_(fd), inbox_(std::make_shared<Inbox>()) {}
+struct SandboxProcess::CurrentCall {
+  CurrentCall(std::uint64_t id, Completion done, Fetcher fetch, const config::Limits& limits)
+      : id(id),
+        done(std::move(done)),
+        fetch(std::move(fetch)),
+        limits(limits),
+        reader(max_frame_from_process(limits)) {}
+  std::uint64_t id;
+  Completion done;
+  Fetcher fetch;
+  config::Limits limits;
+  channel::FrameReader reader;
+  std::optional<CancelRegistration> cancel;  // reset before the call ends
+  bool cancel_sent = false;
+  Clock::time_point deadline;
+};
 
-SandboxProcess::~SandboxProcess() {
-  kill_and_reap();
-  if (fd_ >= 0) ::close(fd_);
-}
+SandboxProcess::SandboxProcess(pid_t pid, int fd, boost::asio::any_io_executor executor)
+    : pid_(pid), channel_(std::make_unique<Channel>(fd, std::move(executor))) {}
+
+SandboxProcess::~SandboxProcess() { kill_and_reap(); }
 
 int SandboxProcess::kill_and_reap() {
   int status = 0;
@@ -131,8 +135,8 @@ int SandboxProcess::kill_and_reap() {
   return status;
 }
 
-std::variant<std::unique_ptr<SandboxProcess>, std::string> SandboxProcess::start(
-    const ProcessOptions& options) {
+std::variant<std::shared_ptr<SandboxProcess>, std::string> SandboxProcess::start(
+    const ProcessOptions& options, boost::asio::any_io_executor executor) {
   if (options.command.empty()) return std::string("no sandbox program configured");
   int sockets[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sockets) != 0) {
@@ -184,7 +188,7 @@ std::variant<std::unique_ptr<SandboxProcess>, std::string> SandboxProcess::start
   ::close(devnull);
   const int fd = sockets[0];
   ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
-  std::unique_ptr<SandboxProcess> process(new SandboxProcess(pid, fd));
+  std::shared_ptr<SandboxProcess> process(new SandboxProcess(pid, fd, std::move(executor)));
 
   const auto deadline = Clock::now() + options.start_timeout;
   if (!write_until(fd, *options.init_frame, deadline)) {
@@ -217,12 +221,6 @@ std::variant<std::unique_ptr<SandboxProcess>, std::string> SandboxProcess::start
   }
 }
 
-Outcome SandboxProcess::fail(ErrorKind kind, std::string message) {
-  usable_ = false;
-  kill_and_reap();
-  return Outcome::failure(kind, std::move(message));
-}
-
 Outcome SandboxProcess::died() {
   usable_ = false;
   // The channel closed, so the process is gone or going; SIGKILL settles which.
@@ -252,105 +250,199 @@ Outcome SandboxProcess::died() {
                                                   std::string(kReplaced));
 }
 
-Outcome SandboxProcess::run(const Call& call, const config::Limits& limits, const Fetcher* fetch) {
-  if (!usable_) return Outcome::failure(ErrorKind::runtime, "the sandbox process is not usable");
+void SandboxProcess::watch() {
+  if (channel_->reading) return;
+  channel_->reading = true;
+  read_more();
+}
+
+void SandboxProcess::run(const Call& call, const config::Limits& limits, Fetcher fetch,
+                         Completion done) {
+  if (!usable_ || current_) {
+    boost::asio::post(channel_->executor, [done = std::move(done)] {
+      done(Outcome::failure(ErrorKind::runtime, "the sandbox process is not usable"));
+    });
+    return;
+  }
   ++calls_;
   const std::uint64_t id = ++last_call_id_;
-  {
-    std::lock_guard lock(inbox_->mutex);
-    inbox_->replies.clear();
-    inbox_->cancel = false;
+  current_ = std::make_unique<CurrentCall>(id, std::move(done), std::move(fetch), limits);
+  if (call.cancel) {
+    // Runs on the canceller's thread, under the token's lock: only a post may leave it.
+    current_->cancel.emplace(call.cancel.get(),
+                             [weak = weak_from_this(), executor = channel_->executor, id] {
+                               boost::asio::post(executor, [weak, id] {
+                                 if (auto self = weak.lock()) self->cancel_current(id);
+                               });
+                             });
   }
-  auto inbox = inbox_;
-  CancelRegistration registration(call.cancel.get(), [inbox] { inbox->request_cancel(); });
+  arm_deadline(Clock::now() + std::chrono::milliseconds(limits.wall_ms) + kGrace);
+  watch();
+  send(channel::encode_frame(channel::Run{id, call.tool, call.code, limits}));
+}
 
-  auto deadline = Clock::now() + std::chrono::milliseconds(limits.wall_ms) + kGrace;
-  if (!write_until(fd_, channel::encode_frame(channel::Run{id, call.tool, call.code, limits}),
-                   deadline)) {
-    return died();
+void SandboxProcess::kill(ErrorKind kind, std::string message) {
+  if (current_) {
+    fail(kind, std::move(message));
+  } else {
+    usable_ = false;
+    kill_and_reap();
   }
-  channel::FrameReader reader(max_frame_from_process(limits));
-  bool cancel_sent = false;
+}
+
+pid_t SandboxProcess::release() {
+  usable_ = false;
+  boost::system::error_code ignored;
+  channel_->socket.close(ignored);  // the pending read ends with operation_aborted
+  channel_->deadline.cancel();
+  return std::exchange(pid_, -1);
+}
+
+void SandboxProcess::read_more() {
+  channel_->socket.async_read_some(
+      boost::asio::buffer(channel_->buffer),
+      [self = shared_from_this()](boost::system::error_code error, std::size_t got) {
+        if (error == boost::asio::error::operation_aborted || self->pid_ < 0) return;
+        if (error || got == 0) return self->on_closed();
+        if (!self->current_) {
+          // Bytes between calls: nothing a process may send; it is broken or compromised.
+          self->usable_ = false;
+          self->kill_and_reap();
+          return;
+        }
+        self->current_->reader.append(std::string_view(self->channel_->buffer.data(), got));
+        self->on_frames();
+        if (self->usable_) self->read_more();
+      });
+}
+
+void SandboxProcess::on_frames() {
   auto malformed = [this](const std::string& what) {
-    return fail(ErrorKind::runtime,
-                "the sandbox process sent " + what + "; it was killed and replaced");
+    fail(ErrorKind::runtime, "the sandbox process sent " + what + "; it was killed and replaced");
   };
-  for (;;) {
-    for (;;) {
-      auto next = reader.next();
-      if (auto* error = std::get_if<channel::DecodeError>(&next)) return malformed(error->message);
-      auto& body = std::get<std::optional<std::string>>(next);
-      if (!body) break;
-      auto decoded = channel::decode(*body);
-      if (auto* error = std::get_if<channel::DecodeError>(&decoded)) {
-        return malformed(error->message);
-      }
-      auto& message = std::get<channel::Message>(decoded);
-      if (auto* result = std::get_if<channel::Result>(&message); result && result->id == id) {
-        return std::move(result->outcome);
-      }
-      auto* request = std::get_if<channel::FetchRequest>(&message);
-      if (!request || request->call_id != id || fetch == nullptr || cancel_sent) {
-        if (request && cancel_sent) continue;  // a fetch racing the Cancel: it will not be served
-        return malformed("a message that does not belong to the call");
-      }
-      (*fetch)(std::move(request->request),
-               [inbox, id, fetch_id = request->fetch_id](gateway::FetchResult result) {
-                 inbox->post(channel::FetchReply{id, fetch_id, std::move(result)});
-               });
+  while (current_) {
+    auto next = current_->reader.next();
+    if (auto* error = std::get_if<channel::DecodeError>(&next)) return malformed(error->message);
+    auto& body = std::get<std::optional<std::string>>(next);
+    if (!body) return;
+    auto decoded = channel::decode(*body);
+    if (auto* error = std::get_if<channel::DecodeError>(&decoded)) return malformed(error->message);
+    auto& message = std::get<channel::Message>(decoded);
+    if (auto* result = std::get_if<channel::Result>(&message);
+        result && result->id == current_->id) {
+      // A process sends nothing after its Result until the next Run.
+      if (current_->reader.buffered() != 0) return malformed("bytes after its result");
+      return finish(std::move(result->outcome));
     }
+    auto* request = std::get_if<channel::FetchRequest>(&message);
+    if (request && request->call_id == current_->id && current_->cancel_sent) {
+      continue;  // a fetch racing the Cancel: it will not be served
+    }
+    if (!request || request->call_id != current_->id || !current_->fetch) {
+      return malformed("a message that does not belong to the call");
+    }
+    current_->fetch(std::move(request->request), [weak = weak_from_this(),
+                                                  executor = channel_->executor, id = current_->id,
+                                                  fetch_id = request->fetch_id](
+                                                     gateway::FetchResult result) {
+      // The gateway completes on its I/O thread: this one in the daemon.
+      boost::asio::dispatch(executor, [weak, id, fetch_id, result = std::move(result)]() mutable {
+        auto self = weak.lock();
+        if (!self || !self->current_ || self->current_->id != id) return;
+        self->send(channel::encode_frame(channel::FetchReply{id, fetch_id, std::move(result)}));
+      });
+    });
+  }
+}
 
-    pollfd waits[2] = {{fd_, POLLIN, 0}, {inbox_->event_fd, POLLIN, 0}};
-    const int polled = ::poll(waits, 2, remaining_ms(deadline));
-    if (polled < 0 && errno != EINTR) return fail(ErrorKind::runtime, "poll: " + errno_text(errno));
-    if (polled == 0) {
-      if (cancel_sent) return fail(ErrorKind::runtime, "cancelled");
-      return fail(ErrorKind::timeout, "wall limit " + std::to_string(limits.wall_ms) +
-                                          " ms exceeded; the sandbox process did not stop and "
-                                          "was killed and replaced");
-    }
-    if (waits[1].revents != 0) {
-      std::uint64_t count;
-      [[maybe_unused]] const ssize_t ignored = ::read(inbox_->event_fd, &count, sizeof count);
-      std::deque<channel::FetchReply> replies;
-      bool cancel;
-      {
-        std::lock_guard lock(inbox_->mutex);
-        replies.swap(inbox_->replies);
-        cancel = inbox_->cancel;
+void SandboxProcess::on_closed() {
+  if (!current_) {
+    usable_ = false;
+    kill_and_reap();
+    return;
+  }
+  // Frames that arrived with the end of the stream still count (a Result, then exit).
+  auto next = current_->reader.next();
+  if (auto* body = std::get_if<std::optional<std::string>>(&next); body && *body) {
+    auto decoded = channel::decode(**body);
+    if (auto* message = std::get_if<channel::Message>(&decoded)) {
+      if (auto* result = std::get_if<channel::Result>(message);
+          result && result->id == current_->id) {
+        Outcome outcome = std::move(result->outcome);
+        died();
+        return finish(std::move(outcome));
       }
-      for (auto& reply : replies) {
-        if (reply.call_id != id) continue;
-        if (!write_until(fd_, channel::encode_frame(reply), deadline)) return died();
-      }
-      if (cancel && !cancel_sent) {
-        cancel_sent = true;
-        // The frame reaches code that waits; the signal code that runs (child.h).
-        if (!write_until(fd_, channel::encode_frame(channel::Cancel{id}), deadline)) {
-          return died();
-        }
-        sigval value{};
-        value.sival_int = static_cast<int>(static_cast<std::uint32_t>(id));
-        ::sigqueue(pid_, cancel_signal(), value);
-        deadline = std::min(deadline, Clock::now() + kCancelGrace);
-      }
-    }
-    if (waits[0].revents != 0 && !drain(fd_, reader)) {
-      // Frames that arrived with the end of the stream still count (a Result, then exit).
-      auto next = reader.next();
-      if (auto* body = std::get_if<std::optional<std::string>>(&next); body && *body) {
-        auto decoded = channel::decode(**body);
-        if (auto* message = std::get_if<channel::Message>(&decoded)) {
-          if (auto* result = std::get_if<channel::Result>(message); result && result->id == id) {
-            Outcome outcome = std::move(result->outcome);
-            died();
-            return outcome;
-          }
-        }
-      }
-      return died();
     }
   }
+  finish(died());
+}
+
+void SandboxProcess::send(std::string frame) {
+  Channel& channel = *channel_;
+  if (channel.writes.empty()) {
+    // Most frames fit the socket buffer at once: no queue, no completion handler.
+    const ssize_t sent = ::send(channel.socket.native_handle(), frame.data(), frame.size(),
+                                MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (sent == static_cast<ssize_t>(frame.size())) return;
+    if (sent < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+      return;  // the process is gone; the read side sees the end of the stream
+    }
+    frame.erase(0, sent > 0 ? static_cast<std::size_t>(sent) : 0);
+  }
+  channel.writes.push_back(std::move(frame));
+  if (channel.writes.size() == 1) write_front();  // else a write is in flight; this one follows
+}
+
+void SandboxProcess::write_front() {
+  boost::asio::async_write(
+      channel_->socket, boost::asio::buffer(channel_->writes.front()),
+      [self = shared_from_this()](boost::system::error_code error, std::size_t) {
+        if (error) {
+          self->channel_->writes.clear();  // the reader sees the end
+          return;
+        }
+        self->channel_->writes.pop_front();
+        if (!self->channel_->writes.empty()) self->write_front();
+      });
+}
+
+void SandboxProcess::cancel_current(std::uint64_t id) {
+  if (!current_ || current_->id != id || current_->cancel_sent) return;
+  current_->cancel_sent = true;
+  // The frame reaches code that waits; the signal code that runs (child.h).
+  send(channel::encode_frame(channel::Cancel{id}));
+  sigval value{};
+  value.sival_int = static_cast<int>(static_cast<std::uint32_t>(id));
+  ::sigqueue(pid_, cancel_signal(), value);
+  arm_deadline(std::min(current_->deadline, Clock::now() + kCancelGrace));
+}
+
+void SandboxProcess::arm_deadline(Clock::time_point deadline) {
+  current_->deadline = deadline;
+  channel_->deadline.expires_at(deadline);
+  channel_->deadline.async_wait([weak = weak_from_this(),
+                                 id = current_->id](boost::system::error_code error) {
+    auto self = weak.lock();
+    if (error || !self || !self->current_ || self->current_->id != id) return;
+    if (self->current_->deadline > Clock::now()) return;  // re-armed for a later time
+    if (self->current_->cancel_sent) return self->fail(ErrorKind::runtime, "cancelled");
+    self->fail(ErrorKind::timeout, "wall limit " + std::to_string(self->current_->limits.wall_ms) +
+                                       " ms exceeded; the sandbox process did not stop and "
+                                       "was killed and replaced");
+  });
+}
+
+void SandboxProcess::finish(Outcome outcome) {
+  std::unique_ptr<CurrentCall> call = std::move(current_);
+  call->cancel.reset();  // no cancel reaches a call that has ended
+  channel_->deadline.cancel();
+  call->done(std::move(outcome));
+}
+
+void SandboxProcess::fail(ErrorKind kind, std::string message) {
+  usable_ = false;
+  kill_and_reap();
+  if (current_) finish(Outcome::failure(kind, std::move(message)));
 }
 
 }  // namespace codemode::sandbox

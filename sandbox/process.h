@@ -1,11 +1,15 @@
 // The daemon's handle on one sandbox process (child.h): start it, run calls in it, kill it.
 //
-// A SandboxProcess belongs to one Sandbox worker thread, which is the only thread that touches
-// it; the gateway's fetch completions reach that thread through a queue and an eventfd. Every
-// byte from the process is hostile: a malformed or unexpected message, silence past the call's
-// deadline, or death all end with the process killed, the call given an error that says what
-// happened, and the worker starting a fresh process for the next call. The destructor kills the
-// process (SIGKILL) and reaps it.
+// start() is blocking (fork, exec, the Init frame, then the process's Ready), for a thread that
+// may wait; everything else runs on one executor, the I/O thread that owns the process's
+// channel: run() writes the Run frame there, the channel is read there as frames arrive, the
+// gateway's fetch completions write their replies there, and a call's completion is invoked
+// there. So a call crosses no thread in the daemon on its way in or out.
+//
+// Every byte from the process is hostile: a malformed or unexpected message, silence past the
+// call's deadline, or death all end with the process killed, the call given an error that says
+// what happened, and usable() false (the owner starts a fresh process for the next call). The
+// last reference's destructor kills the process (SIGKILL) and reaps it.
 #pragma once
 
 #include <sys/types.h>
@@ -16,6 +20,8 @@
 #include <string>
 #include <variant>
 #include <vector>
+
+#include <boost/asio/any_io_executor.hpp>
 
 #include "config/config.h"
 #include "gateway/gateway.h"
@@ -39,46 +45,71 @@ struct ProcessOptions {
   // kImageFd; -1: none (Init then says there is no spec).
   int image_fd = -1;
   ChildStderr child_stderr = ChildStderr::discard;
-  // How long a process may take from fork to Ready (it parses the document and starts V8).
+  // How long a process may take from fork to Ready (it maps the document and starts V8).
   std::chrono::milliseconds start_timeout{60000};
 };
 
-class SandboxProcess {
+class SandboxProcess : public std::enable_shared_from_this<SandboxProcess> {
  public:
-  // Starts a process and waits for its Ready; the error says why there is none.
-  static std::variant<std::unique_ptr<SandboxProcess>, std::string> start(
-      const ProcessOptions& options);
+  using Completion = std::function<void(Outcome)>;
+
+  // Starts a process and waits for its Ready (blocking); the error says why there is none. The
+  // process then lives on `executor`.
+  static std::variant<std::shared_ptr<SandboxProcess>, std::string> start(
+      const ProcessOptions& options, boost::asio::any_io_executor executor);
   ~SandboxProcess();
   SandboxProcess(const SandboxProcess&) = delete;
   SandboxProcess& operator=(const SandboxProcess&) = delete;
 
-  // Runs one call. `fetch` (the daemon's gateway, see Fetcher) may be null: no fetch in this call.
-  // After an Outcome that says the process failed, usable() is false and the owner replaces the
-  // process.
-  Outcome run(const Call& call, const config::Limits& limits, const Fetcher* fetch);
+  // On the executor: runs one call (one at a time). `fetch` (the daemon's gateway, see Fetcher)
+  // may be null: no fetch in this call; it is called on the executor and may complete on it.
+  // `done` is invoked exactly once, on the executor, never from inside run(). After an Outcome
+  // that says the process failed, usable() is false.
+  void run(const Call& call, const config::Limits& limits, Fetcher fetch, Completion done);
+
+  // On the executor: starts reading the channel, so that a process that dies or talks while idle
+  // is noticed (run() does it too).
+  void watch();
+  // On the executor: kills the process now; a running call completes with `message`.
+  void kill(ErrorKind kind, std::string message);
+  // On the executor, between calls: stops using the process and hands over its pid, for a thread
+  // that may block to kill and reap it (the destructor then does neither). -1: already gone.
+  pid_t release();
 
   bool usable() const { return usable_; }
+  bool busy() const { return current_ != nullptr; }
   pid_t pid() const { return pid_; }
   unsigned calls() const { return calls_; }
   // The isolation layers the process reported, one line each ("seccomp: on (...)").
   const std::vector<std::string>& layers() const { return layers_; }
 
  private:
-  struct Inbox;
-  SandboxProcess(pid_t pid, int fd);
+  struct Channel;
+  struct CurrentCall;
+  SandboxProcess(pid_t pid, int fd, boost::asio::any_io_executor executor);
+
+  void read_more();
+  void on_frames();
+  void on_closed();
+  void send(std::string frame);
+  void write_front();
+  void cancel_current(std::uint64_t id);
+  void arm_deadline(std::chrono::steady_clock::time_point deadline);
+  // Ends the current call with `outcome`; `failure` kills the process first.
+  void finish(Outcome outcome);
+  void fail(ErrorKind kind, std::string message);
   // SIGKILL and waitpid, once; the wait status (0 when there was no process left).
   int kill_and_reap();
-  Outcome fail(ErrorKind kind, std::string message);
   // Kills, reaps, and describes how the process ended (for the call's error).
   Outcome died();
 
   pid_t pid_;
-  int fd_;
   bool usable_ = true;
   unsigned calls_ = 0;
   std::uint64_t last_call_id_ = 0;
   std::vector<std::string> layers_;
-  std::shared_ptr<Inbox> inbox_;
+  std::unique_ptr<Channel> channel_;
+  std::unique_ptr<CurrentCall> current_;
 };
 
 }  // namespace codemode::sandbox

@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,10 +15,13 @@
 #include <cstdlib>
 #include <future>
 
+#include <boost/asio/io_context.hpp>
 #include <catch2/catch.hpp>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -63,17 +67,44 @@ ProcessOptions options_for(const config::Limits& limits, bool fetch = false) {
   return options;
 }
 
-std::unique_ptr<SandboxProcess> start(const ProcessOptions& options) {
-  auto started = SandboxProcess::start(options);
+// A process with the I/O thread it lives on: the test's own, which runs it during run().
+struct TestProcess {
+  boost::asio::io_context io;
+  std::shared_ptr<SandboxProcess> process;
+
+  ~TestProcess() {
+    if (!process) return;
+    const pid_t pid = process->release();
+    if (pid > 0) {
+      ::kill(pid, SIGKILL);
+      int status = 0;
+      ::waitpid(pid, &status, 0);
+    }
+  }
+  bool usable() const { return process->usable(); }
+  unsigned calls() const { return process->calls(); }
+  pid_t pid() const { return process->pid(); }
+  const std::vector<std::string>& layers() const { return process->layers(); }
+};
+
+std::unique_ptr<TestProcess> start(const ProcessOptions& options) {
+  auto test = std::make_unique<TestProcess>();
+  auto started = SandboxProcess::start(options, test->io.get_executor());
   if (auto* error = std::get_if<std::string>(&started)) FAIL("no sandbox process: " << *error);
-  return std::move(std::get<std::unique_ptr<SandboxProcess>>(started));
+  test->process = std::get<std::shared_ptr<SandboxProcess>>(std::move(started));
+  return test;
 }
 
-Outcome run(SandboxProcess& process, std::string code, const config::Limits& limits,
+Outcome run(TestProcess& test, std::string code, const config::Limits& limits,
             const Fetcher* fetch = nullptr, std::shared_ptr<CancelToken> cancel = nullptr) {
   if (!cancel) cancel = std::make_shared<CancelToken>();
   const Tool tool = fetch ? Tool::execute : Tool::search;
-  return process.run(Call{tool, std::move(code), cancel}, limits, fetch);
+  std::optional<Outcome> outcome;
+  test.process->run(Call{tool, std::move(code), cancel}, limits, fetch ? *fetch : Fetcher{},
+                    [&](Outcome done) { outcome = std::move(done); });
+  test.io.restart();
+  while (!outcome) test.io.run_one();
+  return std::move(*outcome);
 }
 
 nlohmann::json result_of(const Outcome& outcome) {
@@ -82,8 +113,8 @@ nlohmann::json result_of(const Outcome& outcome) {
   return nlohmann::json::parse(outcome.result_json);
 }
 
-bool has_layer(const SandboxProcess& process, std::string_view prefix) {
-  const auto& layers = process.layers();
+bool has_layer(const TestProcess& test, std::string_view prefix) {
+  const auto& layers = test.layers();
   return std::any_of(layers.begin(), layers.end(),
                      [&](const std::string& layer) { return layer.rfind(prefix, 0) == 0; });
 }
@@ -405,4 +436,66 @@ TEST_CASE("the Sandbox replaces a failed process and serves the next call",
   CHECK(pids[3] != pids[2]);
   CHECK(pids[3] == pids[5]);
   CHECK(pids[6] != pids[5]);
+}
+
+TEST_CASE("a process that dies between calls is replaced before the next call reaches it",
+          "[sandbox][process][pool]") {
+  SandboxOptions options;
+  options.limits = test_limits();
+  options.workers = 1;
+  options.child_command = hook_command();
+  Sandbox sandbox(options);
+  auto call = [&](std::string code) {
+    std::promise<Outcome> promise;
+    sandbox.submit(Call{Tool::search, std::move(code), nullptr},
+                   [&](Outcome outcome) { promise.set_value(std::move(outcome)); });
+    return promise.get_future().get();
+  };
+  const int first = result_of(call("async () => __native.pid()"));
+  ::kill(first, SIGKILL);
+  // The pool sees the channel close and reaps the process: then its /proc entry is gone.
+  const std::string entry = "/proc/" + std::to_string(first);
+  while (::access(entry.c_str(), F_OK) == 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  const Outcome next = call("async () => __native.pid()");
+  REQUIRE(next.ok);  // not "killed by SIGKILL": the dead process never got the call
+  CHECK(result_of(next) != first);
+}
+
+// Processes this test binary has started (the pool's launcher thread forks them).
+std::size_t children_of_this_process() {
+  std::size_t n = 0;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream list(task.path() / "children");
+    for (int pid; list >> pid;) ++n;
+  }
+  return n;
+}
+
+TEST_CASE("a process's successor is started before it retires", "[sandbox][process][pool]") {
+  SandboxOptions options;
+  options.limits = test_limits();
+  options.workers = 1;
+  options.child_command = hook_command();
+  options.calls_per_process = 12;  // a successor is asked for 3 calls before the last
+  Sandbox sandbox(options);
+  auto pid = [&] {
+    std::promise<Outcome> promise;
+    sandbox.submit(Call{Tool::search, "async () => __native.pid()", nullptr},
+                   [&](Outcome outcome) { promise.set_value(std::move(outcome)); });
+    return result_of(promise.get_future().get()).get<int>();
+  };
+  std::vector<int> pids;
+  for (int i = 0; i < 10; ++i) pids.push_back(pid());
+  CHECK(std::count(pids.begin(), pids.end(), pids[0]) == 10);
+  // Ten calls in, two before its last, the first process has a successor on the way.
+  for (int waited = 0; children_of_this_process() < 2; ++waited) {
+    REQUIRE(waited < 30000);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  for (int i = 0; i < 8; ++i) pids.push_back(pid());  // the successor: 6 at most, no successor yet
+  const std::set<int> distinct(pids.begin(), pids.end());
+  CHECK(distinct.size() == 2);
+  CHECK(std::count(pids.begin(), pids.end(), pids[0]) == 12);  // exactly its calls, no more
 }

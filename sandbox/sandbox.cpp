@@ -8,6 +8,10 @@
 
 #include <algorithm>
 #include <cctype>
+#include <future>
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/post.hpp>
 
 namespace codemode::sandbox {
 
@@ -63,29 +67,65 @@ std::variant<std::vector<std::string>, std::string> probe_layers(
   ProcessOptions process;
   process.command = child_command;
   process.init_frame = init_frame(options);
-  auto started = SandboxProcess::start(process);
+  boost::asio::io_context io;
+  auto started = SandboxProcess::start(process, io.get_executor());
   if (auto* error = std::get_if<std::string>(&started)) return *error;
-  return std::get<std::unique_ptr<SandboxProcess>>(started)->layers();
+  return std::get<std::shared_ptr<SandboxProcess>>(started)->layers();
 }
 
 Sandbox::Sandbox(SandboxOptions options) : options_(std::move(options)) {
-  if (options_.child_command.empty()) {
-    ensure_v8_initialized();
-  } else {
-    options_.calls_per_process = std::max(1u, options_.calls_per_process);
-    process_options_.command = options_.child_command;
-    process_options_.init_frame = init_frame(options_);
-    process_options_.image_fd = options_.api != nullptr ? options_.api->fd() : -1;
-    process_options_.child_stderr = options_.child_stderr;
-  }
   unsigned n = options_.workers != 0 ? options_.workers : std::thread::hardware_concurrency();
   n = std::max(1u, n);
+  if (!options_.child_command.empty()) {
+    ProcessPoolOptions pool;
+    pool.process.command = options_.child_command;
+    pool.process.init_frame = init_frame(options_);
+    pool.process.image_fd = options_.api != nullptr ? options_.api->fd() : -1;
+    pool.process.child_stderr = options_.child_stderr;
+    pool.processes = n;
+    pool.calls_per_process = std::max(1u, options_.calls_per_process);
+    pool.limits = options_.limits;
+    pool.gateway = options_.gateway;
+    boost::asio::any_io_executor executor = options_.executor;
+    if (!executor) {
+      own_io_ = std::make_unique<boost::asio::io_context>();
+      executor = own_io_->get_executor();
+    }
+    pool_ = std::make_unique<ProcessPool>(std::move(pool), executor);
+    if (own_io_) {
+      own_io_thread_ = std::thread([io = own_io_.get()] {
+        auto work = boost::asio::make_work_guard(*io);
+        io->run();
+      });
+    }
+    return;
+  }
+  ensure_v8_initialized();
   workers_.reserve(n);
   running_.resize(n);
   for (unsigned i = 0; i < n; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
 }
 
 Sandbox::~Sandbox() {
+  if (pool_) {
+    if (own_io_) {
+      // Let what is queued and running finish, then close, on the pool's own thread.
+      std::promise<void> closed;
+      boost::asio::post(*own_io_, [this, &closed] {
+        pool_->when_drained([this, &closed] {
+          pool_->close();
+          closed.set_value();
+        });
+      });
+      closed.get_future().wait();
+      own_io_->stop();
+      own_io_thread_.join();
+    } else {
+      pool_->close();  // the daemon's executor has stopped (see sandbox.h)
+    }
+    pool_.reset();
+    return;
+  }
   {
     std::lock_guard lock(mutex_);
     stopping_ = true;
@@ -95,6 +135,7 @@ Sandbox::~Sandbox() {
 }
 
 void Sandbox::submit(Call call, Completion done) {
+  if (pool_) return pool_->submit(std::move(call), std::move(done));
   {
     std::lock_guard lock(mutex_);
     queue_.push_back(Job{std::move(call), std::move(done)});
@@ -102,36 +143,10 @@ void Sandbox::submit(Call call, Completion done) {
   wake_.notify_all();  // only the longest-idle worker takes it (see worker_loop)
 }
 
-std::unique_ptr<SandboxProcess> Sandbox::start_process() {
-  auto started = SandboxProcess::start(process_options_);
-  if (auto* error = std::get_if<std::string>(&started)) {
-    spdlog::error("sandbox: a sandbox process could not start: {}", *error);
-    return nullptr;
-  }
-  auto process = std::move(std::get<std::unique_ptr<SandboxProcess>>(started));
-  if (!layers_logged_.exchange(true)) {
-    for (const auto& layer : process->layers()) {
-      const bool weak =
-          layer.find(": off") != std::string::npos || layer.find(": partial") != std::string::npos;
-      if (weak) {
-        spdlog::warn("sandbox layer {}", layer);
-      } else {
-        spdlog::info("sandbox layer {}", layer);
-      }
-    }
-  }
-  return process;
-}
-
 void Sandbox::worker_loop(unsigned slot) {
-  const bool processes = !options_.child_command.empty();
-  std::unique_ptr<SandboxProcess> process;
-  if (processes) process = start_process();  // ready before the first call arrives
   for (;;) {
     Job job;
     {
-      // Calls go to the worker that has been idle longest: its process has had the most time
-      // to make its next isolate ready since its last call.
       std::unique_lock lock(mutex_);
       idle_.push_back(slot);
       wake_.wait(lock, [&] { return stopping_ || (!queue_.empty() && idle_.front() == slot); });
@@ -143,16 +158,12 @@ void Sandbox::worker_loop(unsigned slot) {
       if (!job.call.cancel) job.call.cancel = std::make_shared<CancelToken>();
       running_[slot] = job.call.cancel;
     }
-    Outcome outcome = processes ? run_in_process(job.call, process) : run(job.call);
+    Outcome outcome = run(job.call);
     {
       std::lock_guard lock(mutex_);
       running_[slot].reset();
     }
     job.done(std::move(outcome));
-    if (processes && process &&
-        (!process->usable() || process->calls() >= options_.calls_per_process)) {
-      process = start_process();
-    }
   }
 }
 
@@ -164,24 +175,6 @@ Fetcher Sandbox::gateway_fetcher(gateway::CallBudget& budget) const {
              gateway::OutboundRequest outbound, std::function<void(gateway::FetchResult)> done) {
     gateway->fetch(std::move(outbound), budget, deadline, std::move(done));
   };
-}
-
-Outcome Sandbox::run_in_process(const Call& call, std::unique_ptr<SandboxProcess>& process) {
-  if (call.cancel->cancelled()) return Outcome::failure(ErrorKind::runtime, "cancelled");
-  if (!process) process = start_process();
-  if (!process) {
-    return Outcome::failure(ErrorKind::runtime,
-                            "the sandbox process could not start (the server log says why)");
-  }
-  gateway::CallBudget budget(options_.limits.subrequests);
-  const Fetcher fetch = gateway_fetcher(budget);
-  const bool fetches = call.tool == Tool::execute && options_.gateway != nullptr;
-  Outcome outcome = process->run(call, options_.limits, fetches ? &fetch : nullptr);
-  if (!process->usable()) {
-    spdlog::warn("sandbox: process replaced after a call: {}: {}", to_string(outcome.error_kind),
-                 outcome.error_message);
-  }
-  return outcome;
 }
 
 Outcome Sandbox::run(const Call& call) {
@@ -197,6 +190,7 @@ Outcome Sandbox::run(const Call& call) {
 }
 
 void Sandbox::cancel_all() {
+  if (pool_) return pool_->cancel_all();
   std::lock_guard lock(mutex_);
   for (auto& job : queue_) {
     if (!job.call.cancel) job.call.cancel = std::make_shared<CancelToken>();

@@ -1,13 +1,18 @@
-// The sandbox: where a tool call's code runs, away from the I/O thread and, in the daemon, in
-// sandbox processes (process.h, child.h) that never hold a credential or a socket.
+// The sandbox: where a tool call's code runs: in the daemon, in sandbox processes (process.h,
+// child.h) that never hold a credential or a socket; in tests of the layers above, in isolates
+// on worker threads of this process.
 //
 // The server hands a Call to submit() on its I/O thread and gets the Outcome back through the
-// completion, which runs on one of the sandbox's worker threads (the server posts it back to
-// its own executor). Callers run check_input() first, on their own thread, so a call refused
-// for its input never occupies a worker and submit() receives only code that may run.
+// completion: with processes it runs on the executor given in SandboxOptions (the daemon's I/O
+// thread, so a call crosses no thread of the daemon; without one the Sandbox runs an I/O thread
+// of its own), without them on a worker thread. Callers run check_input() first, on their own
+// thread, so a call refused for its input never occupies a process and submit() receives only
+// code that may run.
 //
-// Lifetime: the destructor stops taking calls, finishes the queued ones and joins the workers;
-// every accepted completion is invoked exactly once.
+// Lifetime: every accepted completion is invoked exactly once. The destructor stops taking
+// calls; with workers or an I/O thread of its own it finishes the queued and running calls
+// first; with the daemon's executor it must run after that executor stopped, and completes
+// what is left with `runtime: cancelled`.
 #pragma once
 
 #include <atomic>
@@ -15,6 +20,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -23,6 +29,9 @@
 #include <variant>
 #include <vector>
 
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/io_context.hpp>
+
 #include "config/config.h"
 #include "gateway/gateway.h"
 #include "openapi/image.h"
@@ -30,6 +39,7 @@
 #include "sandbox/isolate_runner.h"
 #include "sandbox/outcome.h"
 #include "sandbox/process.h"
+#include "sandbox/process_pool.h"
 
 namespace codemode::sandbox {
 
@@ -46,11 +56,14 @@ struct SandboxOptions {
   const openapi::DocumentImage* api = nullptr;
   // Where `execute` code's fetch() goes; must outlive the Sandbox. Null: no `fetch` global.
   gateway::Gateway* gateway = nullptr;
-  // The sandbox process program (child.h); the daemon passes daemon_child_command(). Each
-  // worker keeps one process ready and replaces it when it fails or has served
-  // `calls_per_process` calls. Empty: calls run on the worker threads of this process, which
-  // only tests of the layers above the sandbox do.
+  // The sandbox process program (child.h); the daemon passes daemon_child_command(). `workers`
+  // processes are kept ready; one is replaced when it fails or has served `calls_per_process`
+  // calls. Empty: calls run on `workers` worker threads of this process, which only tests of
+  // the layers above the sandbox do.
   std::vector<std::string> child_command;
+  // With child_command: where the processes' channels are served and completions run. Empty:
+  // an I/O thread of the Sandbox's own.
+  boost::asio::any_io_executor executor;
   ChildStderr child_stderr = ChildStderr::discard;
   unsigned calls_per_process = 1000;
 };
@@ -72,7 +85,7 @@ class Sandbox {
   Sandbox(const Sandbox&) = delete;
   Sandbox& operator=(const Sandbox&) = delete;
 
-  // Queues a call; `done` runs exactly once on a worker thread. A call whose token is
+  // Queues a call (any thread); `done` runs exactly once (see above). A call whose token is
   // cancelled completes with `runtime: cancelled`, at once if it has not started.
   void submit(Call call, Completion done);
 
@@ -89,12 +102,13 @@ class Sandbox {
   void worker_loop(unsigned slot);
   Outcome run(const Call& call);
   Fetcher gateway_fetcher(gateway::CallBudget& budget) const;
-  Outcome run_in_process(const Call& call, std::unique_ptr<SandboxProcess>& process);
-  std::unique_ptr<SandboxProcess> start_process();
 
   SandboxOptions options_;
-  ProcessOptions process_options_;  // used when options_.child_command is set
-  std::atomic<bool> layers_logged_{false};
+  // With processes: the pool, and the I/O thread it runs on when the Sandbox has its own.
+  std::unique_ptr<boost::asio::io_context> own_io_;
+  std::thread own_io_thread_;
+  std::unique_ptr<ProcessPool> pool_;
+  // Without: the worker threads and their queue.
   std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<Job> queue_;

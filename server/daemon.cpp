@@ -85,6 +85,7 @@ int Daemon::run() {
                                                    .api = &image,
                                                    .gateway = gateway.get(),
                                                    .child_command = options_.sandbox_command,
+                                                   .executor = io.get_executor(),
                                                    .child_stderr = options_.sandbox_stderr});
 
   std::optional<StdioTransport> stdio;

@@ -1,0 +1,289 @@
+#include "sandbox/process_pool.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <utility>
+
+#include <boost/asio/post.hpp>
+#include <spdlog/spdlog.h>
+
+namespace codemode::sandbox {
+namespace {
+
+// How many calls before its last a process's replacement is started (at most a quarter of its
+// calls: a process that serves a handful is not worth a spare).
+constexpr unsigned kStartAhead = 8;
+
+Outcome cancelled() { return Outcome::failure(ErrorKind::runtime, "cancelled"); }
+
+void kill_and_reap(pid_t pid) {
+  if (pid <= 0) return;
+  ::kill(pid, SIGKILL);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+}
+
+}  // namespace
+
+// One thread for what blocks: starting processes, and killing and reaping retired ones.
+class ProcessPool::Launcher {
+ public:
+  Launcher() : thread_([this] { loop(); }) {}
+  ~Launcher() {
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
+    }
+    wake_.notify_all();
+    thread_.join();
+  }
+  void start(std::function<void()> task) { push(starts_, std::move(task)); }
+  void reap(pid_t pid) {
+    if (pid > 0) push(reaps_, [pid] { kill_and_reap(pid); });
+  }
+
+ private:
+  void push(std::deque<std::function<void()>>& queue, std::function<void()> task) {
+    {
+      std::lock_guard lock(mutex_);
+      queue.push_back(std::move(task));
+    }
+    wake_.notify_all();
+  }
+  void loop() {
+    std::unique_lock lock(mutex_);
+    for (;;) {
+      wake_.wait(lock, [this] { return stopping_ || !reaps_.empty() || !starts_.empty(); });
+      // Reaps first, and all of them even when stopping: no zombie outlives the pool. Starts
+      // are dropped when stopping: nobody would take the process.
+      std::function<void()> task;
+      if (!reaps_.empty()) {
+        task = std::move(reaps_.front());
+        reaps_.pop_front();
+      } else if (!stopping_ && !starts_.empty()) {
+        task = std::move(starts_.front());
+        starts_.pop_front();
+      } else {
+        return;  // stopping, nothing left to reap
+      }
+      lock.unlock();
+      task();
+      lock.lock();
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<std::function<void()>> starts_;
+  std::deque<std::function<void()>> reaps_;
+  bool stopping_ = false;
+  std::thread thread_;  // last: starts after what it reads
+};
+
+// The pool itself; only ever touched on the executor (or in close() once it stopped).
+struct ProcessPool::State : std::enable_shared_from_this<State> {
+  struct Job {
+    Call call;
+    Completion done;
+  };
+
+  State(ProcessPoolOptions options, boost::asio::any_io_executor executor, Launcher& launcher)
+      : options(std::move(options)), executor(std::move(executor)), launcher(&launcher) {}
+
+  void submit(Job job) {
+    if (closed) return job.done(cancelled());
+    if (!job.call.cancel) job.call.cancel = std::make_shared<CancelToken>();
+    queue.push_back(std::move(job));
+    dispatch();
+  }
+
+  void dispatch() {
+    while (!closed && !queue.empty() && !idle.empty()) {
+      std::shared_ptr<SandboxProcess> process = std::move(idle.front());
+      idle.pop_front();
+      if (!process->usable()) {
+        retire(std::move(process));
+        continue;
+      }
+      Job job = std::move(queue.front());
+      queue.pop_front();
+      if (job.call.cancel->cancelled()) {
+        idle.push_front(std::move(process));
+        job.done(cancelled());
+        continue;
+      }
+      run(std::move(process), std::move(job));
+    }
+    ensure_processes();
+    if (queue.empty() && busy.empty() && drained) std::exchange(drained, nullptr)();
+  }
+
+  void run(std::shared_ptr<SandboxProcess> process, Job job) {
+    busy.emplace(process, job.call.cancel);
+    Fetcher fetch;
+    std::shared_ptr<gateway::CallBudget> budget;
+    if (job.call.tool == Tool::execute && options.gateway != nullptr) {
+      // One call's way to the gateway: its budget and its wall deadline.
+      budget = std::make_shared<gateway::CallBudget>(options.limits.subrequests);
+      const auto deadline =
+          gateway::Clock::now() + std::chrono::milliseconds(options.limits.wall_ms);
+      fetch = [gateway = options.gateway, budget, deadline](
+                  gateway::OutboundRequest outbound,
+                  std::function<void(gateway::FetchResult)> done) {
+        gateway->fetch(std::move(outbound), *budget, deadline, std::move(done));
+      };
+    }
+    SandboxProcess& target = *process;
+    target.run(job.call, options.limits, std::move(fetch),
+               [self = shared_from_this(), process = std::move(process),
+                done = std::move(job.done), budget](Outcome outcome) mutable {
+                 self->busy.erase(process);
+                 if (!process->usable()) {
+                   spdlog::warn("sandbox: process replaced after a call: {}: {}",
+                                to_string(outcome.error_kind), outcome.error_message);
+                 }
+                 done(std::move(outcome));
+                 if (self->closed) return;
+                 if (process->usable() && process->calls() < self->options.calls_per_process) {
+                   self->idle.push_back(std::move(process));
+                 } else {
+                   self->retire(std::move(process));
+                 }
+                 self->dispatch();
+               });
+  }
+
+  // Processes wanted: the configured number, plus a successor for each that is near its last
+  // call.
+  void ensure_processes() {
+    if (closed) return;
+    unsigned near_end = 0;
+    const unsigned ahead = std::min(kStartAhead, options.calls_per_process / 4);
+    auto count = [&](const SandboxProcess& process) {
+      if (ahead > 0 && process.calls() + ahead >= options.calls_per_process) ++near_end;
+    };
+    for (const auto& process : idle) count(*process);
+    for (const auto& [process, token] : busy) count(*process);
+    const auto live = static_cast<unsigned>(idle.size() + busy.size());
+    while (live + starting < options.processes + near_end) {
+      ++starting;
+      if (launcher == nullptr) return;
+      launcher->start([self = shared_from_this()] {
+        auto started = SandboxProcess::start(self->options.process, self->executor);
+        boost::asio::post(self->executor, [self, started = std::move(started)]() mutable {
+          self->adopt(std::move(started));
+        });
+      });
+    }
+  }
+
+  void adopt(std::variant<std::shared_ptr<SandboxProcess>, std::string> started) {
+    --starting;
+    if (auto* error = std::get_if<std::string>(&started)) {
+      spdlog::error("sandbox: a sandbox process could not start: {}", *error);
+      if (idle.empty() && busy.empty() && starting == 0) {
+        // Nothing can serve what waits; a later call tries again.
+        auto waiting = std::exchange(queue, {});
+        for (auto& job : waiting) {
+          job.done(Outcome::failure(
+              ErrorKind::runtime, "the sandbox process could not start (the server log says why)"));
+        }
+      }
+      return;
+    }
+    auto process = std::move(std::get<std::shared_ptr<SandboxProcess>>(started));
+    if (closed) return reap(process->release());
+    if (!layers_logged) {
+      layers_logged = true;
+      for (const auto& layer : process->layers()) {
+        const bool weak = layer.find(": off") != std::string::npos ||
+                          layer.find(": partial") != std::string::npos;
+        if (weak) {
+          spdlog::warn("sandbox layer {}", layer);
+        } else {
+          spdlog::info("sandbox layer {}", layer);
+        }
+      }
+    }
+    process->watch();
+    idle.push_back(std::move(process));
+    dispatch();
+  }
+
+  void retire(std::shared_ptr<SandboxProcess> process) { reap(process->release()); }
+  void reap(pid_t pid) {
+    if (launcher != nullptr) {
+      launcher->reap(pid);
+    } else {
+      kill_and_reap(pid);
+    }
+  }
+
+  void cancel_all() {
+    auto waiting = std::exchange(queue, {});
+    for (auto& job : waiting) job.done(cancelled());
+    for (const auto& [process, token] : busy) token->cancel();
+  }
+
+  void close() {
+    closed = true;
+    cancel_all();
+    auto running = std::exchange(busy, {});
+    for (auto& [process, token] : running) process->kill(ErrorKind::runtime, "cancelled");
+    for (auto& process : std::exchange(idle, {})) reap(process->release());
+    for (auto& [process, token] : running) reap(process->release());
+    if (drained) std::exchange(drained, nullptr)();
+  }
+
+  const ProcessPoolOptions options;
+  const boost::asio::any_io_executor executor;
+  Launcher* launcher;  // null once the pool is gone (then reaps happen here, blocking)
+  std::deque<std::shared_ptr<SandboxProcess>> idle;  // longest idle first
+  std::map<std::shared_ptr<SandboxProcess>, std::shared_ptr<CancelToken>> busy;
+  std::deque<Job> queue;
+  unsigned starting = 0;
+  bool closed = false;
+  bool layers_logged = false;
+  std::function<void()> drained;
+};
+
+ProcessPool::ProcessPool(ProcessPoolOptions options, boost::asio::any_io_executor executor)
+    : launcher_(std::make_unique<Launcher>()),
+      state_(std::make_shared<State>(std::move(options), std::move(executor), *launcher_)) {
+  // Ready before the first call arrives.
+  boost::asio::post(state_->executor, [state = state_] { state->ensure_processes(); });
+}
+
+ProcessPool::~ProcessPool() {
+  state_->launcher = nullptr;  // the executor runs nothing of the pool's any more (see close())
+  launcher_.reset();
+}
+
+void ProcessPool::submit(Call call, Completion done) {
+  boost::asio::post(state_->executor,
+                    [state = state_, job = State::Job{std::move(call), std::move(done)}]() mutable {
+                      state->submit(std::move(job));
+                    });
+}
+
+void ProcessPool::cancel_all() {
+  boost::asio::post(state_->executor, [state = state_] { state->cancel_all(); });
+}
+
+void ProcessPool::when_drained(std::function<void()> then) {
+  state_->drained = std::move(then);
+  state_->dispatch();
+}
+
+void ProcessPool::close() { state_->close(); }
+
+}  // namespace codemode::sandbox

@@ -17,6 +17,7 @@
 #include "fuzz/check.h"
 #include "openapi/describe.h"
 #include "openapi/document.h"
+#include "openapi/image.h"
 #include "openapi/operations.h"
 #include "openapi/ref_index.h"
 
@@ -55,6 +56,66 @@ class ViewWalk {
   std::unordered_map<const json*, Color> colors_;
 };
 
+// The image of a document reads back as the document: same kinds, sizes, keys and strings,
+// and each indexed ref with its target where the tree has one.
+class ImageCompare {
+ public:
+  ImageCompare(const openapi::DocumentImage& image, const openapi::RefIndex& refs)
+      : image_(image), refs_(refs) {}
+
+  void compare(const json& node, openapi::DocumentImage::Node at, int depth) {
+    using Kind = openapi::DocumentImage::Kind;
+    if (depth > 1000) return;
+    const Kind kind = image_.kind(at);
+    switch (node.type()) {
+      case json::value_t::object: {
+        FUZZ_CHECK(kind == Kind::object && image_.count(at) == node.size(), "an object");
+        std::uint32_t i = 0;
+        for (const auto& [key, value] : node.items()) {
+          FUZZ_CHECK(image_.key(at, i) == key, "the same keys in the same order");
+          compare(value, image_.value(at, i), depth + 1);
+          ++i;
+        }
+        const auto* ref = refs_.find(&node);
+        const auto image_ref = image_.ref(at);
+        FUZZ_CHECK((ref != nullptr) == image_ref.has_value(), "the same refs");
+        if (ref != nullptr) {
+          FUZZ_CHECK(ref->circular == image_ref->circular && ref->pointer == image_ref->pointer &&
+                         (ref->target == nullptr) == (image_ref->target == 0),
+                     "a ref leads where the index says");
+        }
+        return;
+      }
+      case json::value_t::array: {
+        FUZZ_CHECK(kind == Kind::array && image_.count(at) == node.size(), "an array");
+        for (std::uint32_t i = 0; i < node.size(); ++i)
+          compare(node[i], image_.item(at, i), depth + 1);
+        return;
+      }
+      case json::value_t::string:
+        FUZZ_CHECK(kind == Kind::string && image_.string(at) == node.get_ref<const std::string&>(),
+                   "a string");
+        return;
+      case json::value_t::boolean:
+        FUZZ_CHECK(kind == (node.get<bool>() ? Kind::boolean_true : Kind::boolean_false),
+                   "a boolean");
+        return;
+      case json::value_t::number_integer:
+      case json::value_t::number_unsigned:
+      case json::value_t::number_float:
+        FUZZ_CHECK(kind == Kind::number, "a number");
+        return;
+      default:
+        FUZZ_CHECK(kind == Kind::null, "null");
+        return;
+    }
+  }
+
+ private:
+  const openapi::DocumentImage& image_;
+  const openapi::RefIndex& refs_;
+};
+
 std::size_t code_points(std::string_view text) {
   std::size_t count = 0;
   for (const char c : text) count += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
@@ -87,6 +148,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   FUZZ_CHECK(document.root != nullptr && document.root->is_object(), "a document is an object");
 
   ViewWalk(document.refs).visit(*document.root, 0);
+
+  auto image = openapi::DocumentImage::build(document);
+  FUZZ_CHECK(std::holds_alternative<openapi::DocumentImage>(image), "every document has an image");
+  const auto& built = std::get<openapi::DocumentImage>(image);
+  ImageCompare(built, document.refs).compare(*document.root, built.root(), 0);
 
   openapi::declared_operations(document);
   openapi::server_base_paths(document);

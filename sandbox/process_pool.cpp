@@ -12,8 +12,8 @@
 #include <thread>
 #include <utility>
 
-#include <boost/asio/post.hpp>
 #include <spdlog/spdlog.h>
+#include <boost/asio/post.hpp>
 
 namespace codemode::sandbox {
 namespace {
@@ -144,8 +144,8 @@ struct ProcessPool::State : std::enable_shared_from_this<State> {
     }
     SandboxProcess& target = *process;
     target.run(job.call, options.limits, std::move(fetch),
-               [self = shared_from_this(), process = std::move(process),
-                done = std::move(job.done), budget](Outcome outcome) mutable {
+               [self = shared_from_this(), process = std::move(process), done = std::move(job.done),
+                budget](Outcome outcome) mutable {
                  self->busy.erase(process);
                  if (!process->usable()) {
                    spdlog::warn("sandbox: process replaced after a call: {}: {}",

@@ -13,6 +13,12 @@ namespace codemode::sandbox {
 namespace {
 constexpr std::size_t kCannotPool = std::numeric_limits<std::size_t>::max();
 constexpr std::size_t kMaxEvictions = 16;  // per FreePages
+
+bool executable(v8::PageAllocator::Permission permissions) {
+  return permissions == v8::PageAllocator::kReadWriteExecute ||
+         permissions == v8::PageAllocator::kReadExecute ||
+         permissions == v8::PageAllocator::kNoAccessWillJitLater;
+}
 }  // namespace
 
 RecyclingPageAllocator::RecyclingPageAllocator(v8::PageAllocator* system,
@@ -28,49 +34,80 @@ std::size_t RecyclingPageAllocator::CommitPageSize() { return system_->CommitPag
 void RecyclingPageAllocator::SetRandomMmapSeed(int64_t seed) { system_->SetRandomMmapSeed(seed); }
 void* RecyclingPageAllocator::GetRandomMmapAddr() { return system_->GetRandomMmapAddr(); }
 
-void* RecyclingPageAllocator::AllocatePages(void* hint, std::size_t length, std::size_t alignment,
-                                            Permission permissions) {
-  void* found = nullptr;
-  {
-    std::lock_guard lock(mutex_);
-    auto [first, last] = pool_.equal_range(length);
-    auto pick = last;
-    for (auto it = first; it != last; ++it) {
-      if (it->second.address == hint) {  // V8 asks for the code range where it was before
-        pick = it;
-        break;
-      }
-      const auto address = reinterpret_cast<std::uintptr_t>(it->second.address);
-      if (pick == last && (alignment == 0 || address % alignment == 0)) pick = it;
-    }
-    if (pick != last) {
-      found = pick->second.address;
-      stats_.pooled_bytes -= length;
-      stats_.resident_bytes -= pick->second.resident;
-      ++stats_.reused;
-      pool_.erase(pick);
-    } else {
-      ++stats_.mapped;
-    }
-  }
-  if (found == nullptr) return system_->AllocatePages(hint, length, alignment, permissions);
-  // Pooled regions are inaccessible and zero; a request for access gets it now.
-  if (permissions != kNoAccess && permissions != kNoAccessWillJitLater &&
-      !system_->SetPermissions(found, length, permissions)) {
-    system_->FreePages(found, length);
-    return system_->AllocatePages(hint, length, alignment, permissions);
-  }
-  return found;
+RecyclingPageAllocator::Live* RecyclingPageAllocator::find_live(const void* address) {
+  const auto at = reinterpret_cast<std::uintptr_t>(address);
+  auto it = live_.upper_bound(at);
+  if (it == live_.begin()) return nullptr;
+  --it;
+  return at < it->first + it->second.length ? &it->second : nullptr;
 }
 
-std::size_t RecyclingPageAllocator::scrub(void* address, std::size_t length) {
+void RecyclingPageAllocator::remember(void* address, Live live) {
+  live.start = reinterpret_cast<std::uintptr_t>(address);
+  try {
+    live_.insert_or_assign(live.start, live);
+  } catch (const std::bad_alloc&) {
+    // Untracked, the region is freed the strict way (pooled inaccessible) and its permission
+    // changes all reach the kernel: slower, never wrong.
+  }
+}
+
+void* RecyclingPageAllocator::AllocatePages(void* hint, std::size_t length, std::size_t alignment,
+                                            Permission permissions) {
+  std::lock_guard lock(mutex_);
+  auto [first, last] = pool_.equal_range(length);
+  auto pick = last;
+  for (auto it = first; it != last; ++it) {
+    if (it->second.address == hint) {  // V8 asks for the code range where it was before
+      pick = it;
+      break;
+    }
+    const auto address = reinterpret_cast<std::uintptr_t>(it->second.address);
+    if (pick == last && (alignment == 0 || address % alignment == 0)) pick = it;
+  }
+  Live live{0, length, permissions == kReadWrite, executable(permissions)};
+  if (pick == last) {
+    ++stats_.mapped;
+    void* fresh = system_->AllocatePages(hint, length, alignment, permissions);
+    if (fresh != nullptr) remember(fresh, live);
+    return fresh;
+  }
+  const Region region = pick->second;
+  stats_.pooled_bytes -= length;
+  stats_.resident_bytes -= region.resident;
+  ++stats_.reused;
+  pool_.erase(pick);
+  // A writable pooled region (a small data chunk) is given as it is, also for kNoAccess: V8
+  // commits such a chunk whole right after. Anything else gets the permissions asked for.
+  const bool as_is = region.writable && (permissions == kReadWrite || permissions == kNoAccess);
+  bool ready = true;
+  if (as_is) {
+    live.all_writable = true;
+  } else if (permissions == kNoAccess || permissions == kNoAccessWillJitLater) {
+    ready = !region.writable || ::mprotect(region.address, length, PROT_NONE) == 0;
+  } else {
+    ready = system_->SetPermissions(region.address, length, permissions);
+  }
+  if (!ready) {
+    system_->FreePages(region.address, length);
+    ++stats_.mapped;
+    void* fresh = system_->AllocatePages(hint, length, alignment, permissions);
+    if (fresh != nullptr) remember(fresh, live);
+    return fresh;
+  }
+  remember(region.address, live);
+  return region.address;
+}
+
+std::size_t RecyclingPageAllocator::scrub(void* address, std::size_t length, Access now,
+                                          Access leave) {
   // No allocation here: V8 frees pages when memory has run out, and nothing may throw into it.
   constexpr std::size_t kWindowPages = 4096;
   unsigned char residency[kWindowPages];
   auto* base = static_cast<unsigned char*>(address);
   const std::size_t pages = (length + page_size_ - 1) / page_size_;
   std::size_t resident = 0;
-  bool writable = false;
+  bool writable = now == Access::writable;
   for (std::size_t window = 0; window < pages; window += kWindowPages) {
     const std::size_t count = std::min(kWindowPages, pages - window);
     unsigned char* window_start = base + window * page_size_;
@@ -96,22 +133,35 @@ std::size_t RecyclingPageAllocator::scrub(void* address, std::size_t length) {
     }
   }
   // Not system_->SetPermissions(kNoAccess): V8's discards the pages, which is what pooling avoids.
-  if (::mprotect(address, length, PROT_NONE) != 0) return kCannotPool;
+  if (leave == Access::none && ::mprotect(address, length, PROT_NONE) != 0) return kCannotPool;
+  if (leave == Access::writable && !writable &&
+      ::mprotect(address, length, PROT_READ | PROT_WRITE) != 0) {
+    return kCannotPool;
+  }
   return resident;
 }
 
 bool RecyclingPageAllocator::FreePages(void* address, std::size_t length) {
-  {
-    std::lock_guard lock(mutex_);
-    if (auto trimmed = trimmed_.find(address); trimmed != trimmed_.end()) {
-      length = trimmed->second;  // the tail ReleasePages kept is freed with the rest
-      trimmed_.erase(trimmed);
-    }
+  std::unique_lock lock(mutex_);
+  if (auto trimmed = trimmed_.find(address); trimmed != trimmed_.end()) {
+    length = trimmed->second;  // the tail ReleasePages kept is freed with the rest
+    trimmed_.erase(trimmed);
   }
+  Live live{0, length, false, true};  // unknown: treated as code, the strict way
+  if (auto it = live_.find(reinterpret_cast<std::uintptr_t>(address)); it != live_.end()) {
+    live = it->second;
+    live_.erase(it);
+  }
+  lock.unlock();
   if (length > max_pooled_bytes_) return system_->FreePages(address, length);
-  const std::size_t resident = scrub(address, length);
+  // Small data chunks are pooled writable (no permission change when V8 takes them again);
+  // code, and big regions that V8 may reserve for anything, inaccessible.
+  const bool keep_writable = !live.executable_ever && length <= kMaxWritablePooled;
+  const std::size_t resident =
+      scrub(address, length, live.all_writable ? Access::writable : Access::unknown,
+            keep_writable ? Access::writable : Access::none);
   if (resident == kCannotPool || resident > max_resident_bytes_) {
-    std::lock_guard lock(mutex_);
+    lock.lock();
     ++stats_.released;
     return system_->FreePages(address, length);
   }
@@ -121,9 +171,9 @@ bool RecyclingPageAllocator::FreePages(void* address, std::size_t length) {
   } evicted[kMaxEvictions];
   std::size_t evictions = 0;
   {
-    std::lock_guard lock(mutex_);
+    lock.lock();
     try {
-      pool_.emplace(length, Region{address, resident, ++clock_});
+      pool_.emplace(length, Region{address, resident, ++clock_, keep_writable});
     } catch (const std::bad_alloc&) {
       ++stats_.released;
       return system_->FreePages(address, length);
@@ -144,6 +194,7 @@ bool RecyclingPageAllocator::FreePages(void* address, std::size_t length) {
       pool_.erase(oldest);
       if (evictions == kMaxEvictions) break;  // the next free evicts the rest
     }
+    lock.unlock();
   }
   for (std::size_t i = 0; i < evictions; ++i) {
     system_->FreePages(evicted[i].address, evicted[i].length);
@@ -163,17 +214,30 @@ bool RecyclingPageAllocator::ReleasePages(void* address, std::size_t length,
   std::lock_guard lock(mutex_);
   auto [it, inserted] = trimmed_.emplace(address, length);
   if (!inserted) it->second = std::max(it->second, length);
+  if (Live* live = find_live(address)) live->all_writable = false;
   return true;
 }
 
 bool RecyclingPageAllocator::SetPermissions(void* address, std::size_t length,
                                             Permission permissions) {
-  // V8's own discards the pages it makes inaccessible; they stay here, to be pooled with their
-  // region. V8 never relies on their content afterwards (DecommitPages is for that).
+  std::lock_guard lock(mutex_);
+  Live* live = find_live(address);
+  if (live != nullptr && permissions == kReadWrite && live->all_writable) return true;  // so it is
+  bool done;
   if (permissions == kNoAccess || permissions == kNoAccessWillJitLater) {
-    return ::mprotect(address, length, PROT_NONE) == 0;
+    // V8's own discards the pages it makes inaccessible; they stay here, to be pooled with
+    // their region. V8 never relies on their content afterwards (DecommitPages is for that).
+    done = ::mprotect(address, length, PROT_NONE) == 0;
+  } else {
+    done = system_->SetPermissions(address, length, permissions);
   }
-  return system_->SetPermissions(address, length, permissions);
+  if (done && live != nullptr) {
+    const bool whole =
+        reinterpret_cast<std::uintptr_t>(address) == live->start && length >= live->length;
+    live->all_writable = permissions == kReadWrite && (live->all_writable || whole);
+    live->executable_ever = live->executable_ever || executable(permissions);
+  }
+  return done;
 }
 
 bool RecyclingPageAllocator::DiscardSystemPages(void* address, std::size_t size) {
@@ -182,7 +246,11 @@ bool RecyclingPageAllocator::DiscardSystemPages(void* address, std::size_t size)
 
 bool RecyclingPageAllocator::DecommitPages(void* address, std::size_t size) {
   // Zero when committed again, as V8 requires, without giving the pages back.
-  return scrub(address, size) != kCannotPool;
+  {
+    std::lock_guard lock(mutex_);
+    if (Live* live = find_live(address)) live->all_writable = false;
+  }
+  return scrub(address, size, Access::unknown, Access::none) != kCannotPool;
 }
 
 PagePoolStats RecyclingPageAllocator::stats() const {

@@ -4,12 +4,13 @@
 // A fresh isolate per call maps its heap (256 KiB chunks, a 64 MiB code range) and unmaps it all
 // at Dispose(). Each mapping costs system calls, a page fault per 4 KiB touched, and an unmap
 // that shoots down TLB entries on every CPU the process ran on: about a third of a short call's
-// CPU time. RecyclingPageAllocator keeps freed regions (up to a budget), zeroes what of them is
-// resident and makes them inaccessible; the next isolate's request for a region of that size gets
-// one of them, with no fault for the pages already there. A region V8 shrinks (ReleasePages)
-// keeps its tail, inaccessible, so that it returns to the pool at the size V8 asks for. An
-// isolate never sees another's bytes: what it gets is zero, as fresh mappings are, and as V8
-// requires of a new region.
+// CPU time. RecyclingPageAllocator keeps freed regions (up to a budget) and zeroes what of them
+// is resident; the next isolate's request for a region of that size gets one of them, with no
+// fault for the pages already there. Small data chunks stay writable in the pool, so that V8
+// taking one again costs no permission change; code and big regions are made inaccessible. A region
+// V8 shrinks (ReleasePages) keeps its tail, inaccessible, so that it returns to the pool at the
+// size V8 asks for. An isolate never sees another's bytes: what it gets is zero, as fresh mappings
+// are, and as V8 requires of a new region.
 //
 // Threads: V8 calls it from any thread (the isolate's, its GC and compiler workers); every member
 // takes the one mutex. Process-wide, created once by ensure_v8_initialized() and never destroyed
@@ -57,14 +58,33 @@ class RecyclingPageAllocator final : public v8::PageAllocator {
   PagePoolStats stats() const;
 
  private:
+  // What is known of a region V8 holds: whether all of it is writable now (so a request to make
+  // it writable is already met), and whether any of it was ever executable (code: pooled
+  // inaccessible, never handed out writable).
+  struct Live {
+    std::uintptr_t start;
+    std::size_t length;
+    bool all_writable;
+    bool executable_ever;
+  };
+  // A region in the pool: zero, and writable (a small data chunk) or inaccessible.
   struct Region {
     void* address;
     std::size_t resident;    // bytes
     std::uint64_t freed_at;  // clock_ when it entered the pool
+    bool writable;
   };
-  // Zeroes the resident pages of a region V8 is done with and makes it inaccessible. Returns
-  // the bytes resident, or kCannotPool (page_pool.cpp) when a system call refused.
-  std::size_t scrub(void* address, std::size_t length);
+  enum class Access { unknown, writable, none };
+  // Pooled writable only up to this size; bigger regions (a 64 MiB code range, large objects)
+  // are pooled inaccessible, whatever they held.
+  static constexpr std::size_t kMaxWritablePooled = std::size_t{1} << 20;
+
+  // Zeroes the resident pages of a region V8 is done with (`now`: what its pages allow, as far
+  // as known) and leaves it `leave`. Returns the bytes resident, or kCannotPool (page_pool.cpp)
+  // when a system call refused.
+  std::size_t scrub(void* address, std::size_t length, Access now, Access leave);
+  Live* find_live(const void* address);     // under mutex_
+  void remember(void* address, Live live);  // under mutex_
 
   v8::PageAllocator* system_;
   const std::size_t max_pooled_bytes_;
@@ -74,6 +94,7 @@ class RecyclingPageAllocator final : public v8::PageAllocator {
   std::multimap<std::size_t, Region> pool_;  // by length
   std::uint64_t clock_ = 0;
   std::map<void*, std::size_t> trimmed_;  // shrunk by ReleasePages: start -> length as mapped
+  std::map<std::uintptr_t, Live> live_;   // handed out, by start
   PagePoolStats stats_;
 };
 

@@ -62,7 +62,7 @@ bool all_zero(const void* address, std::size_t length) {
 
 }  // namespace
 
-TEST_CASE("a freed region comes back zeroed, still resident, to the next request of its size",
+TEST_CASE("a freed chunk comes back zeroed, still resident, to the next request of its size",
           "[sandbox][page_pool]") {
   RecyclingPageAllocator pool(&system_pages(), 64 << 20, 8 << 20);
   void* first = pool.AllocatePages(nullptr, kChunk, kChunk, Permission::kNoAccess);
@@ -72,9 +72,11 @@ TEST_CASE("a freed region comes back zeroed, still resident, to the next request
   std::memset(first, 0xA5, kChunk / 2);  // half of it touched, as V8 leaves chunks
   REQUIRE(pool.FreePages(first, kChunk));
 
-  // In the pool: inaccessible, and the touched half kept in memory.
-  CHECK(permissions_of(first) == "---p");
+  // In the pool: zero, writable (a data chunk; V8 takes it again without a permission change),
+  // and the touched half kept in memory.
+  CHECK(permissions_of(first) == "rw-p");
   CHECK(resident_pages(first, kChunk) == kChunk / 2 / 4096);
+  CHECK(all_zero(first, kChunk));  // (reading maps the rest: measure residency first)
   CHECK(pool.stats().resident_bytes == kChunk / 2);
 
   void* second = pool.AllocatePages(nullptr, kChunk, kChunk, Permission::kReadWrite);
@@ -120,7 +122,7 @@ TEST_CASE("the pool stays within its budgets, oldest out first", "[sandbox][page
   CHECK(stats.kept == 4);
   CHECK(stats.released == 2);
   CHECK(permissions_of(regions[0]) == "unmapped");  // the oldest went back to the system
-  CHECK(permissions_of(regions[3]) == "---p");
+  CHECK(permissions_of(regions[3]) == "rw-p");
 
   // A region with more resident pages than the whole budget is not kept at all.
   RecyclingPageAllocator tiny(&system_pages(), 64 << 20, kChunk / 2);
@@ -129,6 +131,45 @@ TEST_CASE("the pool stays within its budgets, oldest out first", "[sandbox][page
   REQUIRE(tiny.FreePages(big, kChunk));
   CHECK(tiny.stats().released == 1);
   CHECK(tiny.stats().pooled_bytes == 0);
+}
+
+TEST_CASE("code and big regions wait in the pool inaccessible, and are given as asked",
+          "[sandbox][page_pool]") {
+  RecyclingPageAllocator pool(&system_pages(), 256 << 20, 8 << 20);
+  // A chunk that held code: never handed out writable again, even for kNoAccess.
+  char* code =
+      static_cast<char*>(pool.AllocatePages(nullptr, kChunk, kChunk, Permission::kNoAccess));
+  REQUIRE(pool.SetPermissions(code, kChunk, Permission::kReadWrite));
+  std::memset(code, 0xCC, 4096);
+  REQUIRE(pool.SetPermissions(code, 4096, Permission::kReadExecute));
+  REQUIRE(pool.FreePages(code, kChunk));
+  CHECK(permissions_of(code) == "---p");
+  void* again = pool.AllocatePages(nullptr, kChunk, kChunk, Permission::kNoAccess);
+  CHECK(again == code);
+  CHECK(permissions_of(again) == "---p");
+  REQUIRE(pool.SetPermissions(again, kChunk, Permission::kReadWrite));
+  CHECK(all_zero(again, kChunk));
+  REQUIRE(pool.FreePages(again, kChunk));
+
+  // A region as big as a code range: inaccessible in the pool, and when given for kNoAccess.
+  constexpr std::size_t kBig = 64 << 20;
+  char* big = static_cast<char*>(pool.AllocatePages(nullptr, kBig, kChunk, Permission::kReadWrite));
+  std::memset(big + kBig / 2, 1, 4096);
+  REQUIRE(pool.FreePages(big, kBig));
+  CHECK(permissions_of(big) == "---p");
+  void* reserved = pool.AllocatePages(nullptr, kBig, kChunk, Permission::kNoAccess);
+  CHECK(reserved == big);
+  CHECK(permissions_of(reserved) == "---p");
+  REQUIRE(pool.SetPermissions(big + kBig / 2, 4096, Permission::kReadWrite));
+  CHECK(all_zero(big + kBig / 2, 4096));
+  REQUIRE(pool.FreePages(reserved, kBig));
+
+  // A pooled data chunk asked for as kRead is given read-only.
+  void* chunk = pool.AllocatePages(nullptr, kChunk, kChunk, Permission::kReadWrite);
+  REQUIRE(pool.FreePages(chunk, kChunk));
+  CHECK(pool.AllocatePages(nullptr, kChunk, kChunk, Permission::kRead) == chunk);
+  CHECK(permissions_of(chunk) == "r--p");
+  REQUIRE(pool.FreePages(chunk, kChunk));
 }
 
 TEST_CASE("a region V8 shrank returns to the pool whole", "[sandbox][page_pool]") {

@@ -28,6 +28,7 @@ namespace codemode::embedded {
 std::string_view sandbox_bootstrap_js();
 std::string_view sandbox_url_js();
 std::string_view sandbox_fetch_js();
+std::string_view sandbox_warm_js();
 }  // namespace codemode::embedded
 
 namespace codemode::sandbox {
@@ -790,6 +791,15 @@ v8::MaybeLocal<v8::Function> install_globals(v8::Local<v8::Context> context, Fet
         !script->Run(context).ToLocal(&factory) || !factory->IsFunction() ||
         !factory.As<v8::Function>()
              ->Call(context, v8::Undefined(isolate), 3, fetch_args)
+             .ToLocal(&ignored)) {
+      return {};
+    }
+    v8::Local<v8::Value> warm;
+    v8::Local<v8::Value> warm_args[] = {global};
+    if (!compile(context, embedded::sandbox_warm_js(), "warm.js", 0).ToLocal(&script) ||
+        !script->Run(context).ToLocal(&warm) || !warm->IsFunction() ||
+        !warm.As<v8::Function>()
+             ->Call(context, v8::Undefined(isolate), 1, warm_args)
              .ToLocal(&ignored)) {
       return {};
     }

@@ -206,7 +206,11 @@ struct Encoder {
     return out;
   }
   json operator()(const Result& m) const {
-    json out = {{"t", "result"}, {"id", m.id}, {"ok", m.outcome.ok}, {"logs", m.outcome.logs}};
+    json out = {{"t", "result"},
+                {"id", m.id},
+                {"ok", m.outcome.ok},
+                {"logs", m.outcome.logs},
+                {"us", m.outcome.sandbox_us}};
     if (m.outcome.ok) {
       out["value"] = m.outcome.result_json;
     } else {
@@ -302,6 +306,7 @@ std::variant<Message, DecodeError> decode_object(const json& body) {
     m.id = f.u64("id");
     m.outcome.ok = f.boolean("ok");
     m.outcome.logs = f.strings("logs");
+    m.outcome.sandbox_us = f.u64("us");
     if (m.outcome.ok) {
       m.outcome.result_json = f.text("value");
     } else {

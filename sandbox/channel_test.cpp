@@ -82,8 +82,11 @@ TEST_CASE("every message survives encoding and decoding", "[sandbox][channel]") 
       round_trip(FetchReply{3, 5, gateway::GatewayError{gateway::ErrorKind::policy, "no"}}));
   CHECK(std::get<gateway::GatewayError>(error_back.result).text() == "policy: no");
 
-  const auto ok_back = std::get<Result>(round_trip(Result{1, Outcome::success("[1]", {"log"})}));
+  Outcome timed = Outcome::success("[1]", {"log"});
+  timed.sandbox_us = 321;
+  const auto ok_back = std::get<Result>(round_trip(Result{1, timed}));
   CHECK(ok_back.outcome.ok);
+  CHECK(ok_back.outcome.sandbox_us == 321);
   CHECK(ok_back.outcome.result_json == "[1]");
   CHECK(ok_back.outcome.logs == std::vector<std::string>{"log"});
   const auto failed_back =
@@ -138,8 +141,15 @@ TEST_CASE("malformed messages are errors, never exceptions", "[sandbox][channel]
                           {"id", 1},
                           {"ok", false},
                           {"logs", nlohmann::json::array()},
+                          {"us", 5},
                           {"kind", "fatal"},
                           {"message", ""}})) == "message \"result\": unknown kind");
+  CHECK(error_of(msgpack({{"t", "result"},
+                          {"id", 1},
+                          {"ok", true},
+                          {"logs", nlohmann::json::array()},
+                          {"us", -5},
+                          {"value", "1"}})) == "message \"result\": field \"us\" is malformed");
   // 100,000 nested arrays would overflow a recursive decoder's stack.
   CHECK(error_of(std::string(100000, '\x91') + '\xc0') ==
         "a message that is not valid MessagePack");

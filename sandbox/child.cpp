@@ -295,12 +295,17 @@ int child_main(const ChildOptions& options) {
       isolate.reset();
       isolate = prepare(run->tool, run->limits);
     }
+    const auto started = std::chrono::steady_clock::now();
     CancelToken cancel;
     current.start(call_id, &cancel);
     waiter.reset();
     Outcome outcome = isolate->run(run->code, &cancel, init.fetch ? &fetcher : nullptr, &waiter);
     current.end();
     fetches.forget();
+    outcome.sandbox_us =
+        static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
+                                       std::chrono::steady_clock::now() - started)
+                                       .count());
     send(channel::Result{call_id, std::move(outcome)});
     isolate.reset();  // disposed before its successor exists (see above)
     for (Tool tool : {Tool::search, Tool::execute}) {

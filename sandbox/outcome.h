@@ -5,6 +5,7 @@
 // starts with `to_string(kind) + ": "`, and tests pin those prefixes.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -48,6 +49,10 @@ struct Outcome {
   std::string error_message;
   // console.* lines in call order, already bounded by the sandbox.
   std::vector<std::string> logs;
+  // For the log: how long the call took inside its sandbox process, from the Run frame read to
+  // the Result ready (microseconds; 0 when not measured). The rest of a call's time is the
+  // daemon's and the channel's.
+  std::uint64_t sandbox_us = 0;
 
   static Outcome success(std::string json, std::vector<std::string> logs = {}) {
     Outcome o;

@@ -223,8 +223,14 @@ void McpSession::call_tool(const Json& id, const Json& params, const Send& out, 
           const double ms =
               std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
                   .count();
-          spdlog::info("tools/call {} id={}: {} in {:.2f} ms", name, dump(id),
-                       outcome.ok ? "ok" : sandbox::to_string(outcome.error_kind), ms);
+          if (outcome.sandbox_us > 0) {
+            spdlog::info("tools/call {} id={}: {} in {:.2f} ms (sandbox process {:.2f} ms)", name,
+                         dump(id), outcome.ok ? "ok" : sandbox::to_string(outcome.error_kind), ms,
+                         static_cast<double>(outcome.sandbox_us) / 1000);
+          } else {
+            spdlog::info("tools/call {} id={}: {} in {:.2f} ms", name, dump(id),
+                         outcome.ok ? "ok" : sandbox::to_string(outcome.error_kind), ms);
+          }
           self->finish_call(id, outcome);
         });
       });

@@ -222,7 +222,18 @@ bool RecyclingPageAllocator::SetPermissions(void* address, std::size_t length,
                                             Permission permissions) {
   std::lock_guard lock(mutex_);
   Live* live = find_live(address);
-  if (live != nullptr && permissions == kReadWrite && live->all_writable) return true;  // so it is
+  if (live != nullptr && live->all_writable) {
+    if (permissions == kReadWrite) return true;  // so it is
+    // V8 revoking a whole small data chunk it is done with (before freeing it, or to keep it
+    // uncommitted): it never touches such a chunk again before it commits or frees it, and it
+    // never relies on its content, so the chunk stays as it is until it is freed and zeroed.
+    const bool whole =
+        reinterpret_cast<std::uintptr_t>(address) == live->start && length >= live->length;
+    if (permissions == kNoAccess && whole && !live->executable_ever &&
+        live->length <= kMaxWritablePooled) {
+      return true;
+    }
+  }
   bool done;
   if (permissions == kNoAccess || permissions == kNoAccessWillJitLater) {
     // V8's own discards the pages it makes inaccessible; they stay here, to be pooled with

@@ -172,6 +172,27 @@ TEST_CASE("code and big regions wait in the pool inaccessible, and are given as 
   REQUIRE(pool.FreePages(chunk, kChunk));
 }
 
+TEST_CASE("revoking a whole writable data chunk costs nothing; a part is really revoked",
+          "[sandbox][page_pool]") {
+  RecyclingPageAllocator pool(&system_pages(), 64 << 20, 8 << 20);
+  char* chunk =
+      static_cast<char*>(pool.AllocatePages(nullptr, kChunk, kChunk, Permission::kReadWrite));
+  std::memset(chunk, 9, kChunk);
+  // V8 uncommitting a chunk it is done with: nothing changes until the chunk is freed.
+  REQUIRE(pool.SetPermissions(chunk, kChunk, Permission::kNoAccess));
+  CHECK(permissions_of(chunk) == "rw-p");
+  // A guard page inside one is made inaccessible for real, and from then on so is the rest.
+  REQUIRE(pool.SetPermissions(chunk + kChunk - 4096, 4096, Permission::kNoAccess));
+  CHECK(permissions_of(chunk + kChunk - 4096) == "---p");
+  REQUIRE(pool.SetPermissions(chunk, kChunk, Permission::kNoAccess));
+  CHECK(permissions_of(chunk) == "---p");
+  REQUIRE(pool.FreePages(chunk, kChunk));
+  void* again = pool.AllocatePages(nullptr, kChunk, kChunk, Permission::kReadWrite);
+  CHECK(again == chunk);
+  CHECK(all_zero(again, kChunk));
+  REQUIRE(pool.FreePages(again, kChunk));
+}
+
 TEST_CASE("a region V8 shrank returns to the pool whole", "[sandbox][page_pool]") {
   RecyclingPageAllocator pool(&system_pages(), 64 << 20, 8 << 20);
   char* region =

@@ -1,7 +1,10 @@
 #include "sandbox/isolate_runner.h"
 
 #include <pthread.h>
+#include <signal.h>
+#include <sys/types.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <v8.h>
 
@@ -147,84 +150,144 @@ std::chrono::nanoseconds thread_cpu_time(clockid_t clock) {
   return std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec);
 }
 
-// Enforces cpu_ms on the worker's CPU clock and wall_ms on the steady clock. CPU time never
-// advances faster than wall time, so sleeping for the CPU budget still left cannot overshoot
-// it; the watchdog wakes rarely for waiting code and converges on a busy loop's deadline.
+// Enforces cpu_ms on the worker's CPU clock and wall_ms on the steady clock, with two POSIX
+// timers that signal the watchdog thread when a limit is reached: arming and disarming them
+// for a call are system calls on the worker's thread, and the watchdog thread sleeps in
+// sigwaitinfo() until a limit is really reached. (Waking a watchdog thread at every call cost
+// a sandbox process a tenth of its CPU under load.) The kernel checks CPU-time timers on its
+// scheduler tick, so a busy loop overshoots cpu_ms by a few milliseconds at most.
 //
 // One watchdog thread per worker thread, started with its first call and kept (a thread per
 // call cost a clone, a stack mapping and a join every time). A Watchdog arms it for one call;
 // its destructor disarms it under the same mutex the watchdog trips under, so once the
-// destructor returns (before the isolate is disposed) nothing can reach the isolate.
+// destructor returns (before the isolate is disposed) nothing can reach the isolate. A timer
+// signal that arrives late, for a call already over or re-armed for a later deadline, finds the
+// limit not reached and is ignored.
 class WatchdogThread {
  public:
-  WatchdogThread() : thread_([this] { loop(); }) {}
+  // The worker's own CPU clock: the timer measures the thread that runs the calls.
+  explicit WatchdogThread(clockid_t cpu_clock) : cpu_clock_(cpu_clock) {
+    // The signal is blocked in the watchdog thread from its first instant (threads inherit the
+    // mask), so it is only ever taken by sigwaitinfo() there, never acted on by default.
+    sigset_t only{}, previous{};
+    ::sigemptyset(&only);
+    ::sigaddset(&only, signal_number());
+    ::pthread_sigmask(SIG_BLOCK, &only, &previous);
+    thread_ = std::thread([this] { loop(); });
+    ::pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+    std::unique_lock lock(mutex_);
+    started_.wait(lock, [this] { return tid_ != 0; });
+    timers_ready_ =
+        make_timer(cpu_clock_, kCpu, cpu_timer_) && make_timer(CLOCK_MONOTONIC, kWall, wall_timer_);
+  }
   ~WatchdogThread() {
     {
       std::lock_guard lock(mutex_);
       stopping_ = true;
     }
-    wake_.notify_all();
+    sigval value{};
+    value.sival_int = kStop;
+    ::pthread_sigqueue(thread_.native_handle(), signal_number(), value);
     thread_.join();
-  }
-  void arm(Interrupts* interrupts, clockid_t cpu_clock, std::chrono::nanoseconds cpu_limit,
-           Clock::time_point wall_deadline) {
-    {
-      std::lock_guard lock(mutex_);
-      interrupts_ = interrupts;
-      cpu_clock_ = cpu_clock;
-      cpu_limit_ = cpu_limit;
-      wall_deadline_ = wall_deadline;
+    if (timers_ready_) {
+      ::timer_delete(cpu_timer_);
+      ::timer_delete(wall_timer_);
     }
-    wake_.notify_all();
+  }
+  // False when the timers could not be made: the caller must not run code unwatched.
+  bool usable() const { return timers_ready_; }
+
+  void arm(Interrupts* interrupts, std::chrono::nanoseconds cpu_limit,
+           Clock::time_point wall_deadline) {
+    std::lock_guard lock(mutex_);
+    interrupts_ = interrupts;
+    cpu_limit_ = cpu_limit;
+    wall_deadline_ = wall_deadline;
+    set(cpu_timer_, cpu_limit);
+    set(wall_timer_, wall_deadline.time_since_epoch());
   }
   void disarm() {
     std::lock_guard lock(mutex_);
     interrupts_ = nullptr;
+    set(cpu_timer_, std::chrono::nanoseconds::zero());
+    set(wall_timer_, std::chrono::nanoseconds::zero());
   }
 
  private:
+  static constexpr int kStop = 0, kCpu = 1, kWall = 2;
+  static int signal_number() { return SIGRTMIN + 1; }  // SIGRTMIN is the sandbox's cancel signal
+
+  bool make_timer(clockid_t clock, int which, timer_t& timer) {
+    sigevent event{};
+    event.sigev_notify = SIGEV_THREAD_ID;
+    event.sigev_signo = signal_number();
+    event.sigev_value.sival_int = which;
+    event._sigev_un._tid = tid_;
+    return ::timer_create(clock, &event, &timer) == 0;
+  }
+  // Absolute on the timer's clock; zero disarms.
+  void set(timer_t timer, std::chrono::nanoseconds at) {
+    if (!timers_ready_) return;
+    itimerspec spec{};
+    spec.it_value.tv_sec = static_cast<time_t>(at.count() / 1'000'000'000);
+    spec.it_value.tv_nsec = static_cast<long>(at.count() % 1'000'000'000);
+    ::timer_settime(timer, TIMER_ABSTIME, &spec, nullptr);
+  }
+
   void loop() {
-    using namespace std::chrono;
-    std::unique_lock lock(mutex_);
-    while (!stopping_) {
-      if (interrupts_ == nullptr) {
-        wake_.wait(lock, [this] { return stopping_ || interrupts_ != nullptr; });
-        continue;
-      }
-      const auto cpu_left = cpu_limit_ - thread_cpu_time(cpu_clock_);
-      const auto now = Clock::now();
-      if (cpu_left <= nanoseconds::zero() || now >= wall_deadline_) {
-        interrupts_->trip(cpu_left <= nanoseconds::zero() ? Stop::cpu : Stop::wall);
+    {
+      std::lock_guard lock(mutex_);
+      tid_ = static_cast<pid_t>(::gettid());
+    }
+    started_.notify_all();
+    sigset_t wanted{};
+    ::sigemptyset(&wanted);
+    ::sigaddset(&wanted, signal_number());
+    for (;;) {
+      siginfo_t info{};
+      if (::sigwaitinfo(&wanted, &info) != signal_number()) continue;
+      std::lock_guard lock(mutex_);
+      if (stopping_) return;
+      if (interrupts_ == nullptr) continue;  // the call ended before its timer's signal came
+      const int which = info.si_value.sival_int;
+      if (which == kCpu && thread_cpu_time(cpu_clock_) >= cpu_limit_) {
+        interrupts_->trip(Stop::cpu);
         interrupts_ = nullptr;  // one trip per call
-        continue;
+      } else if (which == kWall && Clock::now() >= wall_deadline_) {
+        interrupts_->trip(Stop::wall);
+        interrupts_ = nullptr;
       }
-      const auto sleep = std::max<nanoseconds>(
-          std::min<nanoseconds>(cpu_left, wall_deadline_ - now), microseconds(200));
-      wake_.wait_for(lock, sleep);
     }
   }
 
+  const clockid_t cpu_clock_;
   std::mutex mutex_;
-  std::condition_variable wake_;
+  std::condition_variable started_;
+  pid_t tid_ = 0;  // the watchdog thread, where the timers' signals go
+  timer_t cpu_timer_{};
+  timer_t wall_timer_{};
+  bool timers_ready_ = false;
   bool stopping_ = false;
   Interrupts* interrupts_ = nullptr;  // armed when set, under mutex_
-  clockid_t cpu_clock_{};
   std::chrono::nanoseconds cpu_limit_{};
   Clock::time_point wall_deadline_;
-  std::thread thread_;  // last: starts after every member it reads
+  std::thread thread_;
 };
 
 class Watchdog {
  public:
+  // False in `usable` when this thread's watchdog has no timers (then nothing may run).
   Watchdog(Interrupts& interrupts, clockid_t cpu_clock, std::chrono::nanoseconds cpu_budget,
            Clock::time_point wall_deadline) {
-    thread_local WatchdogThread watchdog;
+    thread_local WatchdogThread watchdog(cpu_clock);
     watchdog_ = &watchdog;
-    watchdog_->arm(&interrupts, cpu_clock, thread_cpu_time(cpu_clock) + cpu_budget, wall_deadline);
+    if (!watchdog_->usable()) return;
+    watchdog_->arm(&interrupts, thread_cpu_time(cpu_clock) + cpu_budget, wall_deadline);
   }
   ~Watchdog() { watchdog_->disarm(); }
   Watchdog(const Watchdog&) = delete;
   Watchdog& operator=(const Watchdog&) = delete;
+  bool usable() const { return watchdog_->usable(); }
 
  private:
   WatchdogThread* watchdog_;
@@ -1047,6 +1110,10 @@ class Run {
     pthread_getcpuclockid(pthread_self(), &cpu_clock);
     Watchdog watchdog(interrupts_, cpu_clock, std::chrono::milliseconds(limits_.cpu_ms),
                       wall_deadline_);
+    if (!watchdog.usable()) {
+      return Outcome::failure(ErrorKind::runtime,
+                              "the sandbox could not set its CPU and wall timers; nothing ran");
+    }
 
     v8::TryCatch try_catch(isolate_);
     v8::Local<v8::Value> function;

@@ -8,9 +8,9 @@
 // next one.
 //
 // Threads: the call runs entirely on the thread that calls it (a Sandbox worker); V8 objects
-// never leave it. While it runs, one watchdog thread per call enforces cpu_ms (on the calling
-// thread's CPU clock) and wall_ms; it is joined before the isolate is disposed. A CancelToken
-// lets any other thread stop the call.
+// never leave it. While it runs, the calling thread's watchdog (two POSIX timers and a thread
+// they signal, kept per thread) enforces cpu_ms on the thread's CPU clock and wall_ms; it is
+// disarmed before the isolate is disposed. A CancelToken lets any other thread stop the call.
 //
 // Errors: nothing the code does throws out of here; every failure is an Outcome with its kind.
 #pragma once

@@ -142,7 +142,10 @@ void restrict_syscalls(Report& report) {
         SCMP_SYS(clock_gettime), SCMP_SYS(clock_getres), SCMP_SYS(gettimeofday), SCMP_SYS(getpid),
         SCMP_SYS(gettid), SCMP_SYS(getrusage), SCMP_SYS(getrandom), SCMP_SYS(rt_sigaction),
         SCMP_SYS(rt_sigprocmask), SCMP_SYS(rt_sigreturn), SCMP_SYS(sigaltstack),
-        SCMP_SYS(rt_sigtimedwait), SCMP_SYS(restart_syscall), SCMP_SYS(exit), SCMP_SYS(exit_group),
+        SCMP_SYS(rt_sigtimedwait),
+        // the watchdog's timers (isolate_runner.cpp): they signal a thread of this process
+        SCMP_SYS(timer_create), SCMP_SYS(timer_settime), SCMP_SYS(timer_gettime),
+        SCMP_SYS(timer_delete), SCMP_SYS(restart_syscall), SCMP_SYS(exit), SCMP_SYS(exit_group),
         SCMP_SYS(membarrier)}) {
     allow(syscall);
   }
@@ -165,9 +168,11 @@ void restrict_syscalls(Report& report) {
     rc = ::seccomp_rule_add(filter, SCMP_ACT_ALLOW, SCMP_SYS(prctl), 1,
                             SCMP_A0(SCMP_CMP_EQ, PR_SET_NAME, 0));
   }
-  if (rc == 0) {
-    rc = ::seccomp_rule_add(filter, SCMP_ACT_ALLOW, SCMP_SYS(tgkill), 1,
-                            SCMP_A0(SCMP_CMP_EQ, static_cast<scmp_datum_t>(::getpid()), 0));
+  for (int syscall : {SCMP_SYS(tgkill), SCMP_SYS(rt_tgsigqueueinfo)}) {
+    if (rc == 0) {
+      rc = ::seccomp_rule_add(filter, SCMP_ACT_ALLOW, syscall, 1,
+                              SCMP_A0(SCMP_CMP_EQ, static_cast<scmp_datum_t>(::getpid()), 0));
+    }
   }
   for (int syscall : {SCMP_SYS(execve), SCMP_SYS(execveat), SCMP_SYS(ptrace),
                       SCMP_SYS(process_vm_readv), SCMP_SYS(process_vm_writev)}) {

@@ -1,0 +1,113 @@
+// Where one call's time and CPU go: the daemon, its sandbox processes, the client.
+//
+//   node bench/cpu.mjs [--calls N] [--concurrency C] [--tool search|execute] [--code CODE]
+//
+// Starts codemode-mcp on Streamable HTTP (the built-in MarketHub demo), warms up, then runs N
+// calls over C lanes (one MCP session and keep-alive connection each, spread over
+// 127.0.0.1-4). Prints calls/s; the client-side p50; the server's own time per call and the
+// part of it spent inside the sandbox process (both from its info log: "ok in X ms (sandbox
+// process Y ms)"); and CPU milliseconds per call of the daemon, of its sandbox processes (the
+// live ones and those already reaped, from /proc) and of this client, user and system.
+import http from 'node:http';
+import { readFileSync, readdirSync } from 'node:fs';
+import { createInterface } from 'node:readline';
+import { spawn } from 'node:child_process';
+import { cpus, loadavg } from 'node:os';
+import { join, dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { post } from './mcp_http.mjs';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const bin = process.env.CODEMODE_BIN ?? join(here, '..', 'build/codemode-mcp');
+const argv = process.argv.slice(2);
+const opt = (name, fallback) => {
+  const i = argv.indexOf(`--${name}`);
+  return i >= 0 && argv[i + 1] !== undefined ? argv[i + 1] : fallback;
+};
+const calls = Number(opt('calls', 3000));
+const concurrency = Number(opt('concurrency', 8));
+const tool = opt('tool', 'search');
+const code = opt('code', tool === 'execute' ? "async () => (await fetch('/products?limit=3')).status" : 'async () => 1 + 1');
+const TICKS = 100;  // USER_HZ: /proc reports CPU time in clock ticks
+
+const server = [];
+const inProcess = [];
+const proc = spawn(bin, ['--http', '127.0.0.1:0', '--log-level', 'info'], { stdio: ['ignore', 'ignore', 'pipe'] });
+const url = await new Promise((resolve, reject) => {
+  createInterface({ input: proc.stderr }).on('line', (line) => {
+    const listening = /listening on (http:\/\/\S+)/.exec(line);
+    if (listening) resolve(listening[1]);
+    const total = /tools\/call .* in ([0-9.]+) ms/.exec(line);
+    if (total) server.push(Number(total[1]));
+    const inside = /sandbox process ([0-9.]+) ms/.exec(line);
+    if (inside) inProcess.push(Number(inside[1]));
+  });
+  proc.on('exit', () => reject(new Error('server exited before listening')));
+});
+
+// utime, stime, and the reaped children's cutime, cstime (fields 14-17 of /proc/PID/stat).
+function stat(pid) {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return { user: +fields[11], system: +fields[12], childUser: +fields[13], childSystem: +fields[14] };
+}
+function children(pid) {
+  const out = [];
+  for (const task of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      out.push(...readFileSync(`/proc/${pid}/task/${task}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number));
+    } catch { /* the thread ended */ }
+  }
+  return out;
+}
+function cpuNow() {
+  const daemon = stat(proc.pid);
+  let user = daemon.childUser, system = daemon.childSystem;
+  for (const child of children(proc.pid)) {
+    try {
+      const s = stat(child);
+      user += s.user;
+      system += s.system;
+    } catch { /* reaped meanwhile */ }
+  }
+  return { daemonUser: daemon.user, daemonSystem: daemon.system, sandboxUser: user, sandboxSystem: system };
+}
+
+async function lane(index, count, latencies) {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 1, localAddress: `127.0.0.${1 + (index % 4)}` });
+  const init = await post(agent, url, { jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'bench-cpu', version: '1' } } });
+  await post(agent, url, { jsonrpc: '2.0', method: 'notifications/initialized' }, init.session);
+  for (let i = 0; i < count; i++) {
+    const started = performance.now();
+    const r = await post(agent, url, { jsonrpc: '2.0', id: i + 1, method: 'tools/call', params: { name: tool, arguments: { code } } }, init.session);
+    latencies?.push(performance.now() - started);
+    if (r.status !== 200 || r.body.includes('"isError":true')) throw new Error(`unexpected answer: ${r.status} ${r.body.slice(0, 200)}`);
+  }
+  agent.destroy();
+}
+
+const median = (values) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted.length ? sorted[sorted.length >> 1] : NaN;
+};
+
+await Promise.all(Array.from({ length: concurrency }, (_, i) => lane(i, 20)));  // warm-up
+server.length = 0;
+inProcess.length = 0;
+const latencies = [];
+const before = cpuNow();
+const clientBefore = process.cpuUsage();
+const started = performance.now();
+await Promise.all(Array.from({ length: concurrency }, (_, i) => lane(i, Math.ceil(calls / concurrency), latencies)));
+const seconds = (performance.now() - started) / 1000;
+const client = process.cpuUsage(clientBefore);
+const after = cpuNow();
+await new Promise((r) => setTimeout(r, 100));  // the last log lines
+const n = latencies.length;
+const perCall = (ticks) => (ticks * 1000 / TICKS / n).toFixed(2);
+
+console.log(`codemode-mcp cpu: ${n} ${tool} calls at concurrency ${concurrency}; ${cpus().length} CPUs; load ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+console.log(`calls/s ${(n / seconds).toFixed(0)}; p50 ms: client ${median(latencies).toFixed(2)}, server ${median(server).toFixed(2)}, in the sandbox process ${median(inProcess).toFixed(2)}`);
+console.log(`CPU ms per call: daemon ${perCall(after.daemonUser - before.daemonUser)} user + ${perCall(after.daemonSystem - before.daemonSystem)} system; ` +
+  `sandbox processes ${perCall(after.sandboxUser - before.sandboxUser)} + ${perCall(after.sandboxSystem - before.sandboxSystem)}; ` +
+  `client ${(client.user / 1000 / n).toFixed(2)} + ${(client.system / 1000 / n).toFixed(2)}`);
+proc.kill('SIGTERM');

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <limits>
 #include <new>
+#include <vector>
 
 namespace codemode::sandbox {
 namespace {
@@ -18,6 +19,10 @@ bool executable(v8::PageAllocator::Permission permissions) {
   return permissions == v8::PageAllocator::kReadWriteExecute ||
          permissions == v8::PageAllocator::kReadExecute ||
          permissions == v8::PageAllocator::kNoAccessWillJitLater;
+}
+bool accessible(v8::PageAllocator::Permission permissions) {
+  return permissions != v8::PageAllocator::kNoAccess &&
+         permissions != v8::PageAllocator::kNoAccessWillJitLater;
 }
 }  // namespace
 
@@ -65,7 +70,8 @@ void* RecyclingPageAllocator::AllocatePages(void* hint, std::size_t length, std:
     const auto address = reinterpret_cast<std::uintptr_t>(it->second.address);
     if (pick == last && (alignment == 0 || address % alignment == 0)) pick = it;
   }
-  Live live{0, length, permissions == kReadWrite, executable(permissions)};
+  Live live{0, length, permissions == kReadWrite, executable(permissions), {0, 0}};
+  if (accessible(permissions)) live.touched.add(0, length);
   if (pick == last) {
     ++stats_.mapped;
     void* fresh = system_->AllocatePages(hint, length, alignment, permissions);
@@ -88,6 +94,7 @@ void* RecyclingPageAllocator::AllocatePages(void* hint, std::size_t length, std:
   } else {
     ready = system_->SetPermissions(region.address, length, permissions);
   }
+  if (ready) live.touched.add(region.touched.begin, region.touched.end);
   if (!ready) {
     system_->FreePages(region.address, length);
     ++stats_.mapped;
@@ -147,19 +154,31 @@ bool RecyclingPageAllocator::FreePages(void* address, std::size_t length) {
     length = trimmed->second;  // the tail ReleasePages kept is freed with the rest
     trimmed_.erase(trimmed);
   }
-  Live live{0, length, false, true};  // unknown: treated as code, the strict way
+  // Unknown: treated as code that may have been touched anywhere, the strict way.
+  Live live{0, length, false, true, {0, length}};
   if (auto it = live_.find(reinterpret_cast<std::uintptr_t>(address)); it != live_.end()) {
     live = it->second;
     live_.erase(it);
   }
   lock.unlock();
   if (length > max_pooled_bytes_) return system_->FreePages(address, length);
-  // Small data chunks are pooled writable (no permission change when V8 takes them again);
-  // code, and big regions that V8 may reserve for anything, inaccessible.
+  // Small data chunks are pooled writable (no permission change when V8 takes them again),
+  // whole; code, and big regions that V8 may reserve for anything, inaccessible, and of those
+  // only the part that was ever accessible needs zeroing (the rest is untouched since mapped).
   const bool keep_writable = !live.executable_ever && length <= kMaxWritablePooled;
+  Extent part{0, length};
+  if (!keep_writable) {
+    part.begin = std::min(live.touched.begin, length) / page_size_ * page_size_;
+    part.end = std::min(
+        (std::min(live.touched.end, length) + page_size_ - 1) / page_size_ * page_size_, length);
+    if (part.begin >= part.end) part = {0, 0};
+  }
   const std::size_t resident =
-      scrub(address, length, live.all_writable ? Access::writable : Access::unknown,
-            keep_writable ? Access::writable : Access::none);
+      part.begin == part.end
+          ? 0
+          : scrub(static_cast<char*>(address) + part.begin, part.end - part.begin,
+                  live.all_writable ? Access::writable : Access::unknown,
+                  keep_writable ? Access::writable : Access::none);
   if (resident == kCannotPool || resident > max_resident_bytes_) {
     lock.lock();
     ++stats_.released;
@@ -173,13 +192,14 @@ bool RecyclingPageAllocator::FreePages(void* address, std::size_t length) {
   {
     lock.lock();
     try {
-      pool_.emplace(length, Region{address, resident, ++clock_, keep_writable});
+      pool_.emplace(length, Region{address, resident, ++clock_, keep_writable, part});
     } catch (const std::bad_alloc&) {
       ++stats_.released;
       return system_->FreePages(address, length);
     }
     stats_.pooled_bytes += length;
     stats_.resident_bytes += resident;
+    stats_.scrubbed_bytes += part.end - part.begin;
     ++stats_.kept;
     // Oldest first out: a size V8 no longer asks for must not hold the pool.
     while (stats_.pooled_bytes > max_pooled_bytes_ || stats_.resident_bytes > max_resident_bytes_) {
@@ -243,8 +263,11 @@ bool RecyclingPageAllocator::SetPermissions(void* address, std::size_t length,
     done = system_->SetPermissions(address, length, permissions);
   }
   if (done && live != nullptr) {
-    const bool whole =
-        reinterpret_cast<std::uintptr_t>(address) == live->start && length >= live->length;
+    const std::size_t offset = reinterpret_cast<std::uintptr_t>(address) - live->start;
+    if (accessible(permissions)) {
+      live->touched.add(offset, std::min(offset + length, live->length));
+    }
+    const bool whole = offset == 0 && length >= live->length;
     live->all_writable = permissions == kReadWrite && (live->all_writable || whole);
     live->executable_ever = live->executable_ever || executable(permissions);
   }
@@ -267,6 +290,30 @@ bool RecyclingPageAllocator::DecommitPages(void* address, std::size_t size) {
 PagePoolStats RecyclingPageAllocator::stats() const {
   std::lock_guard lock(mutex_);
   return stats_;
+}
+
+RecyclingPageAllocator::Audit RecyclingPageAllocator::audit() {
+  std::lock_guard lock(mutex_);
+  Audit audit;
+  std::vector<unsigned char> residency;
+  for (const auto& [length, region] : pool_) {
+    auto* bytes = static_cast<unsigned char*>(region.address);
+    residency.resize(length / page_size_);
+    if (::mincore(bytes, length, residency.data()) != 0) continue;
+    if (!region.writable) ::mprotect(bytes, length, PROT_READ);
+    for (std::size_t page = 0; page < residency.size(); ++page) {
+      if ((residency[page] & 1) == 0) continue;
+      const std::size_t offset = page * page_size_;
+      if (offset < region.touched.begin || offset >= region.touched.end) {
+        audit.resident_untouched += page_size_;
+      }
+      for (std::size_t i = 0; i < page_size_; ++i) {
+        if (bytes[offset + i] != 0) ++audit.not_zero;
+      }
+    }
+    if (!region.writable) ::mprotect(bytes, length, PROT_NONE);
+  }
+  return audit;
 }
 
 }  // namespace codemode::sandbox

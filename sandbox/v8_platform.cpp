@@ -81,6 +81,7 @@ class PooledPlatform final : public v8::Platform {
   }
 
   PagePoolStats page_pool_stats() const { return pages_.stats(); }
+  RecyclingPageAllocator::Audit audit_page_pool() { return pages_.audit(); }
 
  private:
   // Resident: what a few short calls' isolates leave (about 0.6 MiB each); a heavy call's
@@ -109,6 +110,10 @@ void ensure_v8_initialized() {
 }
 
 PagePoolStats page_pool_stats() { return platform ? platform->page_pool_stats() : PagePoolStats{}; }
+
+RecyclingPageAllocator::Audit audit_page_pool() {
+  return platform ? platform->audit_page_pool() : RecyclingPageAllocator::Audit{};
+}
 
 void shutdown_v8() {
   if (!platform || shut_down) return;

@@ -38,6 +38,9 @@ inline constexpr std::size_t kPagePoolAddressSpace = std::size_t{192} << 20;
 // What the page pool has done so far (zero before V8 is initialised).
 PagePoolStats page_pool_stats();
 
+// For tests: RecyclingPageAllocator::audit() of the process's pool (zero before V8 starts).
+RecyclingPageAllocator::Audit audit_page_pool();
+
 // Disposes V8 and its platform. Only once no isolate exists and no thread can create one;
 // nothing V8 may run afterwards in this process. Does nothing if V8 was never initialised.
 void shutdown_v8();

@@ -67,21 +67,32 @@ const workloads = [
 const pct = (sorted, p) => sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] : NaN;
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-function treeRssMb(rootPid) {
-  let total = 0;
+// The live processes of a tree: the root and its descendants.
+function treePids(rootPid) {
   const seen = new Set();
   const stack = [rootPid];
   while (stack.length) {
     const pid = stack.pop();
     if (seen.has(pid)) continue;
-    seen.add(pid);
+    try {
+      const kids = [];
+      for (const task of readdirSync(`/proc/${pid}/task`)) {
+        const line = readFileSync(`/proc/${pid}/task/${task}/children`, 'utf8').trim();
+        if (line) kids.push(...line.split(/\s+/).map(Number));
+      }
+      seen.add(pid);
+      stack.push(...kids);
+    } catch { /* exited between listing and reading */ }
+  }
+  return [...seen];
+}
+
+function treeRssMb(rootPid) {
+  let total = 0;
+  for (const pid of treePids(rootPid)) {
     try {
       total += Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0);
-      for (const task of readdirSync(`/proc/${pid}/task`)) {
-        const kids = readFileSync(`/proc/${pid}/task/${task}/children`, 'utf8').trim();
-        if (kids) stack.push(...kids.split(/\s+/).map(Number));
-      }
-    } catch { /* exited between listing and reading */ }
+    } catch { /* exited */ }
   }
   return total / 1024;
 }
@@ -285,8 +296,43 @@ const systems = allSystems.filter((s) => !onlySystems || s === ours || onlySyste
 const systemsFor = (w) => systems.filter((s) => s === ours || w.shared);
 
 // ---------------------------------------------------------------------------------------------
+// Before a slice: wait (up to 2 s) until the peers are done with the last one: no more
+// processes than after the warm-up (deno and node leave per-call processes exiting) and under
+// 1 ms of CPU in 20 ms across their process trees (workerd and the node wrappers clean up
+// after a burst). Without the wait the next slice paid for it: codemode-mcp's hello at c=8 had
+// a p99 of ~80 ms in full runs against ~18 ms with one peer. The wait is not timed, so it can
+// only flatter the peers; codemode-mcp's own background work (a sandbox process replaced) is
+// not waited for, it lands on whoever runs next.
+const peerPids = () => systems.filter((s) => s !== ours).flatMap((s) => treePids(s.proc.pid));
+function cpuNs(pids) {
+  let total = 0;
+  for (const pid of pids) {
+    try {
+      for (const task of readdirSync(`/proc/${pid}/task`)) {
+        total += Number(readFileSync(`/proc/${pid}/task/${task}/schedstat`, 'utf8').split(' ')[0]);
+      }
+    } catch { /* exited */ }
+  }
+  return total;
+}
+let settledPeerProcesses = 0;
+const settling = { slices: 0, ms: 0, limit: 0 };
+async function settle() {
+  const started = performance.now();
+  settling.slices++;
+  for (;;) {
+    const pids = peerPids();
+    const before = cpuNs(pids);
+    await sleep(20);
+    if (pids.length <= settledPeerProcesses && cpuNs(pids) - before < 1e6) break;
+    if (performance.now() - started > 2000) { settling.limit++; break; }
+  }
+  settling.ms += performance.now() - started;
+}
+
 // One slice: `count` calls at `concurrency` lanes, RSS sampled over the system's process tree.
 async function slice(system, workload, concurrency, count, cell) {
+  await settle();
   await system.prepare(workload, concurrency);
   const serverMs = [];
   system.sink(workload, serverMs);
@@ -354,6 +400,9 @@ for (const w of workloads) {
   }
 }
 
+await sleep(500);
+settledPeerProcesses = peerPids().length;
+
 const cells = new Map();
 const cellOf = (w, s, c) => {
   const key = `${w.name}|${s.name}|${c}`;
@@ -408,6 +457,7 @@ for (const r of rows) {
 const elapsed = (Date.now() - startedAt.getTime()) / 1000;
 console.log();
 console.log(`${machine.cpus} CPUs (${machine.model}); load average ${machine.loadStart.join(' ')} at the start, ${machine.loadEnd.join(' ')} at the end; ${elapsed.toFixed(0)} s in all`);
+console.log(`before each of ${settling.slices} slices the peers settled in ${(settling.ms / Math.max(1, settling.slices)).toFixed(0)} ms on average (untimed); ${settling.limit} waited the 2 s limit`);
 console.log(table.join('\n'));
 
 const resultsDir = join(here, 'results');
@@ -415,6 +465,6 @@ mkdirSync(resultsDir, { recursive: true });
 const stamp = startedAt.toISOString().slice(0, 16).replace(/:/g, '');
 const out = opt('out', join(resultsDir, `compare-${stamp}${quick ? '-quick' : ''}.json`));
 writeFileSync(out, JSON.stringify({ startedAt: startedAt.toISOString(), seconds: elapsed, quick, calls, rounds, warmup, machine,
-  specBytes: specText.length, rows }, null, 2));
+  specBytes: specText.length, settling, rows }, null, 2));
 console.log(`\nresults: ${out}`);
 rmSync(dir, { recursive: true, force: true });

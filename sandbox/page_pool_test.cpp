@@ -60,6 +60,23 @@ bool all_zero(const void* address, std::size_t length) {
   return true;
 }
 
+// A writable data chunk from the pool, every byte of it `fill`, as V8 leaves one.
+char* dirty_chunk(RecyclingPageAllocator& pool, int fill) {
+  auto* chunk =
+      static_cast<char*>(pool.AllocatePages(nullptr, kChunk, kChunk, Permission::kReadWrite));
+  REQUIRE(chunk != nullptr);
+  std::memset(chunk, fill, kChunk);
+  return chunk;
+}
+
+// The next request for a writable chunk gets `chunk` back, zero; then it is freed again.
+void check_comes_back_zero(RecyclingPageAllocator& pool, const void* chunk) {
+  void* again = pool.AllocatePages(nullptr, kChunk, kChunk, Permission::kReadWrite);
+  CHECK(again == chunk);
+  CHECK(all_zero(again, kChunk));
+  REQUIRE(pool.FreePages(again, kChunk));
+}
+
 }  // namespace
 
 TEST_CASE("a freed chunk comes back zeroed, still resident, to the next request of its size",
@@ -222,9 +239,7 @@ TEST_CASE("of a big region, only the part that was ever accessible is scrubbed",
 TEST_CASE("revoking a whole writable data chunk costs nothing; a part is really revoked",
           "[sandbox][page_pool]") {
   RecyclingPageAllocator pool(&system_pages(), 64 << 20, 8 << 20);
-  char* chunk =
-      static_cast<char*>(pool.AllocatePages(nullptr, kChunk, kChunk, Permission::kReadWrite));
-  std::memset(chunk, 9, kChunk);
+  char* chunk = dirty_chunk(pool, 9);
   // V8 uncommitting a chunk it is done with: nothing changes until the chunk is freed.
   REQUIRE(pool.SetPermissions(chunk, kChunk, Permission::kNoAccess));
   CHECK(permissions_of(chunk) == "rw-p");
@@ -234,36 +249,25 @@ TEST_CASE("revoking a whole writable data chunk costs nothing; a part is really 
   REQUIRE(pool.SetPermissions(chunk, kChunk, Permission::kNoAccess));
   CHECK(permissions_of(chunk) == "---p");
   REQUIRE(pool.FreePages(chunk, kChunk));
-  void* again = pool.AllocatePages(nullptr, kChunk, kChunk, Permission::kReadWrite);
-  CHECK(again == chunk);
-  CHECK(all_zero(again, kChunk));
-  REQUIRE(pool.FreePages(again, kChunk));
+  check_comes_back_zero(pool, chunk);
 }
 
 TEST_CASE("a region V8 shrank returns to the pool whole", "[sandbox][page_pool]") {
   RecyclingPageAllocator pool(&system_pages(), 64 << 20, 8 << 20);
-  char* region =
-      static_cast<char*>(pool.AllocatePages(nullptr, kChunk, kChunk, Permission::kReadWrite));
-  std::memset(region, 3, kChunk);
+  char* region = dirty_chunk(pool, 3);
   REQUIRE(pool.ReleasePages(region, kChunk, 140 * 1024));
   REQUIRE(pool.ReleasePages(region, 140 * 1024, 8 * 1024));
   CHECK(permissions_of(region) == "rw-p");
   CHECK(permissions_of(region + 8 * 1024) == "---p");  // the tail is out of reach, not unmapped
   REQUIRE(pool.FreePages(region, 8 * 1024));
   CHECK(pool.stats().pooled_bytes == kChunk);
-
-  void* again = pool.AllocatePages(nullptr, kChunk, kChunk, Permission::kReadWrite);
-  CHECK(again == region);
-  CHECK(all_zero(again, kChunk));
-  REQUIRE(pool.FreePages(again, kChunk));
+  check_comes_back_zero(pool, region);
 }
 
 TEST_CASE("decommitted pages read as zero when committed again; revoked ones stay resident",
           "[sandbox][page_pool]") {
   RecyclingPageAllocator pool(&system_pages(), 64 << 20, 8 << 20);
-  char* region =
-      static_cast<char*>(pool.AllocatePages(nullptr, kChunk, kChunk, Permission::kReadWrite));
-  std::memset(region, 7, kChunk);
+  char* region = dirty_chunk(pool, 7);
   REQUIRE(pool.DecommitPages(region, kChunk / 2));
   CHECK(permissions_of(region) == "---p");
   REQUIRE(pool.SetPermissions(region, kChunk / 2, Permission::kReadWrite));

@@ -414,53 +414,24 @@ TEST_CASE("memory no isolate limit can stop ends the process, not the daemon",
   CHECK(outcome.error_message == "the sandbox process ran out of memory; it was replaced");
 }
 
-TEST_CASE("the Sandbox replaces a failed process and serves the next call",
-          "[sandbox][process][pool]") {
+namespace {
+
+// A Sandbox of one hook-child process, as the pool tests use it.
+SandboxOptions one_process(unsigned calls_per_process = SandboxOptions{}.calls_per_process) {
   SandboxOptions options;
   options.limits = test_limits();
   options.workers = 1;
   options.child_command = hook_command();
-  options.calls_per_process = 3;
-  Sandbox sandbox(options);
-  auto call = [&](std::string code) {
-    std::promise<Outcome> promise;
-    sandbox.submit(Call{Tool::search, std::move(code), nullptr},
-                   [&](Outcome outcome) { promise.set_value(std::move(outcome)); });
-    return promise.get_future().get();
-  };
-  CHECK(call("async () => __native.crash()").error_kind == ErrorKind::runtime);
-  // A new process serves; after calls_per_process calls, another one.
-  std::vector<int> pids;
-  for (int i = 0; i < 7; ++i) pids.push_back(result_of(call("async () => __native.pid()")));
-  CHECK(pids[0] == pids[2]);
-  CHECK(pids[3] != pids[2]);
-  CHECK(pids[3] == pids[5]);
-  CHECK(pids[6] != pids[5]);
+  options.calls_per_process = calls_per_process;
+  return options;
 }
 
-TEST_CASE("a process that dies between calls is replaced before the next call reaches it",
-          "[sandbox][process][pool]") {
-  SandboxOptions options;
-  options.limits = test_limits();
-  options.workers = 1;
-  options.child_command = hook_command();
-  Sandbox sandbox(options);
-  auto call = [&](std::string code) {
-    std::promise<Outcome> promise;
-    sandbox.submit(Call{Tool::search, std::move(code), nullptr},
-                   [&](Outcome outcome) { promise.set_value(std::move(outcome)); });
-    return promise.get_future().get();
-  };
-  const int first = result_of(call("async () => __native.pid()"));
-  ::kill(first, SIGKILL);
-  // The pool sees the channel close and reaps the process: then its /proc entry is gone.
-  const std::string entry = "/proc/" + std::to_string(first);
-  while (::access(entry.c_str(), F_OK) == 0) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  const Outcome next = call("async () => __native.pid()");
-  REQUIRE(next.ok);  // not "killed by SIGKILL": the dead process never got the call
-  CHECK(result_of(next) != first);
+// Submits a search call and waits for its outcome.
+Outcome call(Sandbox& sandbox, std::string code) {
+  std::promise<Outcome> promise;
+  sandbox.submit(Call{Tool::search, std::move(code), nullptr},
+                 [&](Outcome outcome) { promise.set_value(std::move(outcome)); });
+  return promise.get_future().get();
 }
 
 // Processes this test binary has started (the pool's launcher thread forks them).
@@ -473,19 +444,41 @@ std::size_t children_of_this_process() {
   return n;
 }
 
+}  // namespace
+
+TEST_CASE("the Sandbox replaces a failed process and serves the next call",
+          "[sandbox][process][pool]") {
+  Sandbox sandbox(one_process(3));
+  CHECK(call(sandbox, "async () => __native.crash()").error_kind == ErrorKind::runtime);
+  // A new process serves; after calls_per_process calls, another one.
+  std::vector<int> pids;
+  for (int i = 0; i < 7; ++i) {
+    pids.push_back(result_of(call(sandbox, "async () => __native.pid()")));
+  }
+  CHECK(pids[0] == pids[2]);
+  CHECK(pids[3] != pids[2]);
+  CHECK(pids[3] == pids[5]);
+  CHECK(pids[6] != pids[5]);
+}
+
+TEST_CASE("a process that dies between calls is replaced before the next call reaches it",
+          "[sandbox][process][pool]") {
+  Sandbox sandbox(one_process());
+  const int first = result_of(call(sandbox, "async () => __native.pid()"));
+  ::kill(first, SIGKILL);
+  // The pool sees the channel close and reaps the process: then its /proc entry is gone.
+  const std::string entry = "/proc/" + std::to_string(first);
+  while (::access(entry.c_str(), F_OK) == 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  const Outcome next = call(sandbox, "async () => __native.pid()");
+  REQUIRE(next.ok);  // not "killed by SIGKILL": the dead process never got the call
+  CHECK(result_of(next) != first);
+}
+
 TEST_CASE("a process's successor is started before it retires", "[sandbox][process][pool]") {
-  SandboxOptions options;
-  options.limits = test_limits();
-  options.workers = 1;
-  options.child_command = hook_command();
-  options.calls_per_process = 12;  // a successor is asked for 3 calls before the last
-  Sandbox sandbox(options);
-  auto pid = [&] {
-    std::promise<Outcome> promise;
-    sandbox.submit(Call{Tool::search, "async () => __native.pid()", nullptr},
-                   [&](Outcome outcome) { promise.set_value(std::move(outcome)); });
-    return result_of(promise.get_future().get()).get<int>();
-  };
+  Sandbox sandbox(one_process(12));  // a successor is asked for 3 calls before the last
+  auto pid = [&] { return result_of(call(sandbox, "async () => __native.pid()")).get<int>(); };
   std::vector<int> pids;
   for (int i = 0; i < 10; ++i) pids.push_back(pid());
   CHECK(std::count(pids.begin(), pids.end(), pids[0]) == 10);

@@ -72,12 +72,13 @@ void* RecyclingPageAllocator::AllocatePages(void* hint, std::size_t length, std:
   }
   Live live{0, length, permissions == kReadWrite, executable(permissions), {0, 0}};
   if (accessible(permissions)) live.touched.add(0, length);
-  if (pick == last) {
+  auto map_fresh = [&] {
     ++stats_.mapped;
     void* fresh = system_->AllocatePages(hint, length, alignment, permissions);
     if (fresh != nullptr) remember(fresh, live);
     return fresh;
-  }
+  };
+  if (pick == last) return map_fresh();
   const Region region = pick->second;
   stats_.pooled_bytes -= length;
   stats_.resident_bytes -= region.resident;
@@ -89,19 +90,16 @@ void* RecyclingPageAllocator::AllocatePages(void* hint, std::size_t length, std:
   bool ready = true;
   if (as_is) {
     live.all_writable = true;
-  } else if (permissions == kNoAccess || permissions == kNoAccessWillJitLater) {
+  } else if (!accessible(permissions)) {
     ready = !region.writable || ::mprotect(region.address, length, PROT_NONE) == 0;
   } else {
     ready = system_->SetPermissions(region.address, length, permissions);
   }
-  if (ready) live.touched.add(region.touched.begin, region.touched.end);
   if (!ready) {
     system_->FreePages(region.address, length);
-    ++stats_.mapped;
-    void* fresh = system_->AllocatePages(hint, length, alignment, permissions);
-    if (fresh != nullptr) remember(fresh, live);
-    return fresh;
+    return map_fresh();
   }
+  live.touched.add(region.touched.begin, region.touched.end);
   remember(region.address, live);
   return region.address;
 }
@@ -242,20 +240,21 @@ bool RecyclingPageAllocator::SetPermissions(void* address, std::size_t length,
                                             Permission permissions) {
   std::lock_guard lock(mutex_);
   Live* live = find_live(address);
+  const std::size_t offset =
+      live != nullptr ? reinterpret_cast<std::uintptr_t>(address) - live->start : 0;
+  const bool whole = live != nullptr && offset == 0 && length >= live->length;
   if (live != nullptr && live->all_writable) {
     if (permissions == kReadWrite) return true;  // so it is
     // V8 revoking a whole small data chunk it is done with (before freeing it, or to keep it
     // uncommitted): it never touches such a chunk again before it commits or frees it, and it
     // never relies on its content, so the chunk stays as it is until it is freed and zeroed.
-    const bool whole =
-        reinterpret_cast<std::uintptr_t>(address) == live->start && length >= live->length;
     if (permissions == kNoAccess && whole && !live->executable_ever &&
         live->length <= kMaxWritablePooled) {
       return true;
     }
   }
   bool done;
-  if (permissions == kNoAccess || permissions == kNoAccessWillJitLater) {
+  if (!accessible(permissions)) {
     // V8's own discards the pages it makes inaccessible; they stay here, to be pooled with
     // their region. V8 never relies on their content afterwards (DecommitPages is for that).
     done = ::mprotect(address, length, PROT_NONE) == 0;
@@ -263,11 +262,9 @@ bool RecyclingPageAllocator::SetPermissions(void* address, std::size_t length,
     done = system_->SetPermissions(address, length, permissions);
   }
   if (done && live != nullptr) {
-    const std::size_t offset = reinterpret_cast<std::uintptr_t>(address) - live->start;
     if (accessible(permissions)) {
       live->touched.add(offset, std::min(offset + length, live->length));
     }
-    const bool whole = offset == 0 && length >= live->length;
     live->all_writable = permissions == kReadWrite && (live->all_writable || whole);
     live->executable_ever = live->executable_ever || executable(permissions);
   }

@@ -124,16 +124,16 @@ SandboxProcess::SandboxProcess(pid_t pid, int fd, boost::asio::any_io_executor e
 
 SandboxProcess::~SandboxProcess() { kill_and_reap(); }
 
-int SandboxProcess::kill_and_reap() {
+int kill_and_reap(pid_t pid) {
   int status = 0;
-  if (pid_ > 0) {
-    ::kill(pid_, SIGKILL);
-    while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
-    }
-    pid_ = -1;
+  if (pid <= 0) return status;
+  ::kill(pid, SIGKILL);
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   return status;
 }
+
+int SandboxProcess::kill_and_reap() { return sandbox::kill_and_reap(std::exchange(pid_, -1)); }
 
 std::variant<std::shared_ptr<SandboxProcess>, std::string> SandboxProcess::start(
     const ProcessOptions& options, boost::asio::any_io_executor executor) {

@@ -36,6 +36,9 @@ enum class ChildStderr {
   inherit,  // the daemon's stderr (debug logging: V8's own fatal messages become visible)
 };
 
+// SIGKILL and waitpid (blocking); the wait status, 0 when `pid` <= 0 (no process).
+int kill_and_reap(pid_t pid);
+
 struct ProcessOptions {
   // The program and its arguments, e.g. {"/proc/self/exe", "--sandbox-child"}.
   std::vector<std::string> command;
@@ -77,7 +80,6 @@ class SandboxProcess : public std::enable_shared_from_this<SandboxProcess> {
   pid_t release();
 
   bool usable() const { return usable_; }
-  bool busy() const { return current_ != nullptr; }
   pid_t pid() const { return pid_; }
   unsigned calls() const { return calls_; }
   // The isolation layers the process reported, one line each ("seccomp: on (...)").
@@ -95,10 +97,11 @@ class SandboxProcess : public std::enable_shared_from_this<SandboxProcess> {
   void write_front();
   void cancel_current(std::uint64_t id);
   void arm_deadline(std::chrono::steady_clock::time_point deadline);
-  // Ends the current call with `outcome`; `failure` kills the process first.
+  // Ends the current call with `outcome`.
   void finish(Outcome outcome);
+  // Kills the process; a current call ends with the failure.
   void fail(ErrorKind kind, std::string message);
-  // SIGKILL and waitpid, once; the wait status (0 when there was no process left).
+  // sandbox::kill_and_reap() of this process, once; then there is no process left.
   int kill_and_reap();
   // Kills, reaps, and describes how the process ended (for the call's error).
   Outcome died();

@@ -1,10 +1,7 @@
 #include "sandbox/process_pool.h"
 
-#include <signal.h>
-#include <sys/wait.h>
-
 #include <algorithm>
-#include <cerrno>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <map>
@@ -24,15 +21,16 @@ constexpr unsigned kStartAhead = 8;
 
 Outcome cancelled() { return Outcome::failure(ErrorKind::runtime, "cancelled"); }
 
-void kill_and_reap(pid_t pid) {
-  if (pid <= 0) return;
-  ::kill(pid, SIGKILL);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-}
-
 }  // namespace
+
+Fetcher gateway_fetcher(gateway::Gateway& gateway, const config::Limits& limits) {
+  auto budget = std::make_shared<gateway::CallBudget>(limits.subrequests);
+  const auto deadline = gateway::Clock::now() + std::chrono::milliseconds(limits.wall_ms);
+  return [gateway = &gateway, budget = std::move(budget), deadline](
+             gateway::OutboundRequest outbound, std::function<void(gateway::FetchResult)> done) {
+    gateway->fetch(std::move(outbound), *budget, deadline, std::move(done));
+  };
+}
 
 // One thread for what blocks: starting processes, and killing and reaping retired ones.
 class ProcessPool::Launcher {
@@ -130,22 +128,13 @@ struct ProcessPool::State : std::enable_shared_from_this<State> {
   void run(std::shared_ptr<SandboxProcess> process, Job job) {
     busy.emplace(process, job.call.cancel);
     Fetcher fetch;
-    std::shared_ptr<gateway::CallBudget> budget;
     if (job.call.tool == Tool::execute && options.gateway != nullptr) {
-      // One call's way to the gateway: its budget and its wall deadline.
-      budget = std::make_shared<gateway::CallBudget>(options.limits.subrequests);
-      const auto deadline =
-          gateway::Clock::now() + std::chrono::milliseconds(options.limits.wall_ms);
-      fetch = [gateway = options.gateway, budget, deadline](
-                  gateway::OutboundRequest outbound,
-                  std::function<void(gateway::FetchResult)> done) {
-        gateway->fetch(std::move(outbound), *budget, deadline, std::move(done));
-      };
+      fetch = gateway_fetcher(*options.gateway, options.limits);
     }
     SandboxProcess& target = *process;
     target.run(job.call, options.limits, std::move(fetch),
-               [self = shared_from_this(), process = std::move(process), done = std::move(job.done),
-                budget](Outcome outcome) mutable {
+               [self = shared_from_this(), process = std::move(process),
+                done = std::move(job.done)](Outcome outcome) mutable {
                  self->busy.erase(process);
                  if (!process->usable()) {
                    spdlog::warn("sandbox: process replaced after a call: {}: {}",

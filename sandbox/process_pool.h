@@ -18,10 +18,15 @@
 #include "config/config.h"
 #include "gateway/gateway.h"
 #include "sandbox/call.h"
+#include "sandbox/isolate_runner.h"
 #include "sandbox/outcome.h"
 #include "sandbox/process.h"
 
 namespace codemode::sandbox {
+
+// One execute call's way to the gateway: its own subrequest budget (held by the fetcher; the
+// gateway spends it inside fetch()) and a deadline wall_ms from now.
+Fetcher gateway_fetcher(gateway::Gateway& gateway, const config::Limits& limits);
 
 struct ProcessPoolOptions {
   ProcessOptions process;

@@ -75,11 +75,7 @@ struct TestProcess {
   ~TestProcess() {
     if (!process) return;
     const pid_t pid = process->release();
-    if (pid > 0) {
-      ::kill(pid, SIGKILL);
-      int status = 0;
-      ::waitpid(pid, &status, 0);
-    }
+    kill_and_reap(pid);
   }
   bool usable() const { return process->usable(); }
   unsigned calls() const { return process->calls(); }

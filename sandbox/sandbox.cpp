@@ -2,8 +2,6 @@
 
 #include "sandbox/v8_platform.h"
 
-#include <spdlog/spdlog.h>
-
 #include "sandbox/channel.h"
 
 #include <algorithm>
@@ -167,24 +165,13 @@ void Sandbox::worker_loop(unsigned slot) {
   }
 }
 
-// One call's way to the gateway, with that call's budget and wall deadline. The gateway spends
-// the budget synchronously inside fetch(), on the worker thread that owns it.
-Fetcher Sandbox::gateway_fetcher(gateway::CallBudget& budget) const {
-  const auto deadline = gateway::Clock::now() + std::chrono::milliseconds(options_.limits.wall_ms);
-  return [gateway = options_.gateway, &budget, deadline](
-             gateway::OutboundRequest outbound, std::function<void(gateway::FetchResult)> done) {
-    gateway->fetch(std::move(outbound), budget, deadline, std::move(done));
-  };
-}
-
 Outcome Sandbox::run(const Call& call) {
   RunRequest request{call.tool,    call.code,         &options_.limits,
                      options_.api, call.cancel.get(), nullptr};
   if (call.tool != Tool::execute || options_.gateway == nullptr) {
     return run_in_fresh_isolate(request);
   }
-  gateway::CallBudget budget(options_.limits.subrequests);
-  const Fetcher fetcher = gateway_fetcher(budget);
+  const Fetcher fetcher = gateway_fetcher(*options_.gateway, options_.limits);
   request.fetcher = &fetcher;
   return run_in_fresh_isolate(request);
 }

@@ -15,7 +15,6 @@
 // what is left with `runtime: cancelled`.
 #pragma once
 
-#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -101,7 +100,6 @@ class Sandbox {
   };
   void worker_loop(unsigned slot);
   Outcome run(const Call& call);
-  Fetcher gateway_fetcher(gateway::CallBudget& budget) const;
 
   SandboxOptions options_;
   // With processes: the pool, and the I/O thread it runs on when the Sandbox has its own.

@@ -142,11 +142,11 @@ void restrict_syscalls(Report& report) {
         SCMP_SYS(clock_gettime), SCMP_SYS(clock_getres), SCMP_SYS(gettimeofday), SCMP_SYS(getpid),
         SCMP_SYS(gettid), SCMP_SYS(getrusage), SCMP_SYS(getrandom), SCMP_SYS(rt_sigaction),
         SCMP_SYS(rt_sigprocmask), SCMP_SYS(rt_sigreturn), SCMP_SYS(sigaltstack),
-        SCMP_SYS(rt_sigtimedwait),
+        SCMP_SYS(rt_sigtimedwait), SCMP_SYS(restart_syscall), SCMP_SYS(exit), SCMP_SYS(exit_group),
+        SCMP_SYS(membarrier),
         // the watchdog's timers (isolate_runner.cpp): they signal a thread of this process
         SCMP_SYS(timer_create), SCMP_SYS(timer_settime), SCMP_SYS(timer_gettime),
-        SCMP_SYS(timer_delete), SCMP_SYS(restart_syscall), SCMP_SYS(exit), SCMP_SYS(exit_group),
-        SCMP_SYS(membarrier)}) {
+        SCMP_SYS(timer_delete)}) {
     allow(syscall);
   }
   // fstat() is newfstatat(fd, "", AT_EMPTY_PATH) in glibc 2.36: descriptors only, never paths.

@@ -223,16 +223,25 @@ bool RecyclingPageAllocator::FreePages(void* address, std::size_t length) {
 bool RecyclingPageAllocator::ReleasePages(void* address, std::size_t length,
                                           std::size_t new_length) {
   // V8 shrinks a region it no longer needs whole (a chunk down to its used part). Unmapping the
-  // tail would leave a region of a size nobody asks for again; instead the tail is made
-  // inaccessible and stays with the region, so the whole region returns to the pool later.
-  auto* tail = static_cast<char*>(address) + new_length;
-  if (::mprotect(tail, length - new_length, PROT_NONE) != 0) {
-    return system_->ReleasePages(address, length, new_length);
+  // tail would leave a region of a size nobody asks for again; instead the tail stays with the
+  // region, so the whole region returns to the pool later. The tail of a writable data chunk
+  // stays as it is (V8 never touches it again; it is zeroed with the chunk when freed); any
+  // other tail is made inaccessible.
+  std::unique_lock lock(mutex_);
+  Live* live = find_live(address);
+  const bool stays_writable = live != nullptr && stays_writable_when_revoked(*live);
+  if (!stays_writable) {
+    lock.unlock();
+    auto* tail = static_cast<char*>(address) + new_length;
+    if (::mprotect(tail, length - new_length, PROT_NONE) != 0) {
+      return system_->ReleasePages(address, length, new_length);
+    }
+    lock.lock();
+    live = find_live(address);
+    if (live != nullptr) live->all_writable = false;
   }
-  std::lock_guard lock(mutex_);
   auto [it, inserted] = trimmed_.emplace(address, length);
   if (!inserted) it->second = std::max(it->second, length);
-  if (Live* live = find_live(address)) live->all_writable = false;
   return true;
 }
 
@@ -245,13 +254,11 @@ bool RecyclingPageAllocator::SetPermissions(void* address, std::size_t length,
   const bool whole = live != nullptr && offset == 0 && length >= live->length;
   if (live != nullptr && live->all_writable) {
     if (permissions == kReadWrite) return true;  // so it is
-    // V8 revoking a whole small data chunk it is done with (before freeing it, or to keep it
-    // uncommitted): it never touches such a chunk again before it commits or frees it, and it
-    // never relies on its content, so the chunk stays as it is until it is freed and zeroed.
-    if (permissions == kNoAccess && whole && !live->executable_ever &&
-        live->length <= kMaxWritablePooled) {
-      return true;
-    }
+    // V8 revoking a small data chunk or a part of one (before freeing it, or to keep it
+    // uncommitted): it never touches those pages again before it commits or frees them, and
+    // never relies on their content, so they stay as they are until the chunk is freed and
+    // zeroed. They hold only this isolate's own bytes.
+    if (permissions == kNoAccess && stays_writable_when_revoked(*live)) return true;
   }
   bool done;
   if (!accessible(permissions)) {

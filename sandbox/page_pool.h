@@ -6,11 +6,12 @@
 // that shoots down TLB entries on every CPU the process ran on: about a third of a short call's
 // CPU time. RecyclingPageAllocator keeps freed regions (up to a budget) and zeroes what of them
 // is resident; the next isolate's request for a region of that size gets one of them, with no
-// fault for the pages already there. Small data chunks stay writable in the pool, so that V8
-// taking one again costs no permission change; code and big regions are made inaccessible. A region
-// V8 shrinks (ReleasePages) keeps its tail, inaccessible, so that it returns to the pool at the
-// size V8 asks for. An isolate never sees another's bytes: what it gets is zero, as fresh mappings
-// are, and as V8 requires of a new region.
+// fault for the pages already there. Small data chunks stay writable, in the pool and while V8
+// holds them (its revoking or shrinking one changes nothing until it is freed), so that they
+// cost no permission change; code and big regions are made inaccessible. A region V8 shrinks
+// (ReleasePages) keeps its tail, so that it returns to the pool at the size V8 asks for. An isolate
+// never sees another's bytes: what it gets is zero, as fresh mappings are, and as V8 requires of a
+// new region.
 //
 // Threads: V8 calls it from any thread (the isolate's, its GC and compiler workers); every member
 // takes the one mutex. Process-wide, created once by ensure_v8_initialized() and never destroyed
@@ -114,7 +115,11 @@ class RecyclingPageAllocator final : public v8::PageAllocator {
   // as known) and leaves it `leave`. Returns the bytes resident, or kCannotPool (page_pool.cpp)
   // when a system call refused.
   std::size_t scrub(void* address, std::size_t length, Access now, Access leave);
-  Live* find_live(const void* address);     // under mutex_
+  Live* find_live(const void* address);  // under mutex_
+  // A small data chunk, all writable: revoking any of it leaves it so (it is pooled writable).
+  static bool stays_writable_when_revoked(const Live& live) {
+    return live.all_writable && !live.executable_ever && live.length <= kMaxWritablePooled;
+  }
   void remember(void* address, Live live);  // under mutex_
 
   v8::PageAllocator* system_;

@@ -236,32 +236,45 @@ TEST_CASE("of a big region, only the part that was ever accessible is scrubbed",
   CHECK(pool.stats().scrubbed_bytes == scrubbed);
 }
 
-TEST_CASE("revoking a whole writable data chunk costs nothing; a part is really revoked",
+TEST_CASE("revoking or shrinking a writable data chunk costs nothing; in code it is real",
           "[sandbox][page_pool]") {
   RecyclingPageAllocator pool(&system_pages(), 64 << 20, 8 << 20);
   char* chunk = dirty_chunk(pool, 9);
-  // V8 uncommitting a chunk it is done with: nothing changes until the chunk is freed.
+  // V8 uncommitting a chunk, or a part of it, it is done with: nothing changes until the chunk
+  // is freed, and it still comes back whole and zero.
+  REQUIRE(pool.SetPermissions(chunk + 8 * 1024, kChunk - 8 * 1024, Permission::kNoAccess));
   REQUIRE(pool.SetPermissions(chunk, kChunk, Permission::kNoAccess));
-  CHECK(permissions_of(chunk) == "rw-p");
-  // A guard page inside one is made inaccessible for real, and from then on so is the rest.
+  CHECK(permissions_of(chunk + kChunk - 4096) == "rw-p");
+  REQUIRE(pool.ReleasePages(chunk, kChunk, 140 * 1024));
+  CHECK(permissions_of(chunk + kChunk - 4096) == "rw-p");
+  REQUIRE(pool.FreePages(chunk, 140 * 1024));
+  CHECK(pool.stats().pooled_bytes == kChunk);
+  check_comes_back_zero(pool, chunk);
+
+  // Once a part of a chunk is read-only (or anything but writable), revoking is real.
+  chunk = dirty_chunk(pool, 5);
+  REQUIRE(pool.SetPermissions(chunk, 4096, Permission::kRead));
   REQUIRE(pool.SetPermissions(chunk + kChunk - 4096, 4096, Permission::kNoAccess));
   CHECK(permissions_of(chunk + kChunk - 4096) == "---p");
-  REQUIRE(pool.SetPermissions(chunk, kChunk, Permission::kNoAccess));
-  CHECK(permissions_of(chunk) == "---p");
   REQUIRE(pool.FreePages(chunk, kChunk));
   check_comes_back_zero(pool, chunk);
-}
 
-TEST_CASE("a region V8 shrank returns to the pool whole", "[sandbox][page_pool]") {
-  RecyclingPageAllocator pool(&system_pages(), 64 << 20, 8 << 20);
-  char* region = dirty_chunk(pool, 3);
-  REQUIRE(pool.ReleasePages(region, kChunk, 140 * 1024));
-  REQUIRE(pool.ReleasePages(region, 140 * 1024, 8 * 1024));
-  CHECK(permissions_of(region) == "rw-p");
-  CHECK(permissions_of(region + 8 * 1024) == "---p");  // the tail is out of reach, not unmapped
-  REQUIRE(pool.FreePages(region, 8 * 1024));
-  CHECK(pool.stats().pooled_bytes == kChunk);
-  check_comes_back_zero(pool, region);
+  // Code: a guard page, and the tail V8 shrinks away, are out of reach for real.
+  auto* code = static_cast<char*>(
+      pool.AllocatePages(nullptr, kChunk, kChunk, Permission::kReadWriteExecute));
+  REQUIRE(code != nullptr);
+  std::memset(code, 0xCC, kChunk);
+  REQUIRE(pool.SetPermissions(code + 4096, 4096, Permission::kNoAccess));
+  CHECK(permissions_of(code + 4096) == "---p");
+  REQUIRE(pool.ReleasePages(code, kChunk, 8 * 1024));
+  CHECK(permissions_of(code + 8 * 1024) == "---p");  // the tail is out of reach, not unmapped
+  CHECK(permissions_of(code) == "rwxp");
+  REQUIRE(pool.FreePages(code, 8 * 1024));
+  CHECK(pool.stats().pooled_bytes == kChunk);  // whole again
+  void* again = pool.AllocatePages(nullptr, kChunk, kChunk, Permission::kReadWrite);
+  CHECK(again == code);
+  CHECK(all_zero(again, kChunk));
+  REQUIRE(pool.FreePages(again, kChunk));
 }
 
 TEST_CASE("decommitted pages read as zero when committed again; revoked ones stay resident",

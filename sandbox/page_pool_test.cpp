@@ -271,10 +271,7 @@ TEST_CASE("revoking or shrinking a writable data chunk costs nothing; in code it
   CHECK(permissions_of(code) == "rwxp");
   REQUIRE(pool.FreePages(code, 8 * 1024));
   CHECK(pool.stats().pooled_bytes == kChunk);  // whole again
-  void* again = pool.AllocatePages(nullptr, kChunk, kChunk, Permission::kReadWrite);
-  CHECK(again == code);
-  CHECK(all_zero(again, kChunk));
-  REQUIRE(pool.FreePages(again, kChunk));
+  check_comes_back_zero(pool, code);
 }
 
 TEST_CASE("decommitted pages read as zero when committed again; revoked ones stay resident",

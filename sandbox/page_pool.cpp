@@ -163,7 +163,7 @@ bool RecyclingPageAllocator::FreePages(void* address, std::size_t length) {
   // Small data chunks are pooled writable (no permission change when V8 takes them again),
   // whole; code, and big regions that V8 may reserve for anything, inaccessible, and of those
   // only the part that was ever accessible needs zeroing (the rest is untouched since mapped).
-  const bool keep_writable = !live.executable_ever && length <= kMaxWritablePooled;
+  const bool keep_writable = small_data_chunk(live);
   Extent part{0, length};
   if (!keep_writable) {
     part.begin = std::min(live.touched.begin, length) / page_size_ * page_size_;
@@ -227,17 +227,16 @@ bool RecyclingPageAllocator::ReleasePages(void* address, std::size_t length,
   // region, so the whole region returns to the pool later. The tail of a writable data chunk
   // stays as it is (V8 never touches it again; it is zeroed with the chunk when freed); any
   // other tail is made inaccessible.
-  std::unique_lock lock(mutex_);
+  std::lock_guard lock(mutex_);
   Live* live = find_live(address);
-  const bool stays_writable = live != nullptr && stays_writable_when_revoked(*live);
-  if (!stays_writable) {
-    lock.unlock();
+  if (live == nullptr || !live->all_writable || !small_data_chunk(*live)) {
     auto* tail = static_cast<char*>(address) + new_length;
     if (::mprotect(tail, length - new_length, PROT_NONE) != 0) {
-      return system_->ReleasePages(address, length, new_length);
+      // Shrunk for real: the tail is no longer part of the region.
+      const bool released = system_->ReleasePages(address, length, new_length);
+      if (released && live != nullptr) live->length = new_length;
+      return released;
     }
-    lock.lock();
-    live = find_live(address);
     if (live != nullptr) live->all_writable = false;
   }
   auto [it, inserted] = trimmed_.emplace(address, length);
@@ -258,7 +257,7 @@ bool RecyclingPageAllocator::SetPermissions(void* address, std::size_t length,
     // uncommitted): it never touches those pages again before it commits or frees them, and
     // never relies on their content, so they stay as they are until the chunk is freed and
     // zeroed. They hold only this isolate's own bytes.
-    if (permissions == kNoAccess && stays_writable_when_revoked(*live)) return true;
+    if (permissions == kNoAccess && small_data_chunk(*live)) return true;
   }
   bool done;
   if (!accessible(permissions)) {

@@ -116,9 +116,10 @@ class RecyclingPageAllocator final : public v8::PageAllocator {
   // when a system call refused.
   std::size_t scrub(void* address, std::size_t length, Access now, Access leave);
   Live* find_live(const void* address);  // under mutex_
-  // A small data chunk, all writable: revoking any of it leaves it so (it is pooled writable).
-  static bool stays_writable_when_revoked(const Live& live) {
-    return live.all_writable && !live.executable_ever && live.length <= kMaxWritablePooled;
+  // Never executable and at most kMaxWritablePooled: pooled writable, and, while all of it is
+  // writable, left so when V8 revokes or shrinks away any of it.
+  static bool small_data_chunk(const Live& live) {
+    return !live.executable_ever && live.length <= kMaxWritablePooled;
   }
   void remember(void* address, Live live);  // under mutex_
 

@@ -1,8 +1,10 @@
 // Runs once, when the globals snapshot is made, in the context that has fetch(): it goes the
 // way almost every execute call goes (a URL resolved against a base, Headers, a Response and
-// its body) so that the snapshot holds those paths' regular expressions and type feedback
-// ready, instead of every call's fresh isolate making them again. Nothing it makes stays
-// reachable, and the globals keep no state of their own, so no call can tell it ran.
+// its body) so that the snapshot holds what those paths set up on their first run, instead of
+// every call's fresh isolate doing it again (an execute call in the isolate: 0.46-0.60 ->
+// 0.36 ms). Not their regular expressions: a literal inside a function is a new expression in
+// each isolate, compiled there (bench/README.md). Nothing it makes stays reachable, and the
+// globals keep no state of their own, so no call can tell it ran.
 (function warm(global) {
   'use strict';
   const url = new global.URL('/products?limit=3&q=a%20b', 'http://127.0.0.1:8788');

@@ -2,7 +2,11 @@
 // it: while one call's isolate is set up, run and disposed, a prepared isolate of the other tool
 // stays alive (a sandbox process always holds one per tool).
 //
-//   build/isolate_bench [CALLS] [CODE]       default 2000 calls of `async () => 1 + 1`
+//   build/isolate_bench [CALLS] [CODE] [execute]
+//
+// Default: 2000 search calls of `async () => 1 + 1`. With `execute` the calls are execute
+// calls, with fetch() and the rest of the execute globals (no upstream: a fetch() fails), and
+// the isolate kept alive is a search one.
 //
 // Prints wall time per call (p50/p90/p99), CPU per call (user and system, from getrusage), page
 // faults per call and what the page pool did.
@@ -15,6 +19,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "fixtures/markethub/fixture_server.h"
@@ -41,8 +46,10 @@ int main(int argc, char** argv) {
   const sandbox::PrepareRequest search{sandbox::Tool::search, limits, &image,
                                        sandbox::FetchGlobal::absent, nullptr};
   const sandbox::PrepareRequest execute{sandbox::Tool::execute, limits, nullptr,
-                                        sandbox::FetchGlobal::absent, nullptr};
-  sandbox::PreparedIsolate other(execute);
+                                        sandbox::FetchGlobal::present, nullptr};
+  const bool executing = argc > 3 && std::string_view(argv[3]) == "execute";
+  const sandbox::PrepareRequest& each = executing ? execute : search;
+  sandbox::PreparedIsolate other(executing ? search : execute);
 
   std::vector<double> wall;
   wall.reserve(n);
@@ -52,7 +59,7 @@ int main(int argc, char** argv) {
     const auto start = std::chrono::steady_clock::now();
     sandbox::Outcome outcome;
     {
-      sandbox::PreparedIsolate isolate(search);
+      sandbox::PreparedIsolate isolate(each);
       outcome = isolate.run(code, nullptr, nullptr);
     }
     wall.push_back(

@@ -35,7 +35,11 @@
   const URLSearchParamsCtor = global.URLSearchParams;
 
   const kMethods = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'];
+  // Made once, in the execute context only, so that the snapshot keeps them compiled (a
+  // literal inside a function is made and compiled again in every isolate; url.js's re()).
   const kToken = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+  const kEdgeWhitespace = /^[\t\n\r ]+|[\t\n\r ]+$/g;  // replace() only
+  const kBreakingCharacter = /[\0\r\n]/;
 
   function normalizeMethod(method) {
     const m = '' + method;
@@ -65,8 +69,8 @@
     static #check(name, value) {
       const n = '' + name;
       if (!kToken.test(n)) throw new TypeErrorCtor('Headers: invalid header name "' + n + '"');
-      const v = ('' + value).replace(/^[\t\n\r ]+|[\t\n\r ]+$/g, '');
-      if (/[\0\r\n]/.test(v)) throw new TypeErrorCtor('Headers: invalid value for header "' + n + '"');
+      const v = ('' + value).replace(kEdgeWhitespace, '');
+      if (kBreakingCharacter.test(v)) throw new TypeErrorCtor('Headers: invalid value for header "' + n + '"');
       return [n.toLowerCase(), v];
     }
     append(name, value) {

@@ -34,8 +34,47 @@
   const kPathSet = ' "#<>?`{}';
   const kUserinfoSet = ' "#<>?`{}/:;=@[\\]^|';
 
+  // The regular expressions, made on first use in a context and kept there: a literal inside
+  // a function is a new expression every time it runs, compiled again in every isolate (those
+  // of one URL resolution were a tenth of an execute call's instructions). In the execute
+  // context js/warm.js makes and compiles them when the snapshot is made, so a call's isolate
+  // finds them ready; the search context, which seldom parses a URL, carries none. The global
+  // ones are only given to replace(), which starts them at lastIndex 0.
+  let patterns = null;
+  function re() {
+    return patterns ??= {
+      percentRun: /(%[0-9A-Fa-f]{2})+/g,
+      hexPrefix: /^0[xX]/,
+      hexDigits: /^[0-9a-fA-F]+$/,
+      octalDigits: /^[0-7]+$/,
+      decimalDigits: /^[0-9]+$/,
+      ipv4Last: /^(0[xX][0-9a-fA-F]*|[0-9]+)$/,
+      ipv6Literal: /^\[[0-9A-Fa-f:.]+\]$/,
+      opaqueHostForbidden: /[\0\t\n\r #/:<>?@[\\\]^|]/,
+      notVisibleAscii: /[^\x21-\x7E]/,
+      hostForbidden: /[#%/:<>?@[\\\]^|]/,
+      dotDot: /^(\.|%2e)(\.|%2e)$/i,
+      slash: /[/\\]/,
+      edgeControls: /^[\0- ]+|[\0- ]+$/g,
+      tabOrNewline: /[\t\n\r]/g,
+      schemePrefix: /^([A-Za-z][A-Za-z0-9+\-.]*):/,
+      leadingSlash: /^[/\\]/,
+      twoLeadingSlashes: /^[/\\]{2}/,
+      leadingSlashes: /^[/\\]*/,
+      specialAuthorityEnd: /[/\\?]/,
+      authorityEnd: /[/?]/,
+      port: /:([^:\]]*)$/,
+      portDigits: /^[0-9]*$/,
+      plus: /\+/g,
+      schemeName: /^([A-Za-z][A-Za-z0-9+\-.]*)/,
+      colon: /:/,
+      bracketed: /\[.*\]/,
+      leadingDigits: /^[0-9]*/,
+    };
+  }
+
   function percentDecode(text) {
-    return text.replace(/(%[0-9A-Fa-f]{2})+/g, (m) => {
+    return text.replace(re().percentRun, (m) => {
       try { return decodeURIComponentFn(m); } catch { return m; }
     });
   }
@@ -43,9 +82,9 @@
   function parseIPv4Number(part) {
     if (part === '') return NaN;
     let radix = 10;
-    if (/^0[xX]/.test(part)) { part = part.slice(2); radix = 16; if (part === '') return 0; }
+    if (re().hexPrefix.test(part)) { part = part.slice(2); radix = 16; if (part === '') return 0; }
     else if (part.length > 1 && part[0] === '0') { part = part.slice(1); radix = 8; }
-    const valid = radix === 16 ? /^[0-9a-fA-F]+$/ : radix === 8 ? /^[0-7]+$/ : /^[0-9]+$/;
+    const valid = radix === 16 ? re().hexDigits : radix === 8 ? re().octalDigits : re().decimalDigits;
     return valid.test(part) ? parseInt(part, radix) : NaN;
   }
   // Returns the dotted form, null when `host` is not an IPv4 address, or throws when it looks
@@ -54,7 +93,7 @@
     const parts = host.split('.');
     if (parts[parts.length - 1] === '' && parts.length > 1) parts.pop();
     const last = parts[parts.length - 1];
-    if (!/^(0[xX][0-9a-fA-F]*|[0-9]+)$/.test(last)) return null;
+    if (!re().ipv4Last.test(last)) return null;
     if (parts.length > 4) throw invalid(input);
     const numbers = parts.map(parseIPv4Number);
     if (numbers.some((n) => Number.isNaN(n))) throw invalid(input);
@@ -69,27 +108,27 @@
 
   function parseHost(raw, special, input) {
     if (raw.startsWith('[')) {
-      if (!/^\[[0-9A-Fa-f:.]+\]$/.test(raw)) throw invalid(input);
+      if (!re().ipv6Literal.test(raw)) throw invalid(input);
       return raw.toLowerCase();
     }
     if (!special) {
-      if (/[\0\t\n\r #/:<>?@[\\\]^|]/.test(raw)) throw invalid(input);
+      if (re().opaqueHostForbidden.test(raw)) throw invalid(input);
       return encode(raw, '');
     }
     const host = percentDecode(raw).toLowerCase();
     if (host === '' && raw !== '') throw invalid(input);
-    if (/[^\x21-\x7E]/.test(host)) throw invalid(input);  // also: no IDNA support
-    if (/[#%/:<>?@[\\\]^|]/.test(host)) throw invalid(input);
+    if (re().notVisibleAscii.test(host)) throw invalid(input);  // also: no IDNA support
+    if (re().hostForbidden.test(host)) throw invalid(input);
     const ipv4 = parseIPv4(host, input);
     return ipv4 === null ? host : ipv4;
   }
 
   function isDot(seg) { return seg === '.' || seg.toLowerCase() === '%2e'; }
-  function isDotDot(seg) { return /^(\.|%2e)(\.|%2e)$/i.test(seg); }
+  function isDotDot(seg) { return re().dotDot.test(seg); }
 
   // Appends the segments of `path` (text after the authority) to `segments`.
   function parsePath(path, special, segments) {
-    const parts = path.split(special ? /[/\\]/ : '/');
+    const parts = path.split(special ? re().slash : '/');
     if (parts[0] === '') parts.shift();
     for (let i = 0; i < parts.length; ++i) {
       const seg = parts[i];
@@ -110,25 +149,25 @@
   // digits), path (array of segments, or a string for an opaque path), query, fragment
   // (null or text without '?' / '#').
   function parse(input, base) {
-    let s = ('' + input).replace(/^[\0- ]+|[\0- ]+$/g, '').replace(/[\t\n\r]/g, '');
+    let s = ('' + input).replace(re().edgeControls, '').replace(re().tabOrNewline, '');
     const r = {scheme: '', username: '', password: '', host: null, port: '', path: [], query: null, fragment: null};
     const hash = s.indexOf('#');
     if (hash !== -1) { r.fragment = encode(s.slice(hash + 1), kFragmentSet); s = s.slice(0, hash); }
-    const m = /^([A-Za-z][A-Za-z0-9+\-.]*):/.exec(s);
+    const m = re().schemePrefix.exec(s);
     let rest;
     if (m) {
       r.scheme = m[1].toLowerCase() + ':';
       rest = s.slice(m[0].length);
       const special = isSpecial(r.scheme);
-      if (special && base && base.scheme === r.scheme && !/^[/\\]/.test(rest)) {
+      if (special && base && base.scheme === r.scheme && !re().leadingSlash.test(rest)) {
         return relative(r, rest, base, input);
       }
       if (r.scheme === 'file:') {
-        if (/^[/\\]{2}/.test(rest)) return authority(r, rest.slice(2), input);
+        if (re().twoLeadingSlashes.test(rest)) return authority(r, rest.slice(2), input);
         r.host = '';
         return pathAndQuery(r, rest, input);
       }
-      if (special) return authority(r, rest.replace(/^[/\\]*/, ''), input);
+      if (special) return authority(r, rest.replace(re().leadingSlashes, ''), input);
       if (rest.startsWith('//')) return authority(r, rest.slice(2), input);
       if (rest.startsWith('/')) return pathAndQuery(r, rest, input);
       const q = rest.indexOf('?');
@@ -147,7 +186,7 @@
 
   function relative(r, rest, base, input) {
     const special = isSpecial(r.scheme);
-    if (/^[/\\]{2}/.test(rest) && (special || rest.startsWith('//'))) {
+    if (re().twoLeadingSlashes.test(rest) && (special || rest.startsWith('//'))) {
       return authority(r, rest.slice(2), input);
     }
     r.username = base.username; r.password = base.password; r.host = base.host; r.port = base.port;
@@ -160,14 +199,14 @@
       r.query = encode(rest.slice(1), special ? kSpecialQuerySet : kQuerySet);
       return r;
     }
-    if (/^[/\\]/.test(rest) && (special || rest.startsWith('/'))) return pathAndQuery(r, rest, input);
+    if (re().leadingSlash.test(rest) && (special || rest.startsWith('/'))) return pathAndQuery(r, rest, input);
     r.path = base.path.slice(0, -1);
     return pathAndQuery(r, '/' + rest, input, r.path);
   }
 
   function authority(r, rest, input) {
     const special = isSpecial(r.scheme);
-    const end = rest.search(special ? /[/\\?]/ : /[/?]/);
+    const end = rest.search(special ? re().specialAuthorityEnd : re().authorityEnd);
     let auth = end === -1 ? rest : rest.slice(0, end);
     rest = end === -1 ? '' : rest.slice(end);
     const at = auth.lastIndexOf('@');
@@ -178,11 +217,11 @@
       r.username = encode(colon === -1 ? userinfo : userinfo.slice(0, colon), kUserinfoSet);
       r.password = colon === -1 ? '' : encode(userinfo.slice(colon + 1), kUserinfoSet);
     }
-    const portMatch = /:([^:\]]*)$/.exec(auth);
+    const portMatch = re().port.exec(auth);
     if (portMatch) {
       auth = auth.slice(0, portMatch.index);
       const port = portMatch[1];
-      if (!/^[0-9]*$/.test(port)) throw invalid(input);
+      if (!re().portDigits.test(port)) throw invalid(input);
       if (port !== '') {
         const n = +port;
         if (n > 65535) throw invalid(input);
@@ -234,7 +273,7 @@
     for (let i = 0; i < bytes.length; ++i) out += bytes[i] === '%' && bytes.startsWith('%20', i) ? (i += 2, '+') : bytes[i];
     return out;
   }
-  function formDecode(text) { return percentDecode(text.replace(/\+/g, ' ')); }
+  function formDecode(text) { return percentDecode(text.replace(re().plus, ' ')); }
   function parseForm(text) {
     const list = [];
     for (const piece of text.split('&')) {
@@ -344,7 +383,7 @@
     }
     get protocol() { return this.#r.scheme; }
     set protocol(value) {
-      const m = /^([A-Za-z][A-Za-z0-9+\-.]*)/.exec('' + value);
+      const m = re().schemeName.exec('' + value);
       if (!m) return;
       const scheme = m[1].toLowerCase() + ':';
       if (isSpecial(scheme) !== isSpecial(this.#r.scheme)) return;
@@ -363,7 +402,7 @@
       if (typeof this.#r.path === 'string') return;
       try {
         const r = parse(this.#r.scheme + '//' + value, null);
-        this.#r.host = r.host; if (/:/.test(('' + value).replace(/\[.*\]/, ''))) this.#r.port = r.port;
+        this.#r.host = r.host; if (re().colon.test(('' + value).replace(re().bracketed, ''))) this.#r.port = r.port;
       } catch { /* invalid: ignored, as in browsers */ }
     }
     get hostname() { return this.#r.host === null ? '' : this.#r.host; }
@@ -374,7 +413,7 @@
     get port() { return this.#r.port; }
     set port(value) {
       if (this.#r.host === null || this.#r.host === '' || this.#r.scheme === 'file:') return;
-      const m = /^[0-9]*/.exec('' + value)[0];
+      const m = re().leadingDigits.exec('' + value)[0];
       if (m === '') { if (('' + value) === '') this.#r.port = ''; return; }
       const n = +m;
       if (n > 65535) return;
@@ -385,7 +424,7 @@
       if (typeof this.#r.path === 'string') return;
       const special = isSpecial(this.#r.scheme);
       let v = '' + value;
-      if (!/^[/\\]/.test(v)) v = '/' + v;
+      if (!re().leadingSlash.test(v)) v = '/' + v;
       this.#r.path = parsePath(v, special, []);
       if (special && this.#r.path.length === 0) this.#r.path.push('');
     }

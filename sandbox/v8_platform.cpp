@@ -15,9 +15,10 @@ namespace codemode::sandbox {
 
 // --regexp-tier-up-ticks: a regular expression runs as bytecode 100 times, not once, before V8
 // compiles it to machine code (one over a subject of 1,000 characters or more is compiled at
-// once). A call's isolate is new, so every expression it runs is compiled in it; for the ~20 of
-// one URL resolution the machine code cost more than the runs it sped up (an execute call with
-// a URL, Headers and a Response: 10.80 -> 10.31 M instructions).
+// once). A call's isolate is new, so every expression its code runs is compiled in it, and most
+// run a few times: for the ~20 of one URL resolution the machine code cost more than the runs it
+// sped up (an execute call with a URL, Headers and a Response: 10.80 -> 10.31 M instructions,
+// before url.js kept its own compiled in the snapshot).
 std::string_view v8_flags() {
   return "--no-expose-wasm --disallow-code-generation-from-strings --no-verify-snapshot-checksum "
          "--no-rehash-snapshot --regexp-tier-up-ticks=100";

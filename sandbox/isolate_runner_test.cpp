@@ -297,6 +297,40 @@ TEST_CASE("URL and URLSearchParams", "[sandbox][globals]") {
         "runtime: TypeError: Invalid URL: relative/only");
 }
 
+TEST_CASE("code that tampers with the scripts' regular expressions changes no later answer",
+          "[sandbox][globals]") {
+  // url.js and fetch.js keep their regular expressions for the whole call (in the execute
+  // context they come compiled from the snapshot). Code can reach them through RegExp.prototype
+  // and leave their lastIndex anywhere; the URL and Headers it builds next are as before, in
+  // both contexts (with fetch: the one the snapshot made them in; without: made on first use).
+  const config::Limits limits = test_limits();
+  const Fetcher never_called = [](gateway::OutboundRequest,
+                                  std::function<void(gateway::FetchResult)>) {};
+  for (const Fetcher* fetcher : {static_cast<const Fetcher*>(nullptr), &never_called}) {
+    // Headers is fetch.js's: the execute context with fetch only.
+    const std::string build = std::string(
+                                  "[new URL('/a%20b/../c?q=1+2', 'HTTP://Ex.test:80/x').href,"
+                                  " new URLSearchParams('q=1+2%21').get('q')") +
+                              (fetcher ? ", new Headers([['x-a', ' b ']]).get('x-a')]" : "]");
+    const std::string code =
+        "async () => { const seen = new Set(); const exec = RegExp.prototype.exec;"
+        " RegExp.prototype.exec = function (s) { seen.add(this); return exec.call(this, s); };"
+        " const before = " +
+        build +
+        "; RegExp.prototype.exec = exec;"
+        " for (const re of seen) re.lastIndex = 7;"
+        " return [seen.size >= 8, before, " +
+        build + "]; }";
+    const Outcome o =
+        run_in_fresh_isolate(RunRequest{Tool::execute, code, &limits, nullptr, nullptr, fetcher});
+    INFO((fetcher ? "with fetch: " : "without fetch: ") << o.error_message);
+    REQUIRE(o.ok);
+    const std::string once = fetcher ? R"(["http://ex.test/c?q=1+2","1 2!","b"])"
+                                     : R"(["http://ex.test/c?q=1+2","1 2!"])";
+    CHECK(o.result_json == "[true," + once + "," + once + "]");
+  }
+}
+
 TEST_CASE("nothing of the host is reachable", "[sandbox][escape]") {
   CHECK(ok("async () => ['process', 'require', 'WebAssembly', 'SharedArrayBuffer', 'Atomics', "
            "'fetch', 'module', 'global', 'Deno', 'Bun'].filter(n => n in globalThis)") == "[]");

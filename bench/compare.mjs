@@ -20,7 +20,6 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { spawn, execFileSync } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { once } from 'node:events';
-import http from 'node:http';
 import net from 'node:net';
 import { mkdtempSync, mkdirSync, writeFileSync, readFileSync, readdirSync, copyFileSync, rmSync } from 'node:fs';
 import { tmpdir, cpus, loadavg, totalmem } from 'node:os';
@@ -28,6 +27,7 @@ import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createRequire } from 'node:module';
 import { generateSpec } from './peers/gen-spec.mjs';
+import { Lane } from './lane.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, '..');
@@ -105,18 +105,9 @@ function freePort() {
   });
 }
 
-function post(agent, url, body, headers = {}) {
-  return new Promise((resolve, reject) => {
-    const req = http.request(url, { method: 'POST', agent, headers: { 'content-type': 'application/json', ...headers } }, (res) => {
-      let data = '';
-      res.setEncoding('utf8');
-      res.on('data', (d) => { data += d; });
-      res.on('end', () => resolve({ status: res.statusCode, headers: res.headers, body: data }));
-    });
-    req.on('error', reject);
-    req.end(JSON.stringify(body));
-  });
-}
+// POSTs `body` as JSON on a lane (bench/lane.mjs: one keep-alive connection, the same for every
+// system); resolves {status, headers, body}.
+const post = (lane, body, headers) => lane.post(JSON.stringify(body), headers);
 
 function waitForLine(stream, re, proc, what) {
   return new Promise((resolve, reject) => {
@@ -186,13 +177,13 @@ async function startOurs(kind) {
 async function openLanes(server, count) {
   while (server.lanes.length < count) {
     const i = server.lanes.length;
-    const agent = new http.Agent({ keepAlive: true, maxSockets: 1, localAddress: `127.0.0.${1 + (i % 4)}` });
+    const lane = new Lane(server.url, `127.0.0.${1 + (i % 4)}`);
     const headers = { accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-11-25' };
-    const init = await post(agent, server.url, { jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'compare', version: '1' } } }, headers);
+    const init = await post(lane, { jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'compare', version: '1' } } }, headers);
     const session = init.headers['mcp-session-id'];
     if (init.status !== 200 || !session) throw new Error(`initialize on ${server.url}: HTTP ${init.status} ${init.body.slice(0, 200)}`);
-    await post(agent, server.url, { jsonrpc: '2.0', method: 'notifications/initialized' }, { ...headers, 'mcp-session-id': session });
-    server.lanes.push({ agent, headers: { ...headers, 'mcp-session-id': session }, id: 1 });
+    await post(lane, { jsonrpc: '2.0', method: 'notifications/initialized' }, { ...headers, 'mcp-session-id': session });
+    server.lanes.push({ lane, headers: { ...headers, 'mcp-session-id': session }, id: 1 });
   }
 }
 
@@ -218,7 +209,7 @@ const ours = {
       return ourResult(await server.client.callTool({ name: workload.tool, arguments: { code: workload.code } }));
     }
     const l = server.lanes[lane];
-    const r = await post(l.agent, server.url, { jsonrpc: '2.0', id: l.id++, method: 'tools/call', params: { name: workload.tool, arguments: { code: workload.code } } }, l.headers);
+    const r = await post(l.lane, { jsonrpc: '2.0', id: l.id++, method: 'tools/call', params: { name: workload.tool, arguments: { code: workload.code } } }, l.headers);
     if (r.status !== 200) return { ok: false, error: `HTTP ${r.status}` };
     let body = r.body;
     if (body.startsWith('event:') || body.startsWith('data:')) body = /^data: (.*)$/m.exec(body)?.[1] ?? body;
@@ -227,7 +218,7 @@ const ours = {
   },
   async stop() {
     for (const s of Object.values(this.servers)) {
-      for (const l of s.lanes) l.agent.destroy();
+      for (const l of s.lanes) l.lane.close();
       await s.client.close();
     }
   },
@@ -241,17 +232,17 @@ function httpPeer(name, startFn) {
     lanes: [],
     async start() { Object.assign(this, await startFn()); },
     async prepare(workload, concurrency) {
-      while (this.lanes.length < concurrency) this.lanes.push(new http.Agent({ keepAlive: true, maxSockets: 1 }));
+      while (this.lanes.length < concurrency) this.lanes.push(new Lane(this.url));
     },
     pids() { return [this.proc.pid]; },
     sink() {},
     async call(workload, lane) {
-      const r = await post(this.lanes[lane], this.url, { code: workload.code, workload: workload.name });
+      const r = await post(this.lanes[lane], { code: workload.code, workload: workload.name });
       if (r.status !== 200) return { ok: false, error: `HTTP ${r.status}: ${r.body.slice(0, 200)}` };
       return JSON.parse(r.body);
     },
     async stop() {
-      for (const a of this.lanes) a.destroy();
+      for (const l of this.lanes) l.close();
       this.proc.kill('SIGTERM');
       await once(this.proc, 'exit');
     },

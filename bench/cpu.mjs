@@ -8,7 +8,6 @@
 // part of it spent inside the sandbox process (both from its info log: "ok in X ms (sandbox
 // process Y ms)"); and CPU milliseconds per call of the daemon, of its sandbox processes (the
 // live ones and those already reaped, from /proc) and of this client, user and system.
-import http from 'node:http';
 import { readFileSync, readdirSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { spawn } from 'node:child_process';
@@ -16,6 +15,7 @@ import { cpus, loadavg } from 'node:os';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { post } from './mcp_http.mjs';
+import { Lane } from './lane.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const bin = process.env.CODEMODE_BIN ?? join(here, '..', 'build/codemode-mcp');
@@ -73,16 +73,16 @@ function cpuNow() {
 }
 
 async function lane(index, count, latencies) {
-  const agent = new http.Agent({ keepAlive: true, maxSockets: 1, localAddress: `127.0.0.${1 + (index % 4)}` });
-  const init = await post(agent, url, { jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'bench-cpu', version: '1' } } });
-  await post(agent, url, { jsonrpc: '2.0', method: 'notifications/initialized' }, init.session);
+  const lane = new Lane(url, `127.0.0.${1 + (index % 4)}`);
+  const init = await post(lane, { jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'bench-cpu', version: '1' } } });
+  await post(lane, { jsonrpc: '2.0', method: 'notifications/initialized' }, init.session);
   for (let i = 0; i < count; i++) {
     const started = performance.now();
-    const r = await post(agent, url, { jsonrpc: '2.0', id: i + 1, method: 'tools/call', params: { name: tool, arguments: { code } } }, init.session);
+    const r = await post(lane, { jsonrpc: '2.0', id: i + 1, method: 'tools/call', params: { name: tool, arguments: { code } } }, init.session);
     latencies?.push(performance.now() - started);
     if (r.status !== 200 || r.body.includes('"isError":true')) throw new Error(`unexpected answer: ${r.status} ${r.body.slice(0, 200)}`);
   }
-  agent.destroy();
+  lane.close();
 }
 
 const median = (values) => {

@@ -7,13 +7,13 @@
 // The server limits requests in flight per client address to 16, as a shared agent host would
 // be; lanes therefore spread over 127.0.0.1-127.0.0.4 (all loopback), like separate agents.
 import { once } from 'node:events';
-import http from 'node:http';
 import { mkdtempSync, writeFileSync, readFileSync } from 'node:fs';
 import { tmpdir, cpus, loadavg } from 'node:os';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createRequire } from 'node:module';
 import { startServer, post } from './mcp_http.mjs';
+import { Lane } from './lane.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const bin = process.env.CODEMODE_BIN ?? join(root, 'build/codemode-mcp');
@@ -23,17 +23,17 @@ const require = createRequire(import.meta.url);
 const githubSpec = require.resolve('@octokit/openapi/generated/api.github.com.json');
 
 async function lane(index, url, code, count, latencies, errors) {
-  const agent = new http.Agent({ keepAlive: true, maxSockets: 1, localAddress: `127.0.0.${1 + (index % 4)}` });
-  const init = await post(agent, url, { jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'bench', version: '1' } } });
+  const lane = new Lane(url, `127.0.0.${1 + (index % 4)}`);
+  const init = await post(lane, { jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'bench', version: '1' } } });
   const session = init.session;
-  await post(agent, url, { jsonrpc: '2.0', method: 'notifications/initialized' }, session);
+  await post(lane, { jsonrpc: '2.0', method: 'notifications/initialized' }, session);
   for (let i = 0; i < count; i++) {
     const t0 = performance.now();
-    const r = await post(agent, url, { jsonrpc: '2.0', id: i + 1, method: 'tools/call', params: { name: 'search', arguments: { code } } }, session);
+    const r = await post(lane, { jsonrpc: '2.0', id: i + 1, method: 'tools/call', params: { name: 'search', arguments: { code } } }, session);
     latencies.push(performance.now() - t0);
     if (r.status !== 200 || r.body.includes('"isError":true')) errors.push(r.status);
   }
-  agent.destroy();
+  lane.close();
 }
 
 const rss = (pid) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))[1]) / 1024;

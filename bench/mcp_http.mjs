@@ -1,8 +1,7 @@
 // What the HTTP benchmarks share: start codemode-mcp on Streamable HTTP, and POST one JSON-RPC
-// message on a keep-alive agent.
+// message on a lane (bench/lane.mjs: one keep-alive connection).
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
-import http from 'node:http';
 
 // Starts `bin --http 127.0.0.1:0` with `args`; resolves {proc, url} once it listens. The
 // "listening on" line is logged at info; stderr is drained for the whole run so the server
@@ -20,16 +19,9 @@ export async function startServer(bin, args = []) {
 }
 
 // Resolves {status, session, body}; `session` is the Mcp-Session-Id to send, if any.
-export function post(agent, url, body, session) {
-  return new Promise((resolve, reject) => {
-    const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-11-25' };
-    if (session) headers['mcp-session-id'] = session;
-    const req = http.request(url, { method: 'POST', agent, headers }, (res) => {
-      let data = '';
-      res.on('data', (d) => { data += d; });
-      res.on('end', () => resolve({ status: res.statusCode, session: res.headers['mcp-session-id'], body: data }));
-    });
-    req.on('error', reject);
-    req.end(JSON.stringify(body));
-  });
+export async function post(lane, body, session) {
+  const headers = { accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-11-25' };
+  if (session) headers['mcp-session-id'] = session;
+  const r = await lane.post(JSON.stringify(body), headers);
+  return { status: r.status, session: r.headers['mcp-session-id'], body: r.body };
 }

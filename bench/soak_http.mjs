@@ -8,13 +8,13 @@
 // code that runs into the 50 ms CPU limit. Every 30 s it prints the RSS of the server and of its
 // sandbox processes (the whole tree), and at the end the least-squares trend of the tree's RSS
 // after the first minute, in MB per minute.
-import http from 'node:http';
 import { readFileSync, readdirSync } from 'node:fs';
 import { once } from 'node:events';
 import { cpus, loadavg } from 'node:os';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startServer, post } from './mcp_http.mjs';
+import { Lane } from './lane.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const bin = process.env.CODEMODE_BIN ?? join(here, '..', 'build/codemode-mcp');
@@ -49,16 +49,16 @@ let calls = 0;
 let wrong = 0;
 const deadline = Date.now() + seconds * 1000;
 async function lane(index) {
-  const agent = new http.Agent({ keepAlive: true, maxSockets: 1, localAddress: `127.0.0.${1 + (index % 4)}` });
-  const init = await post(agent, url, { jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'soak', version: '1' } } });
-  await post(agent, url, { jsonrpc: '2.0', method: 'notifications/initialized' }, init.session);
+  const lane = new Lane(url, `127.0.0.${1 + (index % 4)}`);
+  const init = await post(lane, { jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'soak', version: '1' } } });
+  await post(lane, { jsonrpc: '2.0', method: 'notifications/initialized' }, init.session);
   for (let i = 0; Date.now() < deadline; i++) {
     const [name, code, fails] = mix[(index + i) % mix.length];
-    const r = await post(agent, url, { jsonrpc: '2.0', id: i + 1, method: 'tools/call', params: { name, arguments: { code } } }, init.session);
+    const r = await post(lane, { jsonrpc: '2.0', id: i + 1, method: 'tools/call', params: { name, arguments: { code } } }, init.session);
     calls++;
     if (r.status !== 200 || r.body.includes('"isError":true') !== fails) wrong++;
   }
-  agent.destroy();
+  lane.close();
 }
 
 console.log(`codemode-mcp soak: ${seconds} s at c=${concurrency}, mixed calls; ${cpus().length} CPUs; load ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);

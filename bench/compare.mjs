@@ -9,7 +9,8 @@
 //
 // Every system sits behind one local IPC hop: codemode-mcp is driven over MCP (stdio with the SDK
 // client at c=1, Streamable HTTP lanes at c=8/32, as bench/run.mjs and bench/http.mjs do); each
-// peer is a small HTTP server on 127.0.0.1 (POST {code, workload} -> {ok, result}).
+// peer is a small HTTP server on 127.0.0.1 (POST {code, workload} -> {ok, result}). Every HTTP
+// lane, ours and the peers', is a bench/lane.mjs connection, so the client costs all alike.
 // Interleaving: R rounds; in each round every workload x concurrency cell gives every system a
 // slice of N/R calls in turn (system order rotates per round), so machine noise hits everyone
 // alike. Latency is client-side per call; calls/s is calls over the summed wall time of the

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <deque>
 #include <map>
@@ -15,9 +16,10 @@
 namespace codemode::sandbox {
 namespace {
 
-// How many calls before its last a process's replacement is started (at most a quarter of its
-// calls: a process that serves a handful is not worth a spare).
-constexpr unsigned kStartAhead = 8;
+using Clock = std::chrono::steady_clock;
+
+// Calls whose ends give the pool's current rate (see calls_ahead()).
+constexpr std::size_t kRateWindow = 64;
 
 Outcome cancelled() { return Outcome::failure(ErrorKind::runtime, "cancelled"); }
 
@@ -30,6 +32,13 @@ Fetcher gateway_fetcher(gateway::Gateway& gateway, const config::Limits& limits)
              gateway::OutboundRequest outbound, std::function<void(gateway::FetchResult)> done) {
     gateway->fetch(std::move(outbound), *budget, deadline, std::move(done));
   };
+}
+
+unsigned calls_ahead(unsigned calls_per_process, double calls_per_second, double start_seconds) {
+  const unsigned most = calls_per_process / 4;
+  const double wanted = std::ceil(2 * calls_per_second * std::max(0.0, start_seconds));
+  if (!(wanted < most)) return most;  // NaN too
+  return std::min(most, std::max(8u, static_cast<unsigned>(wanted)));
 }
 
 // One thread for what blocks: starting processes, and killing and reaping retired ones.
@@ -121,6 +130,7 @@ struct ProcessPool::State : std::enable_shared_from_this<State> {
       }
       run(std::move(process), std::move(job));
     }
+    retire_surplus();
     ensure_processes();
     if (queue.empty() && busy.empty() && drained) std::exchange(drained, nullptr)();
   }
@@ -136,6 +146,8 @@ struct ProcessPool::State : std::enable_shared_from_this<State> {
                [self = shared_from_this(), process = std::move(process),
                 done = std::move(job.done)](Outcome outcome) mutable {
                  self->busy.erase(process);
+                 self->finished.push_back(Clock::now());
+                 if (self->finished.size() > kRateWindow) self->finished.pop_front();
                  if (!process->usable()) {
                    spdlog::warn("sandbox: process replaced after a call: {}: {}",
                                 to_string(outcome.error_kind), outcome.error_message);
@@ -151,12 +163,41 @@ struct ProcessPool::State : std::enable_shared_from_this<State> {
                });
   }
 
+  // A successor ready while its predecessor still has calls left makes one process too many.
+  // When no call waits, an idle process in the last quarter of its calls (where a successor is
+  // asked for) retires now, the one with the most first, rather than idling beside its
+  // successor until its last call.
+  void retire_surplus() {
+    if (closed || !queue.empty()) return;
+    const unsigned late = options.calls_per_process - options.calls_per_process / 4;
+    while (idle.size() + busy.size() > options.processes) {
+      auto oldest = std::max_element(idle.begin(), idle.end(), [](const auto& a, const auto& b) {
+        return a->calls() < b->calls();
+      });
+      if (oldest == idle.end() || (*oldest)->calls() < late) return;
+      std::shared_ptr<SandboxProcess> process = std::move(*oldest);
+      idle.erase(oldest);
+      retire(std::move(process));
+    }
+  }
+
+  // Calls per second that each live process serves now: the last calls' ends over the time
+  // since the first of them (so the rate falls while no call ends).
+  double calls_per_second_each() const {
+    const auto live = idle.size() + busy.size();
+    if (finished.empty() || live == 0) return 0;
+    const double seconds = std::chrono::duration<double>(Clock::now() - finished.front()).count();
+    if (seconds <= 0) return 0;
+    return static_cast<double>(finished.size()) / seconds / static_cast<double>(live);
+  }
+
   // Processes wanted: the configured number, plus a successor for each that is near its last
   // call.
   void ensure_processes() {
     if (closed) return;
     unsigned near_end = 0;
-    const unsigned ahead = std::min(kStartAhead, options.calls_per_process / 4);
+    const unsigned ahead =
+        calls_ahead(options.calls_per_process, calls_per_second_each(), start_seconds);
     auto count = [&](const SandboxProcess& process) {
       if (ahead > 0 && process.calls() + ahead >= options.calls_per_process) ++near_end;
     };
@@ -166,16 +207,17 @@ struct ProcessPool::State : std::enable_shared_from_this<State> {
     while (live + starting < options.processes + near_end) {
       ++starting;
       if (launcher == nullptr) return;
-      launcher->start([self = shared_from_this()] {
+      launcher->start([self = shared_from_this(), asked = Clock::now()] {
         auto started = SandboxProcess::start(self->options.process, self->executor);
-        boost::asio::post(self->executor, [self, started = std::move(started)]() mutable {
-          self->adopt(std::move(started));
+        boost::asio::post(self->executor, [self, asked, started = std::move(started)]() mutable {
+          self->adopt(std::move(started), asked);
         });
       });
     }
   }
 
-  void adopt(std::variant<std::shared_ptr<SandboxProcess>, std::string> started) {
+  void adopt(std::variant<std::shared_ptr<SandboxProcess>, std::string> started,
+             Clock::time_point asked) {
     --starting;
     if (auto* error = std::get_if<std::string>(&started)) {
       spdlog::error("sandbox: a sandbox process could not start: {}", *error);
@@ -203,6 +245,10 @@ struct ProcessPool::State : std::enable_shared_from_this<State> {
         }
       }
     }
+    // Under load a start takes longer (it shares the CPUs) and may wait for another one.
+    start_seconds = std::chrono::duration<double>(Clock::now() - asked).count();
+    spdlog::debug("sandbox: process {} ready {:.0f} ms after it was asked for", process->pid(),
+                  start_seconds * 1000);
     process->watch();
     idle.push_back(std::move(process));
     dispatch();
@@ -240,6 +286,8 @@ struct ProcessPool::State : std::enable_shared_from_this<State> {
   std::map<std::shared_ptr<SandboxProcess>, std::shared_ptr<CancelToken>> busy;
   std::deque<Job> queue;
   unsigned starting = 0;
+  std::deque<Clock::time_point> finished;  // when the last kRateWindow calls ended
+  double start_seconds = 0;                // how long the last process took to be ready
   bool closed = false;
   bool layers_logged = false;
   std::function<void()> drained;

@@ -8,7 +8,8 @@
 // with; it never touches the pool's state, only posts results back.
 //
 // A process is replaced when it fails, and after `calls_per_process` calls; its replacement is
-// started a few calls before that, so that the pool keeps its size while it waits for Ready.
+// started some calls before that (calls_ahead()), so that it is ready when the process retires
+// and the pool keeps its size.
 #pragma once
 
 #include <memory>
@@ -35,6 +36,12 @@ struct ProcessPoolOptions {
   config::Limits limits;
   gateway::Gateway* gateway = nullptr;  // null: execute code gets no fetch
 };
+
+// How many calls before its last a process's successor is asked for: as many as the process
+// serves, at `calls_per_second`, in twice the time the last start took (a start takes longer
+// under load, and starts run one after another), and at least 8; at most a quarter of its
+// calls (a process that serves a handful is not worth a spare: 0 below 4).
+unsigned calls_ahead(unsigned calls_per_process, double calls_per_second, double start_seconds);
 
 class ProcessPool {
  public:

@@ -30,6 +30,7 @@
 #include "sandbox/channel.h"
 #include "sandbox/child.h"
 #include "sandbox/isolate_runner.h"
+#include "sandbox/process_pool.h"
 #include "sandbox/sandbox.h"
 
 using namespace codemode;
@@ -483,8 +484,29 @@ TEST_CASE("a process's successor is started before it retires", "[sandbox][proce
     REQUIRE(waited < 30000);
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
-  for (int i = 0; i < 8; ++i) pids.push_back(pid());  // the successor: 6 at most, no successor yet
+  // Once the successor is ready, the first process, idle with no call waiting, retires without
+  // its last two calls: no spare lingers beside its successor.
+  for (int waited = 0; children_of_this_process() > 1; ++waited) {
+    REQUIRE(waited < 30000);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  for (int i = 0; i < 8; ++i) pids.push_back(pid());  // the successor: 8, no successor yet
   const std::set<int> distinct(pids.begin(), pids.end());
   CHECK(distinct.size() == 2);
-  CHECK(std::count(pids.begin(), pids.end(), pids[0]) == 12);  // exactly its calls, no more
+  CHECK(std::count(pids.begin(), pids.end(), pids[0]) == 10);
+}
+
+TEST_CASE("a successor is asked for early enough for the rate the calls come at",
+          "[sandbox][pool]") {
+  // Idle or slow: 8 calls before the last (a start takes about 0.1 s).
+  CHECK(calls_ahead(1000, 0, 0) == 8);
+  CHECK(calls_ahead(1000, 5, 0.15) == 8);
+  // Under load: what the process serves in twice the last start's time.
+  CHECK(calls_ahead(1000, 400, 0.15) == 120);
+  CHECK(calls_ahead(1000, 400, 0.5) == 250);  // a quarter at most
+  CHECK(calls_ahead(1000, 1e12, 1e12) == 250);
+  // A process that serves a handful: a quarter of them, and none below 4.
+  CHECK(calls_ahead(12, 0, 0) == 3);
+  CHECK(calls_ahead(3, 400, 0.15) == 0);
+  CHECK(calls_ahead(0, 0, 0) == 0);
 }

@@ -1,13 +1,15 @@
 // Where one call's time and CPU go: the daemon, its sandbox processes, the client.
 //
 //   node bench/cpu.mjs [--calls N] [--concurrency C] [--tool search|execute] [--code CODE]
+//                      [--gap MS]
 //
 // Starts codemode-mcp on Streamable HTTP (the built-in MarketHub demo), warms up, then runs N
 // calls over C lanes (one MCP session and keep-alive connection each, spread over
-// 127.0.0.1-4). Prints calls/s; the client-side p50; the server's own time per call and the
-// part of it spent inside the sandbox process (both from its info log: "ok in X ms (sandbox
-// process Y ms)"); and CPU milliseconds per call of the daemon, of its sandbox processes (the
-// live ones and those already reaped, from /proc) and of this client, user and system.
+// 127.0.0.1-4), each lane pausing --gap ms after every answer (default 0: back to back).
+// Prints calls/s; the client-side p50; the server's own time per call and the part of it
+// spent inside the sandbox process (both from its info log: "ok in X ms (sandbox process Y
+// ms)"); and CPU milliseconds per call of the daemon, of its sandbox processes (the live ones
+// and those already reaped, from /proc) and of this client, user and system.
 import { readFileSync, readdirSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { spawn } from 'node:child_process';
@@ -28,6 +30,7 @@ const calls = Number(opt('calls', 3000));
 const concurrency = Number(opt('concurrency', 8));
 const tool = opt('tool', 'search');
 const code = opt('code', tool === 'execute' ? "async () => (await fetch('/products?limit=3')).status" : 'async () => 1 + 1');
+const gap = Number(opt('gap', 0));  // ms each lane waits after an answer: idle CPUs, cold caches
 const TICKS = 100;  // USER_HZ: /proc reports CPU time in clock ticks
 
 const server = [];
@@ -81,14 +84,16 @@ async function lane(index, count, latencies) {
     const r = await post(lane, { jsonrpc: '2.0', id: i + 1, method: 'tools/call', params: { name: tool, arguments: { code } } }, init.session);
     latencies?.push(performance.now() - started);
     if (r.status !== 200 || r.body.includes('"isError":true')) throw new Error(`unexpected answer: ${r.status} ${r.body.slice(0, 200)}`);
+    if (gap > 0 && latencies) await new Promise((resolve) => setTimeout(resolve, gap));
   }
   lane.close();
 }
 
-const median = (values) => {
+const quantile = (values, q) => {
   const sorted = [...values].sort((a, b) => a - b);
-  return sorted.length ? sorted[sorted.length >> 1] : NaN;
+  return sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * q))] : NaN;
 };
+const median = (values) => quantile(values, 0.5);
 
 await Promise.all(Array.from({ length: concurrency }, (_, i) => lane(i, 20)));  // warm-up
 server.length = 0;
@@ -106,7 +111,7 @@ const n = latencies.length;
 const perCall = (ticks) => (ticks * 1000 / TICKS / n).toFixed(2);
 
 console.log(`codemode-mcp cpu: ${n} ${tool} calls at concurrency ${concurrency}; ${cpus().length} CPUs; load ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
-console.log(`calls/s ${(n / seconds).toFixed(0)}; p50 ms: client ${median(latencies).toFixed(2)}, server ${median(server).toFixed(2)}, in the sandbox process ${median(inProcess).toFixed(2)}`);
+console.log(`calls/s ${(n / seconds).toFixed(0)}; p50 ms: client ${median(latencies).toFixed(2)} (p99 ${quantile(latencies, 0.99).toFixed(2)}, max ${Math.max(...latencies).toFixed(2)}), server ${median(server).toFixed(2)}, in the sandbox process ${median(inProcess).toFixed(2)}`);
 console.log(`CPU ms per call: daemon ${perCall(after.daemonUser - before.daemonUser)} user + ${perCall(after.daemonSystem - before.daemonSystem)} system; ` +
   `sandbox processes ${perCall(after.sandboxUser - before.sandboxUser)} + ${perCall(after.sandboxSystem - before.sandboxSystem)}; ` +
   `client ${(client.user / 1000 / n).toFixed(2)} + ${(client.system / 1000 / n).toFixed(2)}`);

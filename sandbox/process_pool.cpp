@@ -164,9 +164,9 @@ struct ProcessPool::State : std::enable_shared_from_this<State> {
   }
 
   // A successor ready while its predecessor still has calls left makes one process too many.
-  // When no call waits, an idle process in the last quarter of its calls (where a successor is
-  // asked for) retires now, the one with the most first, rather than idling beside its
-  // successor until its last call.
+  // When no call waits and the process with the most calls is idle and in the last quarter of
+  // them (where a successor is asked for), it retires now rather than idling beside its
+  // successor until its last call. (A busy one is looked at again when its call ends.)
   void retire_surplus() {
     if (closed || !queue.empty()) return;
     const unsigned late = options.calls_per_process - options.calls_per_process / 4;
@@ -175,6 +175,9 @@ struct ProcessPool::State : std::enable_shared_from_this<State> {
         return a->calls() < b->calls();
       });
       if (oldest == idle.end() || (*oldest)->calls() < late) return;
+      for (const auto& [process, token] : busy) {
+        if (process->calls() > (*oldest)->calls()) return;
+      }
       std::shared_ptr<SandboxProcess> process = std::move(*oldest);
       idle.erase(oldest);
       retire(std::move(process));

@@ -614,6 +614,10 @@ tcp::endpoint HttpServer::local_endpoint() const {
 
 void HttpServer::drain(std::function<void()> on_drained) {
   state_->draining = true;
+  // shutdown() first: a sandbox process being forked holds a copy of every descriptor until it
+  // closes them, and while a copy is open close() alone leaves the socket listening (a new
+  // connection is then accepted by the kernel and reset, not refused).
+  ::shutdown(state_->acceptor.native_handle(), SHUT_RDWR);
   boost::system::error_code ec;
   state_->acceptor.close(ec);
   state_->on_drained = std::move(on_drained);

@@ -1,9 +1,12 @@
 #include "server/stdio_transport.h"
 
+#include <fcntl.h>
 #include <poll.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 #include <system_error>
 
 #include <spdlog/spdlog.h>
@@ -11,39 +14,97 @@
 
 namespace codemode::server {
 
+namespace {
+
+constexpr std::size_t kReadBytes = 64 * 1024;
+
+// Pipes and sockets are what epoll watches and what no shell shares with us as a terminal.
+bool reactor_can_watch(int fd) {
+  struct stat st {};
+  return ::fstat(fd, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode));
+}
+
+}  // namespace
+
 StdioTransport::StdioTransport(boost::asio::any_io_executor executor, int in_fd, int out_fd,
                                std::size_t max_line_bytes)
     : executor_(std::move(executor)),
       in_fd_(in_fd),
       out_fd_(out_fd),
       max_line_bytes_(max_line_bytes) {
-  if (::pipe(wake_pipe_) != 0) throw std::system_error(errno, std::generic_category(), "pipe");
+  if (reactor_can_watch(in_fd_)) {
+    boost::system::error_code ec;
+    input_.emplace(executor_);
+    input_->assign(in_fd_, ec);
+    if (ec) {
+      spdlog::debug("stdin: the reactor cannot watch it ({}); a thread reads it", ec.message());
+      input_.reset();
+    }
+  }
+  if (!input_ && ::pipe(wake_pipe_) != 0)
+    throw std::system_error(errno, std::generic_category(), "pipe");
 }
 
 StdioTransport::~StdioTransport() {
   stop();
-  ::close(wake_pipe_[0]);
-  ::close(wake_pipe_[1]);
+  if (wake_pipe_[0] >= 0) ::close(wake_pipe_[0]);
+  if (wake_pipe_[1] >= 0) ::close(wake_pipe_[1]);
 }
 
 void StdioTransport::start(StdioHandlers handlers) {
   handlers_ = std::move(handlers);
-  reader_ = std::thread([this] { read_loop(); });
+  if (input_) {
+    // Asio puts a descriptor it waits on in non-blocking mode, once, at the first wait. That
+    // flag belongs to the open file, which the client (or whoever started us) may share, so it
+    // is put back at once; reads follow a poll() and need no flag, and Asio sets it only once.
+    const int flags = ::fcntl(in_fd_, F_GETFL);
+    wait_for_input();
+    if (flags >= 0 && ::fcntl(in_fd_, F_GETFL) != flags) ::fcntl(in_fd_, F_SETFL, flags);
+  } else {
+    reader_ = std::thread([this] { read_loop(); });
+  }
 }
 
 void StdioTransport::stop() {
+  if (input_) {
+    stopped_ = true;
+    if (input_->is_open()) {
+      boost::system::error_code ignored;
+      input_->cancel(ignored);
+      input_->release();  // stdin stays open: the descriptor was lent, not given
+    }
+    return;
+  }
   if (!reader_.joinable()) return;
   const char byte = 0;
   [[maybe_unused]] auto ignored = ::write(wake_pipe_[1], &byte, 1);
   reader_.join();
 }
 
-void StdioTransport::read_loop() {
-  std::string line;
-  bool dropping = false;  // inside an oversize line: discard up to the next newline
-  char buffer[64 * 1024];
-  auto post = [this](auto fn) { boost::asio::post(executor_, std::move(fn)); };
+void StdioTransport::wait_for_input() {
+  input_->async_wait(boost::asio::posix::descriptor_base::wait_read,
+                     [this](const boost::system::error_code& ec) {
+                       if (stopped_ || ec == boost::asio::error::operation_aborted) return;
+                       if (ec) {
+                         spdlog::error("waiting for stdin failed: {}", ec.message());
+                         end(Delivery::inline_call);
+                         return;
+                       }
+                       drain();
+                       // Each wait re-arms the descriptor in epoll (EPOLL_CTL_MOD), which reports
+                       // it at once if it is readable: bytes that came after the last read are
+                       // not missed although the reactor is edge-triggered.
+                       if (!stopped_) wait_for_input();
+                     });
+}
 
+void StdioTransport::drain() {
+  Read read = Read::more;
+  while (!stopped_ && read == Read::more) read = read_available(Delivery::inline_call);
+  if (!stopped_ && read == Read::ended) end(Delivery::inline_call);
+}
+
+void StdioTransport::read_loop() {
   for (;;) {
     pollfd fds[2] = {{in_fd_, POLLIN, 0}, {wake_pipe_[0], POLLIN, 0}};
     if (::poll(fds, 2, -1) < 0) {
@@ -52,41 +113,78 @@ void StdioTransport::read_loop() {
       break;
     }
     if (fds[1].revents != 0) return;  // stop(): no EOF event, the owner is shutting down
-    const ssize_t n = ::read(in_fd_, buffer, sizeof buffer);
-    if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-    if (n < 0) spdlog::error("reading stdin failed: {}", std::strerror(errno));
-    if (n <= 0) break;
+    if (read_available(Delivery::post) == Read::ended) break;
+  }
+  end(Delivery::post);
+}
 
-    std::string_view chunk(buffer, static_cast<std::size_t>(n));
-    while (!chunk.empty()) {
-      const auto newline = chunk.find('\n');
-      const auto piece = chunk.substr(0, newline);
-      if (!dropping) {
-        if (line.size() + piece.size() > max_line_bytes_) {
-          dropping = true;
-          line.clear();
-          line.shrink_to_fit();
-          post([this] { handlers_.on_oversize(max_line_bytes_); });
-        } else {
-          line.append(piece);
-        }
+StdioTransport::Read StdioTransport::read_available(Delivery delivery) {
+  // A read only after poll() finds the descriptor readable: it then returns at once without
+  // O_NONBLOCK, a flag that lives on the open file and so would change it for whoever shares it.
+  pollfd fd = {in_fd_, POLLIN, 0};
+  const int ready = ::poll(&fd, 1, 0);
+  if (ready < 0 && errno == EINTR) return Read::more;
+  if (ready < 0) {
+    spdlog::error("poll on stdin failed: {}", std::strerror(errno));
+    return Read::ended;
+  }
+  if (ready == 0) return Read::drained;
+  char buffer[kReadBytes];
+  const ssize_t n = ::read(in_fd_, buffer, sizeof buffer);
+  if (n < 0 && errno == EINTR) return Read::more;
+  if (n < 0 && errno == EAGAIN) return Read::drained;
+  if (n < 0) spdlog::error("reading stdin failed: {}", std::strerror(errno));
+  if (n <= 0) return Read::ended;
+  consume(std::string_view(buffer, static_cast<std::size_t>(n)), delivery);
+  return Read::more;
+}
+
+void StdioTransport::consume(std::string_view chunk, Delivery delivery) {
+  while (!chunk.empty() && !stopped_) {  // a handler run inline may have stopped the transport
+    const auto newline = chunk.find('\n');
+    const auto piece = chunk.substr(0, newline);
+    if (!dropping_) {
+      if (line_.size() + piece.size() > max_line_bytes_) {
+        dropping_ = true;
+        line_.clear();
+        line_.shrink_to_fit();
+        deliver(delivery, [this] { handlers_.on_oversize(max_line_bytes_); });
+      } else {
+        line_.append(piece);
       }
-      if (newline == std::string_view::npos) break;
-      chunk.remove_prefix(newline + 1);
-      if (!dropping) {
-        if (!line.empty() && line.back() == '\r') line.pop_back();
-        if (!line.empty())
-          post([this, l = std::move(line)]() mutable { handlers_.on_line(std::move(l)); });
-        line = std::string();
-      }
-      dropping = false;
     }
+    if (newline == std::string_view::npos) break;
+    chunk.remove_prefix(newline + 1);
+    if (!dropping_) {
+      if (!line_.empty() && line_.back() == '\r') line_.pop_back();
+      if (!line_.empty())
+        deliver(delivery,
+                [this, l = std::move(line_)]() mutable { handlers_.on_line(std::move(l)); });
+      line_ = std::string();
+    }
+    dropping_ = false;
   }
+}
+
+void StdioTransport::end(Delivery delivery) {
   // A last line without a newline still counts: a client may close stdin right after it.
-  if (!dropping && !line.empty()) {
-    post([this, l = std::move(line)]() mutable { handlers_.on_line(std::move(l)); });
+  if (!dropping_ && !line_.empty()) {
+    deliver(delivery, [this, l = std::move(line_)]() mutable { handlers_.on_line(std::move(l)); });
   }
-  post([this] { handlers_.on_eof(); });
+  line_ = std::string();
+  if (input_) {
+    if (stopped_) return;  // that line's handler stopped the transport: no EOF event
+    stopped_ = true;       // nothing more is read: no wait follows
+  }
+  deliver(delivery, [this] { handlers_.on_eof(); });
+}
+
+void StdioTransport::deliver(Delivery delivery, std::function<void()> fn) {
+  if (delivery == Delivery::inline_call) {
+    fn();
+  } else {
+    boost::asio::post(executor_, std::move(fn));
+  }
 }
 
 bool StdioTransport::write_line(std::string_view line) {
@@ -98,6 +196,11 @@ bool StdioTransport::write_line(std::string_view line) {
   while (!rest.empty()) {
     const ssize_t n = ::write(out_fd_, rest.data(), rest.size());
     if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN) {  // stdout was handed over in non-blocking mode
+      pollfd fd = {out_fd_, POLLOUT, 0};
+      if (::poll(&fd, 1, -1) < 0 && errno != EINTR) return false;
+      continue;
+    }
     if (n <= 0) return false;
     rest.remove_prefix(static_cast<std::size_t>(n));
   }

@@ -1,0 +1,277 @@
+#include "server/stdio_transport.h"
+
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <functional>
+#include <future>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <catch2/catch.hpp>
+
+using namespace codemode::server;
+using namespace std::chrono_literals;
+
+namespace {
+
+enum class Input { socket, pipe, file };
+
+// What a transport delivered, in order, as the handlers saw it: "line:TEXT", "oversize:N", "eof".
+class Recorder {
+ public:
+  StdioHandlers handlers() {
+    return StdioHandlers{
+        .on_line = [this](std::string line) { add("line:" + line); },
+        .on_oversize = [this](std::size_t limit) { add("oversize:" + std::to_string(limit)); },
+        .on_eof = [this] { add("eof"); },
+    };
+  }
+  void add(std::string event) {
+    std::lock_guard lock(mutex_);
+    events_.push_back(std::move(event));
+    changed_.notify_all();
+  }
+  // Waits (at most 10 s) until `count` events have come; returns all so far.
+  std::vector<std::string> wait_for(std::size_t count) {
+    std::unique_lock lock(mutex_);
+    changed_.wait_for(lock, 10s, [&] { return events_.size() >= count; });
+    return events_;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::vector<std::string> events_;
+};
+
+// A descriptor to read from and, for a socket or a pipe, one to write to.
+struct Source {
+  int read_fd = -1;
+  int write_fd = -1;
+  ~Source() {
+    if (read_fd >= 0) ::close(read_fd);
+    if (write_fd >= 0) ::close(write_fd);
+  }
+  void close_writer() {
+    ::close(write_fd);
+    write_fd = -1;
+  }
+  void write(std::string_view text) const {
+    REQUIRE(::write(write_fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()));
+  }
+};
+
+void open_source(Source& source, Input input, std::string_view file_contents = {}) {
+  int fds[2];
+  switch (input) {
+    case Input::socket:
+      REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) == 0);
+      source.read_fd = fds[0];
+      source.write_fd = fds[1];
+      break;
+    case Input::pipe:
+      REQUIRE(::pipe2(fds, O_CLOEXEC) == 0);
+      source.read_fd = fds[0];
+      source.write_fd = fds[1];
+      break;
+    case Input::file: {
+      std::FILE* file = std::tmpfile();
+      REQUIRE(file != nullptr);
+      REQUIRE(std::fwrite(file_contents.data(), 1, file_contents.size(), file) ==
+              file_contents.size());
+      std::fflush(file);
+      source.read_fd = ::dup(::fileno(file));
+      std::fclose(file);
+      REQUIRE(::lseek(source.read_fd, 0, SEEK_SET) == 0);
+      break;
+    }
+  }
+}
+
+// The executor's thread, as the daemon's: runs until the test is done with it.
+struct Executor {
+  boost::asio::io_context io;
+  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work{io.get_executor()};
+  std::thread thread{[this] { io.run(); }};
+  ~Executor() { join(); }
+  // Runs `fn` on the executor's thread after every handler queued before it.
+  void run_on(std::function<void()> fn) {
+    std::promise<void> done;
+    boost::asio::post(io, [&] {
+      fn();
+      done.set_value();
+    });
+    done.get_future().wait();
+  }
+  void join() {
+    if (!thread.joinable()) return;
+    work.reset();
+    io.stop();
+    thread.join();
+  }
+};
+
+// Stops the transport where the daemon does, then the executor, before either is destroyed.
+void finish(Executor& executor, StdioTransport& transport) {
+  executor.run_on([&] { transport.stop(); });
+  executor.join();
+}
+
+int null_fd() { return ::open("/dev/null", O_WRONLY | O_CLOEXEC); }
+
+}  // namespace
+
+TEST_CASE("stdio: a pipe or a socket is read on the executor, anything else by a thread",
+          "[server][stdio]") {
+  const int out = null_fd();
+  for (const Input input : {Input::socket, Input::pipe, Input::file}) {
+    Source source;
+    open_source(source, input, "x\n");
+    Executor executor;
+    StdioTransport transport(executor.io.get_executor(), source.read_fd, out, 1024);
+    CHECK(transport.reads_on_executor() == (input != Input::file));
+    finish(executor, transport);
+  }
+  ::close(out);
+}
+
+TEST_CASE("stdio: lines, CRLF, blank lines, a last line without a newline, then EOF",
+          "[server][stdio]") {
+  const int out = null_fd();
+  const std::string text = "{\"a\":1}\r\n\n\r\n{\"b\":2}\nlast";
+  const std::vector<std::string> expected = {"line:{\"a\":1}", "line:{\"b\":2}", "line:last",
+                                             "eof"};
+  for (const Input input : {Input::socket, Input::pipe, Input::file}) {
+    CAPTURE(static_cast<int>(input));
+    Source source;
+    open_source(source, input, text);
+    const int flags_before = ::fcntl(source.read_fd, F_GETFL);
+    Recorder recorder;
+    {
+      Executor executor;
+      StdioTransport transport(executor.io.get_executor(), source.read_fd, out, 1024);
+      transport.start(recorder.handlers());
+      if (input != Input::file) {
+        source.write(text.substr(0, 5));  // a line in two reads
+        std::this_thread::yield();
+        source.write(text.substr(5));
+        source.close_writer();
+      }
+      CHECK(recorder.wait_for(expected.size()) == expected);
+      finish(executor, transport);
+    }
+    // The descriptor is lent: still open, and its flags (O_NONBLOCK among them) as they were.
+    CHECK(::fcntl(source.read_fd, F_GETFL) == flags_before);
+  }
+  ::close(out);
+}
+
+TEST_CASE("stdio: input that was written and closed before the transport started is read",
+          "[server][stdio]") {
+  const int out = null_fd();
+  const std::vector<std::string> expected = {"line:a", "line:b", "eof"};
+  for (const Input input : {Input::socket, Input::pipe}) {
+    CAPTURE(static_cast<int>(input));
+    Source source;
+    open_source(source, input);
+    source.write("a\nb");
+    source.close_writer();
+    Recorder recorder;
+    Executor executor;  // already running when the descriptor, already readable, is registered
+    StdioTransport transport(executor.io.get_executor(), source.read_fd, out, 1024);
+    executor.run_on([] {});
+    transport.start(recorder.handlers());
+    CHECK(recorder.wait_for(expected.size()) == expected);
+    finish(executor, transport);
+  }
+  ::close(out);
+}
+
+TEST_CASE("stdio: a line over the cap is dropped whole, and the next one still comes",
+          "[server][stdio]") {
+  const int out = null_fd();
+  const std::string text = std::string(100, 'x') + "\n" + "ok\n";
+  const std::vector<std::string> expected = {"oversize:64", "line:ok", "eof"};
+  for (const Input input : {Input::socket, Input::pipe, Input::file}) {
+    CAPTURE(static_cast<int>(input));
+    Source source;
+    open_source(source, input, text);
+    Recorder recorder;
+    Executor executor;
+    StdioTransport transport(executor.io.get_executor(), source.read_fd, out, 64);
+    transport.start(recorder.handlers());
+    if (input != Input::file) {
+      source.write(text);
+      source.close_writer();
+    }
+    CHECK(recorder.wait_for(expected.size()) == expected);
+    finish(executor, transport);
+  }
+  ::close(out);
+}
+
+// Each line is written only once the one before has been handled, so each comes in a read of its
+// own: the transport must wait again after every read, and a wait must notice each new line.
+TEST_CASE("stdio: a thousand lines, each written after the last was handled, all arrive",
+          "[server][stdio]") {
+  const int out = null_fd();
+  for (const Input input : {Input::socket, Input::pipe}) {
+    CAPTURE(static_cast<int>(input));
+    Source source;
+    open_source(source, input);
+    Recorder recorder;
+    Executor executor;
+    StdioTransport transport(executor.io.get_executor(), source.read_fd, out, 1024);
+    transport.start(recorder.handlers());
+    std::size_t handled = 0;
+    for (int i = 0; i < 1000; ++i) {
+      source.write(std::to_string(i) + "\n");
+      const auto events = recorder.wait_for(++handled);
+      REQUIRE(events.size() == handled);
+      REQUIRE(events.back() == "line:" + std::to_string(i));
+    }
+    finish(executor, transport);
+  }
+  ::close(out);
+}
+
+TEST_CASE("stdio: stop() from a handler ends reading and leaves the descriptor open",
+          "[server][stdio]") {
+  const int out = null_fd();
+  for (const Input input : {Input::socket, Input::pipe}) {
+    CAPTURE(static_cast<int>(input));
+    Source source;
+    open_source(source, input);
+    Recorder recorder;
+    Executor executor;
+    StdioTransport transport(executor.io.get_executor(), source.read_fd, out, 1024);
+    StdioHandlers handlers = recorder.handlers();
+    handlers.on_line = [&](std::string line) {
+      recorder.add("line:" + line);
+      transport.stop();
+    };
+    transport.start(std::move(handlers));
+    source.write("first\nsecond\n");
+    CHECK(recorder.wait_for(1) == std::vector<std::string>{"line:first"});
+    executor.run_on([] {});  // every handler queued so far has run
+    CHECK(recorder.wait_for(1) == std::vector<std::string>{"line:first"});
+    // What comes now stays in the descriptor, for its owner to read.
+    source.write("third\n");
+    char buffer[16];
+    CHECK(::read(source.read_fd, buffer, sizeof buffer) == 6);
+    CHECK(std::string_view(buffer, 6) == "third\n");
+    CHECK(::fcntl(source.read_fd, F_GETFD) != -1);
+    finish(executor, transport);
+  }
+  ::close(out);
+}

@@ -275,3 +275,30 @@ TEST_CASE("stdio: stop() from a handler ends reading and leaves the descriptor o
   }
   ::close(out);
 }
+
+TEST_CASE("stdio: a line is written whole to a non-blocking stdout that fills up",
+          "[server][stdio]") {
+  int fds[2];
+  REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) == 0);
+  REQUIRE(::fcntl(fds[0], F_SETFL, ::fcntl(fds[0], F_GETFL) | O_NONBLOCK) == 0);
+  Source input;
+  open_source(input, Input::socket);
+  Executor executor;
+  StdioTransport transport(executor.io.get_executor(), input.read_fd, fds[0], 1024);
+  const std::string line(4 * 1024 * 1024, 'y');  // far more than the socket buffers hold
+  std::string received;
+  std::thread reader([&] {
+    char buffer[64 * 1024];
+    while (received.size() < line.size() + 1) {
+      const ssize_t n = ::read(fds[1], buffer, sizeof buffer);
+      if (n <= 0) break;
+      received.append(buffer, static_cast<std::size_t>(n));
+    }
+  });
+  CHECK(transport.write_line(line));
+  reader.join();
+  CHECK(received == line + "\n");
+  finish(executor, transport);
+  ::close(fds[0]);
+  ::close(fds[1]);
+}

@@ -3,11 +3,13 @@
 //   node bench/run.mjs [--calls N] [--seconds S] [--only NAME]
 //
 // For each workload it starts a fresh server, warms up, then runs the calls at concurrency 1
-// and 2 and prints latency percentiles (client-side, per call) and throughput. The MarketHub
-// workloads use the embedded default (its fixture API runs inside the server process).
+// and 2 and prints latency percentiles (client-side, per call), throughput, and how often the
+// server's threads went to sleep per call (voluntary context switches of the daemon's process:
+// each is a wake-up that a call waits for). The MarketHub workloads use the embedded default
+// (its fixture API runs inside the server process, so its threads count too).
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { mkdtempSync, writeFileSync, readFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync, readFileSync, readdirSync } from 'node:fs';
 import { tmpdir, cpus, loadavg } from 'node:os';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -54,8 +56,20 @@ function percentile(sorted, p) {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
 }
 
-async function measure(client, workload, concurrency) {
+// Voluntary context switches of all of a process's threads so far.
+function sleepsOf(pid) {
+  let total = 0;
+  for (const task of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      total += Number(/\nvoluntary_ctxt_switches:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/task/${task}/status`, 'utf8'))[1]);
+    } catch { /* the thread has exited */ }
+  }
+  return total;
+}
+
+async function measure(client, pid, workload, concurrency) {
   const latencies = [];
+  const sleepsBefore = sleepsOf(pid);
   let next = 0;
   let errors = 0;
   const started = performance.now();
@@ -70,8 +84,9 @@ async function measure(client, workload, concurrency) {
   }
   await Promise.all(Array.from({ length: concurrency }, lane));
   const seconds = (performance.now() - started) / 1000;
+  const sleeps = (sleepsOf(pid) - sleepsBefore) / calls;
   latencies.sort((a, b) => a - b);
-  return { p50: percentile(latencies, 50), p99: percentile(latencies, 99), rate: calls / seconds, errors };
+  return { p50: percentile(latencies, 50), p99: percentile(latencies, 99), rate: calls / seconds, errors, sleeps };
 }
 
 function rssOf(pid) {
@@ -82,8 +97,8 @@ function rssOf(pid) {
 }
 
 console.log(`codemode-mcp bench: ${calls} calls per row; ${cpus().length} CPUs (${cpus()[0].model}); load ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
-console.log('| workload | concurrency | p50 ms | p99 ms | calls/s | errors | server RSS MB |');
-console.log('|---|---|---|---|---|---|---|');
+console.log('| workload | concurrency | p50 ms | p99 ms | calls/s | errors | server RSS MB | server sleeps/call |');
+console.log('|---|---|---|---|---|---|---|---|');
 for (const workload of workloads) {
   if (only && !workload.name.includes(only)) continue;
   const transport = new StdioClientTransport({ command: bin, args: workload.args, stderr: 'inherit' });
@@ -93,8 +108,8 @@ for (const workload of workloads) {
   if (warm.isError) console.error(`${workload.name}: ${warm.content[0].text}`);
   for (let i = 0; i < 20; i++) await client.callTool({ name: workload.tool, arguments: { code: workload.code } });
   for (const concurrency of [1, 2]) {
-    const r = await measure(client, workload, concurrency);
-    console.log(`| ${workload.name} | ${concurrency} | ${r.p50.toFixed(2)} | ${r.p99.toFixed(2)} | ${r.rate.toFixed(0)} | ${r.errors} | ${rssOf(transport.pid).toFixed(0)} |`);
+    const r = await measure(client, transport.pid, workload, concurrency);
+    console.log(`| ${workload.name} | ${concurrency} | ${r.p50.toFixed(2)} | ${r.p99.toFixed(2)} | ${r.rate.toFixed(0)} | ${r.errors} | ${rssOf(transport.pid).toFixed(0)} | ${r.sleeps.toFixed(2)} |`);
   }
   await client.close();
 }

@@ -8,8 +8,8 @@
 // calls, with fetch() and the rest of the execute globals (no upstream: a fetch() fails), and
 // the isolate kept alive is a search one.
 //
-// Prints wall time per call (p50/p90/p99) and of the call's run() alone (p50), CPU per call (user and system, from getrusage), page
-// faults per call and what the page pool did.
+// Prints wall time per call (p50/p90/p99) and of the call's run() alone (p50), CPU per call (user
+// and system, from getrusage), page faults per call and what the page pool did.
 #include <sys/resource.h>
 
 #include <v8.h>
@@ -63,9 +63,9 @@ int main(int argc, char** argv) {
       sandbox::PreparedIsolate isolate(each);
       const auto run_start = std::chrono::steady_clock::now();
       outcome = isolate.run(code, nullptr, nullptr);
-      running.push_back(std::chrono::duration<double, std::milli>(
-                            std::chrono::steady_clock::now() - run_start)
-                            .count());
+      running.push_back(
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - run_start)
+              .count());
     }
     wall.push_back(
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)

@@ -7,7 +7,9 @@
 // calls: search hello, a search over the paths, execute with one fetch, code that throws, and
 // code that runs into the 50 ms CPU limit. Every 30 s it prints the RSS of the server and of its
 // sandbox processes (the whole tree), and at the end the least-squares trend of the tree's RSS
-// after the first minute, in MB per minute.
+// after the first minute, in MB per minute: over every sample, and over the samples with the
+// usual number of sandbox processes (a sample taken while a successor runs beside the process
+// it replaces holds one process more; that is a moment of the replacement, not growth).
 import { readFileSync, readdirSync } from 'node:fs';
 import { once } from 'node:events';
 import { cpus, loadavg } from 'node:os';
@@ -69,17 +71,26 @@ const started = Date.now();
 const sampler = setInterval(() => {
   const t = (Date.now() - started) / 60000;
   const r = treeRss();
-  samples.push([t, r.server + r.processes]);
+  samples.push([t, r.server + r.processes, r.count]);
   console.log(`| ${t.toFixed(1)} | ${calls} | ${r.server.toFixed(1)} | ${r.processes.toFixed(1)} (${r.count}) | ${(r.server + r.processes).toFixed(1)} |`);
 }, 30000);
 await Promise.all(Array.from({ length: concurrency }, (_, i) => lane(i)));
 clearInterval(sampler);
 
-const late = samples.filter(([t]) => t >= 1);
 const mean = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length;
-const mt = mean(late.map(([t]) => t));
-const mr = mean(late.map(([, r]) => r));
-const slope = late.reduce((s, [t, r]) => s + (t - mt) * (r - mr), 0) / late.reduce((s, [t]) => s + (t - mt) ** 2, 0);
-console.log(`\n${calls} calls, ${wrong} answers not as expected, ${(calls / seconds).toFixed(0)} calls/s; tree RSS trend after the first minute: ${slope.toFixed(2)} MB/min`);
+function trend(points) {
+  const mt = mean(points.map(([t]) => t));
+  const mr = mean(points.map(([, r]) => r));
+  return points.reduce((s, [t, r]) => s + (t - mt) * (r - mr), 0) / points.reduce((s, [t]) => s + (t - mt) ** 2, 0);
+}
+const late = samples.filter(([t]) => t >= 1);
+const counts = late.map(([, , count]) => count);
+const usual = counts.sort((a, b) => counts.filter((c) => c === b).length - counts.filter((c) => c === a).length)[0];
+const steady = late.filter(([, , count]) => count === usual);
+const range = (points) => `${Math.min(...points.map(([, r]) => r)).toFixed(1)}–${Math.max(...points.map(([, r]) => r)).toFixed(1)} MB`;
+console.log(`\n${calls} calls, ${wrong} answers not as expected, ${(calls / seconds).toFixed(0)} calls/s`);
+if (late.length < 2) console.log('too short for a trend (it needs two samples after the first minute)');
+else console.log(`tree RSS trend after the first minute: ${trend(late).toFixed(2)} MB/min over all ${late.length} samples (${range(late)}); ` +
+  `${trend(steady).toFixed(2)} MB/min over the ${steady.length} with ${usual} sandbox processes (${range(steady)})`);
 proc.kill('SIGTERM');
 await once(proc, 'exit');

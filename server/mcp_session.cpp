@@ -223,6 +223,9 @@ void McpSession::call_tool(const Json& id, const Json& params, const Send& out, 
           const double ms =
               std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
                   .count();
+          // The answer first: the log line is a write to stderr, which the client often reads
+          // too, and its wake-up would come ahead of the answer's.
+          self->finish_call(id, outcome);
           if (outcome.sandbox_us > 0) {
             spdlog::info("tools/call {} id={}: {} in {:.2f} ms (sandbox process {:.2f} ms)", name,
                          dump(id), outcome.ok ? "ok" : sandbox::to_string(outcome.error_kind), ms,
@@ -231,7 +234,6 @@ void McpSession::call_tool(const Json& id, const Json& params, const Send& out, 
             spdlog::info("tools/call {} id={}: {} in {:.2f} ms", name, dump(id),
                          outcome.ok ? "ok" : sandbox::to_string(outcome.error_kind), ms);
           }
-          self->finish_call(id, outcome);
         });
       });
 }

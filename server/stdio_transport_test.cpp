@@ -10,7 +10,9 @@
 #include <functional>
 #include <future>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -121,159 +123,143 @@ struct Executor {
   }
 };
 
-// Stops the transport where the daemon does, then the executor, before either is destroyed.
-void finish(Executor& executor, StdioTransport& transport) {
-  executor.run_on([&] { transport.stop(); });
-  executor.join();
-}
-
 int null_fd() { return ::open("/dev/null", O_WRONLY | O_CLOEXEC); }
+
+// One transport over one input, on a running executor, as the daemon runs it. finish() stops
+// the transport where the daemon does, then the executor, before either is destroyed; the
+// destructor calls it.
+struct Harness {
+  explicit Harness(Input input, std::string_view file_contents = {}) {
+    open_source(source, input, file_contents);
+  }
+  ~Harness() {
+    finish();
+    ::close(out);
+  }
+  // stdout is /dev/null unless `out_fd` is given.
+  StdioTransport& open(std::size_t max_line_bytes = 1024, int out_fd = -1) {
+    return transport.emplace(executor.io.get_executor(), source.read_fd, out_fd >= 0 ? out_fd : out,
+                             max_line_bytes);
+  }
+  void finish() {
+    if (transport && !finished) executor.run_on([this] { transport->stop(); });
+    finished = true;
+    executor.join();
+  }
+
+  int out = null_fd();
+  Source source;
+  Recorder recorder;
+  Executor executor;
+  std::optional<StdioTransport> transport;
+  bool finished = false;
+};
 
 }  // namespace
 
 TEST_CASE("stdio: a pipe or a socket is read on the executor, anything else by a thread",
           "[server][stdio]") {
-  const int out = null_fd();
   for (const Input input : {Input::socket, Input::pipe, Input::file}) {
-    Source source;
-    open_source(source, input, "x\n");
-    Executor executor;
-    StdioTransport transport(executor.io.get_executor(), source.read_fd, out, 1024);
-    CHECK(transport.reads_on_executor() == (input != Input::file));
-    finish(executor, transport);
+    Harness h(input, "x\n");
+    CHECK(h.open().reads_on_executor() == (input != Input::file));
   }
-  ::close(out);
 }
 
 TEST_CASE("stdio: lines, CRLF, blank lines, a last line without a newline, then EOF",
           "[server][stdio]") {
-  const int out = null_fd();
   const std::string text = "{\"a\":1}\r\n\n\r\n{\"b\":2}\nlast";
   const std::vector<std::string> expected = {"line:{\"a\":1}", "line:{\"b\":2}", "line:last",
                                              "eof"};
   for (const Input input : {Input::socket, Input::pipe, Input::file}) {
     CAPTURE(static_cast<int>(input));
-    Source source;
-    open_source(source, input, text);
-    const int flags_before = ::fcntl(source.read_fd, F_GETFL);
-    Recorder recorder;
-    {
-      Executor executor;
-      StdioTransport transport(executor.io.get_executor(), source.read_fd, out, 1024);
-      transport.start(recorder.handlers());
-      if (input != Input::file) {
-        source.write(text.substr(0, 5));  // a line in two reads
-        std::this_thread::yield();
-        source.write(text.substr(5));
-        source.close_writer();
-      }
-      CHECK(recorder.wait_for(expected.size()) == expected);
-      finish(executor, transport);
+    Harness h(input, text);
+    const int flags_before = ::fcntl(h.source.read_fd, F_GETFL);
+    h.open().start(h.recorder.handlers());
+    if (input != Input::file) {
+      h.source.write(text.substr(0, 5));  // a line in two reads
+      std::this_thread::yield();
+      h.source.write(text.substr(5));
+      h.source.close_writer();
     }
+    CHECK(h.recorder.wait_for(expected.size()) == expected);
+    h.finish();
     // The descriptor is lent: still open, and its flags (O_NONBLOCK among them) as they were.
-    CHECK(::fcntl(source.read_fd, F_GETFL) == flags_before);
+    CHECK(::fcntl(h.source.read_fd, F_GETFL) == flags_before);
   }
-  ::close(out);
 }
 
 TEST_CASE("stdio: input that was written and closed before the transport started is read",
           "[server][stdio]") {
-  const int out = null_fd();
   const std::vector<std::string> expected = {"line:a", "line:b", "eof"};
   for (const Input input : {Input::socket, Input::pipe}) {
     CAPTURE(static_cast<int>(input));
-    Source source;
-    open_source(source, input);
-    source.write("a\nb");
-    source.close_writer();
-    Recorder recorder;
-    Executor executor;  // already running when the descriptor, already readable, is registered
-    StdioTransport transport(executor.io.get_executor(), source.read_fd, out, 1024);
-    executor.run_on([] {});
-    transport.start(recorder.handlers());
-    CHECK(recorder.wait_for(expected.size()) == expected);
-    finish(executor, transport);
+    Harness h(input);  // its executor already running when the readable descriptor is registered
+    h.source.write("a\nb");
+    h.source.close_writer();
+    StdioTransport& transport = h.open();
+    h.executor.run_on([] {});
+    transport.start(h.recorder.handlers());
+    CHECK(h.recorder.wait_for(expected.size()) == expected);
   }
-  ::close(out);
 }
 
 TEST_CASE("stdio: a line over the cap is dropped whole, and the next one still comes",
           "[server][stdio]") {
-  const int out = null_fd();
   const std::string text = std::string(100, 'x') + "\n" + "ok\n";
   const std::vector<std::string> expected = {"oversize:64", "line:ok", "eof"};
   for (const Input input : {Input::socket, Input::pipe, Input::file}) {
     CAPTURE(static_cast<int>(input));
-    Source source;
-    open_source(source, input, text);
-    Recorder recorder;
-    Executor executor;
-    StdioTransport transport(executor.io.get_executor(), source.read_fd, out, 64);
-    transport.start(recorder.handlers());
+    Harness h(input, text);
+    h.open(64).start(h.recorder.handlers());
     if (input != Input::file) {
-      source.write(text);
-      source.close_writer();
+      h.source.write(text);
+      h.source.close_writer();
     }
-    CHECK(recorder.wait_for(expected.size()) == expected);
-    finish(executor, transport);
+    CHECK(h.recorder.wait_for(expected.size()) == expected);
   }
-  ::close(out);
 }
 
 // Each line is written only once the one before has been handled, so each comes in a read of its
 // own: the transport must wait again after every read, and a wait must notice each new line.
 TEST_CASE("stdio: a thousand lines, each written after the last was handled, all arrive",
           "[server][stdio]") {
-  const int out = null_fd();
   for (const Input input : {Input::socket, Input::pipe}) {
     CAPTURE(static_cast<int>(input));
-    Source source;
-    open_source(source, input);
-    Recorder recorder;
-    Executor executor;
-    StdioTransport transport(executor.io.get_executor(), source.read_fd, out, 1024);
-    transport.start(recorder.handlers());
+    Harness h(input);
+    h.open().start(h.recorder.handlers());
     std::size_t handled = 0;
     for (int i = 0; i < 1000; ++i) {
-      source.write(std::to_string(i) + "\n");
-      const auto events = recorder.wait_for(++handled);
+      h.source.write(std::to_string(i) + "\n");
+      const auto events = h.recorder.wait_for(++handled);
       REQUIRE(events.size() == handled);
       REQUIRE(events.back() == "line:" + std::to_string(i));
     }
-    finish(executor, transport);
   }
-  ::close(out);
 }
 
 TEST_CASE("stdio: stop() from a handler ends reading and leaves the descriptor open",
           "[server][stdio]") {
-  const int out = null_fd();
   for (const Input input : {Input::socket, Input::pipe}) {
     CAPTURE(static_cast<int>(input));
-    Source source;
-    open_source(source, input);
-    Recorder recorder;
-    Executor executor;
-    StdioTransport transport(executor.io.get_executor(), source.read_fd, out, 1024);
-    StdioHandlers handlers = recorder.handlers();
+    Harness h(input);
+    StdioTransport& transport = h.open();
+    StdioHandlers handlers = h.recorder.handlers();
     handlers.on_line = [&](std::string line) {
-      recorder.add("line:" + line);
+      h.recorder.add("line:" + line);
       transport.stop();
     };
     transport.start(std::move(handlers));
-    source.write("first\nsecond\n");
-    CHECK(recorder.wait_for(1) == std::vector<std::string>{"line:first"});
-    executor.run_on([] {});  // every handler queued so far has run
-    CHECK(recorder.wait_for(1) == std::vector<std::string>{"line:first"});
+    h.source.write("first\nsecond\n");
+    CHECK(h.recorder.wait_for(1) == std::vector<std::string>{"line:first"});
+    h.executor.run_on([] {});  // every handler queued so far has run
+    CHECK(h.recorder.wait_for(1) == std::vector<std::string>{"line:first"});
     // What comes now stays in the descriptor, for its owner to read.
-    source.write("third\n");
+    h.source.write("third\n");
     char buffer[16];
-    CHECK(::read(source.read_fd, buffer, sizeof buffer) == 6);
+    CHECK(::read(h.source.read_fd, buffer, sizeof buffer) == 6);
     CHECK(std::string_view(buffer, 6) == "third\n");
-    CHECK(::fcntl(source.read_fd, F_GETFD) != -1);
-    finish(executor, transport);
+    CHECK(::fcntl(h.source.read_fd, F_GETFD) != -1);
   }
-  ::close(out);
 }
 
 TEST_CASE("stdio: a line is written whole to a non-blocking stdout that fills up",
@@ -281,10 +267,8 @@ TEST_CASE("stdio: a line is written whole to a non-blocking stdout that fills up
   int fds[2];
   REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) == 0);
   REQUIRE(::fcntl(fds[0], F_SETFL, ::fcntl(fds[0], F_GETFL) | O_NONBLOCK) == 0);
-  Source input;
-  open_source(input, Input::socket);
-  Executor executor;
-  StdioTransport transport(executor.io.get_executor(), input.read_fd, fds[0], 1024);
+  Harness h(Input::socket);
+  StdioTransport& transport = h.open(1024, fds[0]);
   const std::string line(4 * 1024 * 1024, 'y');  // far more than the socket buffers hold
   std::string received;
   std::thread reader([&] {
@@ -298,7 +282,7 @@ TEST_CASE("stdio: a line is written whole to a non-blocking stdout that fills up
   CHECK(transport.write_line(line));
   reader.join();
   CHECK(received == line + "\n");
-  finish(executor, transport);
+  h.finish();
   ::close(fds[0]);
   ::close(fds[1]);
 }

@@ -23,6 +23,10 @@ constexpr std::size_t kRateWindow = 64;
 
 Outcome cancelled() { return Outcome::failure(ErrorKind::runtime, "cancelled"); }
 
+// The most calls before its last that a process's successor is asked for: the start of the part
+// of a process's life where a successor may be running beside it.
+unsigned most_calls_ahead(unsigned calls_per_process) { return calls_per_process / 4; }
+
 }  // namespace
 
 Fetcher gateway_fetcher(gateway::Gateway& gateway, const config::Limits& limits) {
@@ -35,7 +39,7 @@ Fetcher gateway_fetcher(gateway::Gateway& gateway, const config::Limits& limits)
 }
 
 unsigned calls_ahead(unsigned calls_per_process, double calls_per_second, double start_seconds) {
-  const unsigned most = calls_per_process / 4;
+  const unsigned most = most_calls_ahead(calls_per_process);
   const double wanted = std::ceil(2 * calls_per_second * std::max(0.0, start_seconds));
   if (!(wanted < most)) return most;  // NaN too
   return std::min(most, std::max(8u, static_cast<unsigned>(wanted)));
@@ -169,7 +173,7 @@ struct ProcessPool::State : std::enable_shared_from_this<State> {
   // successor until its last call. (A busy one is looked at again when its call ends.)
   void retire_surplus() {
     if (closed || !queue.empty()) return;
-    const unsigned late = options.calls_per_process - options.calls_per_process / 4;
+    const unsigned late = options.calls_per_process - most_calls_ahead(options.calls_per_process);
     while (idle.size() + busy.size() > options.processes) {
       auto oldest = std::max_element(idle.begin(), idle.end(), [](const auto& a, const auto& b) {
         return a->calls() < b->calls();

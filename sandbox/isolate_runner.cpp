@@ -1007,6 +1007,7 @@ class Run {
       setup_failure_ = std::move(failure);
       return false;
     }
+    rehearse(context, serialize);
     return true;
   }
 
@@ -1087,6 +1088,31 @@ class Run {
     }
     if (request_.extend_context != nullptr) request_.extend_context(isolate_, context);
     return true;
+  }
+
+  // A call's path run once with constant code, before the call is known. The first compile,
+  // run, microtask checkpoint and serialisation in an isolate pay for work that later ones do
+  // not (the compiler's and the microtask queue's first use, code and data not yet in the CPU's
+  // caches): rehearsed here, the call's own run() takes ~40% less time, for ~1.5% more
+  // instructions per isolate (bench/README.md). What it leaves is garbage (a function, a
+  // settled promise, a string) and a compiled script of ours; a failure only loses the gain.
+  void rehearse(v8::Local<v8::Context> context, v8::Local<v8::Function> serialize) {
+    v8::TryCatch ignored(isolate_);
+    auto compiled = compile_one_expression(context, "async () => 0");
+    auto* script = std::get_if<v8::Local<v8::Script>>(&compiled);
+    v8::Local<v8::Value> function;
+    v8::Local<v8::Value> promise;
+    if (script == nullptr || !(*script)->Run(context).ToLocal(&function) ||
+        !function->IsFunction() ||
+        !function.As<v8::Function>()
+             ->Call(context, v8::Undefined(isolate_), 0, nullptr)
+             .ToLocal(&promise)) {
+      return;
+    }
+    isolate_->PerformMicrotaskCheckpoint();
+    v8::Local<v8::Value> zero = v8::Integer::New(isolate_, 0);
+    v8::Local<v8::Value> json;
+    if (!serialize->Call(context, v8::Undefined(isolate_), 1, &zero).ToLocal(&json)) return;
   }
 
   Outcome setup_failed(const v8::TryCatch& try_catch) {

@@ -63,6 +63,22 @@ TEST_CASE("the value of the async function is the JSON result", "[sandbox][resul
         "runtime: result is not JSON-serialisable: RangeError: nope");
 }
 
+TEST_CASE("the set-up's rehearsal leaves nothing a call can see", "[sandbox][result]") {
+  // Every prepared isolate runs `async () => 0` through a call's path before its call comes.
+  const auto spec = document(R"({"openapi":"3.0.0","paths":{"/a":{}}})");
+  for (Tool tool : {Tool::execute, Tool::search}) {
+    Outcome same = run("async () => 0", test_limits(), tool, &spec);
+    CHECK(same.ok);
+    CHECK(same.result_json == "0");
+    CHECK(same.logs.empty());
+    Outcome globals =
+        run("async () => [Object.keys(globalThis), await Promise.resolve(1), JSON.stringify(0)]",
+            test_limits(), tool, &spec);
+    CHECK(globals.result_json == (tool == Tool::search ? R"([["spec"],1,"0"])" : R"([[],1,"0"])"));
+  }
+  CHECK(failure("async () => 0); (1") == "compile: SyntaxError: Unexpected token ')'");
+}
+
 TEST_CASE("errors carry the JS name and message, no host stack", "[sandbox][runtime]") {
   CHECK(failure("async () => { const x = 1; x(); }") == "runtime: TypeError: x is not a function");
   CHECK(failure("async () => { throw new Error('boom'); }") == "runtime: Error: boom");

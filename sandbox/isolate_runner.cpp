@@ -1093,8 +1093,8 @@ class Run {
   // A call's path run once with constant code, before the call is known. The first compile,
   // run, microtask checkpoint and serialisation in an isolate pay for work that later ones do
   // not (the compiler's and the microtask queue's first use, code and data not yet in the CPU's
-  // caches): rehearsed here, the call's own run() takes ~40% less time, for ~1.5% more
-  // instructions per isolate (bench/README.md). What it leaves is garbage (a function, a
+  // caches): rehearsed here, the call's own run() takes less than half the time, for ~1.5%
+  // more instructions per isolate (bench/README.md). What it leaves is garbage (a function, a
   // settled promise, a string) and a compiled script of ours; a failure only loses the gain.
   void rehearse(v8::Local<v8::Context> context, v8::Local<v8::Function> serialize) {
     v8::TryCatch ignored(isolate_);

@@ -84,13 +84,18 @@ function trend(points) {
   return points.reduce((s, [t, r]) => s + (t - mt) * (r - mr), 0) / points.reduce((s, [t]) => s + (t - mt) ** 2, 0);
 }
 const late = samples.filter(([t]) => t >= 1);
-const counts = late.map(([, , count]) => count);
-const usual = counts.sort((a, b) => counts.filter((c) => c === b).length - counts.filter((c) => c === a).length)[0];
-const steady = late.filter(([, , count]) => count === usual);
 const range = (points) => `${Math.min(...points.map(([, r]) => r)).toFixed(1)}–${Math.max(...points.map(([, r]) => r)).toFixed(1)} MB`;
 console.log(`\n${calls} calls, ${wrong} answers not as expected, ${(calls / seconds).toFixed(0)} calls/s`);
-if (late.length < 2) console.log('too short for a trend (it needs two samples after the first minute)');
-else console.log(`tree RSS trend after the first minute: ${trend(late).toFixed(2)} MB/min over all ${late.length} samples (${range(late)}); ` +
-  `${trend(steady).toFixed(2)} MB/min over the ${steady.length} with ${usual} sandbox processes (${range(steady)})`);
+if (late.length < 2) {
+  console.log('too short for a trend (it needs two samples after the first minute)');
+} else {
+  // The usual number of sandbox processes: the most frequent count (the first seen, on a tie).
+  const frequency = new Map();
+  for (const [, , count] of late) frequency.set(count, (frequency.get(count) ?? 0) + 1);
+  const usual = [...frequency].reduce((best, next) => (next[1] > best[1] ? next : best))[0];
+  const steady = late.filter(([, , count]) => count === usual);
+  console.log(`tree RSS trend after the first minute: ${trend(late).toFixed(2)} MB/min over all ${late.length} samples (${range(late)}); ` +
+    `${trend(steady).toFixed(2)} MB/min over the ${steady.length} with ${usual} sandbox processes (${range(steady)})`);
+}
 proc.kill('SIGTERM');
 await once(proc, 'exit');

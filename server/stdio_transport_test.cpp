@@ -142,8 +142,8 @@ struct Harness {
                              max_line_bytes);
   }
   void finish() {
-    if (transport && !finished) executor.run_on([this] { transport->stop(); });
-    finished = true;
+    // Once the executor has been joined nothing runs on it any more: stop() came before that.
+    if (transport && executor.thread.joinable()) executor.run_on([this] { transport->stop(); });
     executor.join();
   }
 
@@ -152,7 +152,6 @@ struct Harness {
   Recorder recorder;
   Executor executor;
   std::optional<StdioTransport> transport;
-  bool finished = false;
 };
 
 }  // namespace

@@ -6,6 +6,7 @@
 // Invariants: parse_message never throws and classifies consistently; the session never
 // throws; everything it sends is one JSON-RPC 2.0 object on one line; no request is answered
 // more often than it was asked; when the conversation is over nothing is left in flight.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -13,6 +14,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <spdlog/spdlog.h>
@@ -66,6 +68,20 @@ struct Tally {
   std::map<std::string, int> answered;
 };
 
+// Nesting depth of a value (a scalar is 0), without recursion.
+std::size_t depth_of(const Json& root) {
+  std::size_t deepest = 0;
+  std::vector<std::pair<const Json*, std::size_t>> stack{{&root, 0}};
+  while (!stack.empty()) {
+    const auto [node, depth] = stack.back();
+    stack.pop_back();
+    if (!node->is_structured()) continue;
+    deepest = std::max(deepest, depth + 1);
+    for (const auto& child : *node) stack.emplace_back(&child, depth + 1);
+  }
+  return deepest;
+}
+
 void check_classified(std::string_view line, Tally& tally) {
   const server::Message message = server::parse_message(line);
   if (const auto* request = std::get_if<server::Request>(&message)) {
@@ -74,6 +90,9 @@ void check_classified(std::string_view line, Tally& tally) {
     FUZZ_CHECK(
         request->params.is_null() || request->params.is_object() || request->params.is_array(),
         "params are an object, an array or absent");
+    // The message is level 1, params level 2: what was accepted fits the bound.
+    FUZZ_CHECK(depth_of(request->params) + 1 <= server::kMaxMessageNesting,
+               "an accepted message nests no deeper than kMaxMessageNesting");
     ++tally.asked[request->id.dump()];
   } else if (const auto* error = std::get_if<server::JsonRpcError>(&message)) {
     FUZZ_CHECK(!error->message.empty(), "an error says what is wrong");

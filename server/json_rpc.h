@@ -5,6 +5,7 @@
 // none), which the caller sends back before reading on. Stateless and thread-agnostic.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -58,7 +59,30 @@ struct Response {
 
 using Message = std::variant<Request, Notification, Response, JsonRpcError>;
 
+// How deep a message may nest: objects and arrays, counted from the message itself (depth 1).
+// MCP messages need a handful of levels; the bound exists because copying, comparing and
+// serialising a tree recurse once per level, so a message nested ~100,000 deep (a 200 KB line)
+// would overflow the stack of whichever thread touched it. 128 levels leave room for any tool
+// arguments a client sends and cost well under a kilobyte of stack per level.
+inline constexpr std::size_t kMaxMessageNesting = 128;
+
+// Parses JSON text into a tree unless it nests deeper than `max_nesting` or repeats a key in
+// one object; the refusal happens during the parse, before the tree grows past the bound.
+// Iterative (nlohmann's SAX parser with its own DOM builder), so the input's depth never
+// reaches the stack. Returns the reason on refusal; never throws.
+struct BoundedParse {
+  Json value;  // discarded unless `problem` is empty
+  enum class Problem { none, syntax, too_deep, duplicate_key } problem = Problem::none;
+  std::string duplicate;  // the repeated key, for duplicate_key
+  Json top_level_id;      // the object's "id" member when it was read before the refusal
+};
+BoundedParse parse_bounded(std::string_view text, std::size_t max_nesting);
+
 // Classifies one message. Batches (JSON arrays) are refused: no MCP revision we speak has them.
+// So are messages nested deeper than kMaxMessageNesting and objects with a repeated key
+// (`{"method":"tools/list",…,"method":"tools/call"}` means one thing to a proxy that keeps the
+// first key and another to a parser that keeps the last): both are -32600 with the id when it
+// came before the fault.
 Message parse_message(std::string_view text);
 
 // One-line serialisations (no trailing newline), invalid UTF-8 replaced rather than thrown.

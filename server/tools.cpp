@@ -6,6 +6,11 @@ namespace codemode::server {
 
 namespace {
 
+// JSON.stringify in the sandbox nests as deep as V8's stack lets it; a result of at most
+// `result_chars` could still nest thousands deep. Deeper than this, the structured copy is
+// left out (the text item still carries the result).
+constexpr std::size_t kMaxResultNesting = 1000;
+
 constexpr std::string_view kCodeDescription =
     "An async arrow function expression, e.g. `async () => { ... }`. Its resolved value is "
     "returned as JSON.";
@@ -78,8 +83,12 @@ Json ToolCatalog::result(const sandbox::Outcome& outcome) const {
     const std::size_t chars = sandbox::count_code_points(outcome.result_json);
     content.push_back(text_item(cut_text(outcome.result_json, limits_.result_chars)));
     if (chars <= limits_.result_chars) {
-      structured["result"] = Json::parse(outcome.result_json, nullptr, false);
-      if (structured["result"].is_discarded()) structured["result"] = nullptr;
+      // The sandbox process is not trusted either: its JSON is read under the same kind of
+      // bound as a client's message, so no result can nest deep enough to reach the stack
+      // when the answer is serialised. A refused result stays in the text item.
+      BoundedParse parsed = parse_bounded(outcome.result_json, kMaxResultNesting);
+      structured["result"] =
+          parsed.problem == BoundedParse::Problem::none ? std::move(parsed.value) : Json(nullptr);
     } else {
       structured["cut"] = {{"total_chars", chars}, {"shown_chars", limits_.result_chars}};
     }

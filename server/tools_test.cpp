@@ -49,6 +49,20 @@ TEST_CASE("a success result carries the JSON text and structuredContent", "[serv
   CHECK(result["structuredContent"]["logs"] == Json::array({"hello"}));
 }
 
+TEST_CASE("a result nested past the bound keeps its text but no structured copy",
+          "[server][tools][adversarial]") {
+  const auto tools = catalog();
+  // 5,000 levels fit in the default 12,000 characters; a sandbox process could send them.
+  const std::string deep = std::string(5000, '[') + std::string(5000, ']');
+  const Json result = tools.result(sandbox::Outcome::success(deep));
+  CHECK(result["content"][0]["text"] == deep);
+  CHECK(result["structuredContent"]["result"].is_null());
+  CHECK_NOTHROW(dump(result));
+
+  const std::string shallow = std::string(900, '[') + std::string(900, ']');
+  CHECK(tools.result(sandbox::Outcome::success(shallow))["structuredContent"]["result"].is_array());
+}
+
 TEST_CASE("a result over result_chars is cut and left out of structuredContent",
           "[server][tools]") {
   config::Limits limits;

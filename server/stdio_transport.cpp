@@ -1,11 +1,15 @@
 #include "server/stdio_transport.h"
 
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <system_error>
 
@@ -18,20 +22,32 @@ namespace {
 
 constexpr std::size_t kReadBytes = 64 * 1024;
 
+// How long the writer waits between looks at stdout, and how long, at the end, it keeps
+// handing the queue over to a peer that takes nothing.
+constexpr auto kWriterPoll = std::chrono::milliseconds(100);
+constexpr auto kFlushPatience = std::chrono::seconds(5);
+
 // Pipes and sockets are what epoll watches and what no shell shares with us as a terminal.
 bool reactor_can_watch(int fd) {
   struct stat st {};
   return ::fstat(fd, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode));
 }
 
+bool is_socket(int fd) {
+  struct stat st {};
+  return ::fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode);
+}
+
 }  // namespace
 
 StdioTransport::StdioTransport(boost::asio::any_io_executor executor, int in_fd, int out_fd,
-                               std::size_t max_line_bytes)
+                               std::size_t max_line_bytes, std::size_t max_queued_bytes)
     : executor_(std::move(executor)),
       in_fd_(in_fd),
       out_fd_(out_fd),
-      max_line_bytes_(max_line_bytes) {
+      max_line_bytes_(max_line_bytes),
+      max_queued_bytes_(max_queued_bytes),
+      out_is_socket_(is_socket(out_fd)) {
   if (reactor_can_watch(in_fd_)) {
     boost::system::error_code ec;
     input_.emplace(executor_);
@@ -43,10 +59,17 @@ StdioTransport::StdioTransport(boost::asio::any_io_executor executor, int in_fd,
   }
   if (!input_ && ::pipe(wake_pipe_) != 0)
     throw std::system_error(errno, std::generic_category(), "pipe");
+  writer_ = std::thread([this] { write_loop(); });
 }
 
 StdioTransport::~StdioTransport() {
   stop();
+  {
+    std::lock_guard lock(write_mutex_);
+    stop_writer_ = true;
+  }
+  write_wanted_.notify_one();
+  writer_.join();
   if (wake_pipe_[0] >= 0) ::close(wake_pipe_[0]);
   if (wake_pipe_[1] >= 0) ::close(wake_pipe_[1]);
 }
@@ -189,22 +212,91 @@ void StdioTransport::deliver(Delivery delivery, std::function<void()> fn) {
 
 bool StdioTransport::write_line(std::string_view line) {
   std::lock_guard lock(write_mutex_);
+  if (out_failed_) return false;
   std::string out;
   out.reserve(line.size() + 1);
   out.append(line).push_back('\n');
   std::string_view rest(out);
-  while (!rest.empty()) {
-    const ssize_t n = ::write(out_fd_, rest.data(), rest.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && errno == EAGAIN) {  // stdout was handed over in non-blocking mode
-      pollfd fd = {out_fd_, POLLOUT, 0};
-      if (::poll(&fd, 1, -1) < 0 && errno != EINTR) return false;
-      continue;
+  const std::size_t queued = pending_.size() - pending_offset_;
+  if (queued == 0) {
+    switch (write_some_now(rest)) {
+      case Write::done:
+        return true;
+      case Write::failed:
+        out_failed_ = true;
+        return false;
+      case Write::would_block:
+        break;
     }
-    if (n <= 0) return false;
+  }
+  // The first line to wait is always taken whole, however long: any answer can go out.
+  if (queued > 0 && queued + rest.size() > max_queued_bytes_) {
+    out_failed_ = true;
+    spdlog::error(
+        "stdout: the stdio client has left {} bytes of answers unread; it is treated as gone "
+        "and no more answers are written to it",
+        queued);
+    return false;
+  }
+  pending_.append(rest);
+  write_wanted_.notify_one();
+  return true;
+}
+
+StdioTransport::Write StdioTransport::write_some_now(std::string_view& rest) {
+  while (!rest.empty()) {
+    // A pipe reports POLLOUT while it has a free page, and a socket while most of its buffer
+    // is free: a piece of PIPE_BUF bytes then goes in without blocking, whatever the
+    // descriptor's blocking mode (a flag of the open file, which the client may share).
+    pollfd fd = {out_fd_, POLLOUT, 0};
+    const int ready = ::poll(&fd, 1, 0);
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready < 0 || (fd.revents & POLLNVAL) != 0) return Write::failed;
+    if (ready == 0) return Write::would_block;
+    const std::size_t piece = std::min<std::size_t>(rest.size(), PIPE_BUF);
+    const ssize_t n = out_is_socket_
+                          ? ::send(out_fd_, rest.data(), piece, MSG_DONTWAIT | MSG_NOSIGNAL)
+                          : ::write(out_fd_, rest.data(), piece);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return Write::would_block;
+    if (n <= 0) return Write::failed;
     rest.remove_prefix(static_cast<std::size_t>(n));
   }
-  return true;
+  return Write::done;
+}
+
+void StdioTransport::write_loop() {
+  std::unique_lock lock(write_mutex_);
+  auto last_progress = std::chrono::steady_clock::now();
+  for (;;) {
+    const bool was_empty = pending_offset_ == pending_.size();
+    write_wanted_.wait(lock, [&] { return stop_writer_ || pending_offset_ < pending_.size(); });
+    if (pending_offset_ == pending_.size()) return;  // stopping, and everything is out
+    if (was_empty) last_progress = std::chrono::steady_clock::now();  // the peer's clock starts
+    lock.unlock();
+    pollfd fd = {out_fd_, POLLOUT, 0};
+    ::poll(&fd, 1, static_cast<int>(kWriterPoll.count()));
+    lock.lock();
+    std::string_view rest = std::string_view(pending_).substr(pending_offset_);
+    const std::size_t before = rest.size();
+    const Write write = write_some_now(rest);
+    pending_offset_ += before - rest.size();
+    const auto now = std::chrono::steady_clock::now();
+    if (rest.size() < before) last_progress = now;
+    const bool given_up = stop_writer_ && now - last_progress > kFlushPatience;
+    if (write == Write::failed || given_up) {
+      if (given_up) spdlog::warn("stdout: {} bytes of answers were never read", rest.size());
+      out_failed_ = true;
+      pending_offset_ = pending_.size();
+    }
+    if (pending_offset_ == pending_.size()) {
+      pending_.clear();
+      pending_offset_ = 0;
+    } else if (pending_offset_ > pending_.size() / 2) {
+      pending_.erase(0, pending_offset_);
+      pending_offset_ = 0;
+    }
+  }
 }
 
 }  // namespace codemode::server

@@ -6,9 +6,16 @@
 // epoll cannot watch, or whose flags a shell shares) is read by a thread of its own with
 // poll()+read(), and each complete line is posted to the executor. Neither path leaves the
 // descriptor's flags changed: a read follows a poll() that found it readable. A line longer than
-// the cap is dropped whole and reported, and reading goes on. stdout carries nothing but protocol
-// messages: write_line() writes one whole line at a time under a mutex, from whatever thread
-// calls it.
+// the cap is dropped whole and reported, and reading goes on.
+//
+// stdout carries nothing but protocol messages, one whole line at a time, and a peer that stops
+// reading it never blocks the caller: with `--http --stdio` that caller is the I/O thread every
+// HTTP client shares. write_line() writes on the calling thread while stdout takes the bytes at
+// once (pieces of at most PIPE_BUF after poll() finds it writable, which a pipe or socket then
+// takes without blocking), and queues the rest for a writer thread of the transport's own.
+// The queue is bounded (`max_queued_bytes`): a line that does not fit is refused, and so is
+// every later one, so the peer sees whole lines in order and then nothing, as if stdout had
+// closed. The destructor gives the writer a few seconds to hand the queue over.
 //
 // Lifetime: stop() cancels the reactor's wait (it is called on the executor's thread, from a
 // handler or once the executor has stopped), or wakes and joins the reader thread; the
@@ -18,6 +25,7 @@
 // io_context::run() returns).
 #pragma once
 
+#include <condition_variable>
 #include <cstddef>
 #include <functional>
 #include <mutex>
@@ -39,8 +47,11 @@ struct StdioHandlers {
 
 class StdioTransport {
  public:
+  // What stdout may hold back from a peer that does not read: hundreds of the largest answers.
+  static constexpr std::size_t kDefaultMaxQueuedBytes = 16 * 1024 * 1024;
+
   StdioTransport(boost::asio::any_io_executor executor, int in_fd, int out_fd,
-                 std::size_t max_line_bytes);
+                 std::size_t max_line_bytes, std::size_t max_queued_bytes = kDefaultMaxQueuedBytes);
   ~StdioTransport();
   StdioTransport(const StdioTransport&) = delete;
   StdioTransport& operator=(const StdioTransport&) = delete;
@@ -48,7 +59,9 @@ class StdioTransport {
   void start(StdioHandlers handlers);
   void stop();
 
-  // Writes `line` and a newline. Returns false when stdout is gone (the client exited).
+  // Writes `line` and a newline, or queues what stdout does not take at once; never waits for
+  // the peer. Returns false when the line is lost: stdout is gone (the client exited) or the
+  // peer left more than `max_queued_bytes` unread.
   bool write_line(std::string_view line);
 
   // Whether stdin is watched by the executor's reactor (a pipe or a socket) rather than read by
@@ -67,6 +80,10 @@ class StdioTransport {
   void end(Delivery delivery);
   void deliver(Delivery delivery, std::function<void()> fn);
 
+  enum class Write { done, would_block, failed };
+  Write write_some_now(std::string_view& rest);  // under write_mutex_
+  void write_loop();
+
   boost::asio::any_io_executor executor_;
   int in_fd_;
   int out_fd_;
@@ -78,7 +95,19 @@ class StdioTransport {
   bool dropping_ = false;        // inside an oversize line: discard up to the next newline
   int wake_pipe_[2] = {-1, -1};  // the thread path
   std::thread reader_;
+
+  // stdout. pending_ holds whole lines from pending_offset_ on; only the writer thread empties
+  // it, and while it is not empty write_line() appends instead of writing, so lines keep their
+  // order.
+  std::size_t max_queued_bytes_;
+  bool out_is_socket_ = false;
   std::mutex write_mutex_;
+  std::condition_variable write_wanted_;  // pending_ got bytes, or the writer must stop
+  std::string pending_;
+  std::size_t pending_offset_ = 0;
+  bool out_failed_ = false;  // stdout is gone or overflowed: every later line is refused
+  bool stop_writer_ = false;
+  std::thread writer_;
 };
 
 }  // namespace codemode::server

@@ -285,3 +285,58 @@ TEST_CASE("stdio: a line is written whole to a non-blocking stdout that fills up
   ::close(fds[0]);
   ::close(fds[1]);
 }
+
+TEST_CASE("stdio: a peer that stops reading never blocks the writer, and gets whole lines in order",
+          "[server][stdio][adversarial]") {
+  // With --http --stdio the writer is the I/O thread every HTTP client shares.
+  for (const bool socket : {false, true}) {
+    CAPTURE(socket);
+    int out[2];
+    if (socket) {
+      REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, out) == 0);
+    } else {
+      REQUIRE(::pipe2(out, O_CLOEXEC) == 0);
+    }
+    Source in;
+    open_source(in, Input::pipe);
+    boost::asio::io_context io;
+    constexpr std::size_t kQueue = 256 * 1024;
+    std::optional<StdioTransport> transport;
+    transport.emplace(io.get_executor(), in.read_fd, out[1], 1024, kQueue);
+
+    std::vector<std::string> lines;
+    for (int i = 0; i < 2000; ++i) lines.push_back(std::to_string(i) + std::string(10'000, 'z'));
+    std::size_t accepted = 0;
+    auto writing = std::async(std::launch::async, [&] {
+      for (const auto& line : lines) {
+        if (!transport->write_line(line)) return;
+        ++accepted;
+      }
+    });
+    const bool returned = writing.wait_for(10s) == std::future_status::ready;
+    if (!returned) ::close(out[0]);  // the old transport blocks; EPIPE lets the test end
+    REQUIRE(returned);
+    // 20 MB offered: what the descriptor holds and the queue's bound, then refusals.
+    CHECK(accepted >= kQueue / 10'000);
+    CHECK(accepted < lines.size());
+    CHECK_FALSE(transport->write_line("{}"));  // refused from then on, not interleaved
+
+    std::string received;
+    std::thread reader([&] {
+      char buffer[64 * 1024];
+      for (;;) {
+        const ssize_t n = ::read(out[0], buffer, sizeof buffer);
+        if (n <= 0) break;
+        received.append(buffer, static_cast<std::size_t>(n));
+      }
+    });
+    transport.reset();  // hands the queue over, then lets go of stdout
+    ::close(out[1]);
+    reader.join();
+    std::string expected;
+    for (std::size_t i = 0; i < accepted; ++i) expected += lines[i] + "\n";
+    CHECK(received.size() == expected.size());
+    CHECK(received == expected);
+    ::close(out[0]);
+  }
+}

@@ -126,6 +126,8 @@ std::string_view type_phrase(const Json& value) {
 
 class DocumentBuilder final : public nlohmann::json_sax<Json> {
  public:
+  static constexpr std::size_t kMaxNesting = 64;
+
   DocumentBuilder(std::string_view text, std::vector<std::string>& problems)
       : text_(text), problems_(problems) {}
 
@@ -245,6 +247,13 @@ class DocumentBuilder final : public nlohmann::json_sax<Json> {
   }
 
   bool open(Json container) {
+    // Nothing in the schema nests past a few levels; the bound keeps a hostile file from
+    // growing the frame stack (and each frame's path) without limit.
+    if (stack_.size() >= kMaxNesting) {
+      problems_.push_back(path_of_next_value() + ": nested deeper than " +
+                          std::to_string(kMaxNesting) + " levels");
+      return false;
+    }
     std::string path = path_of_next_value();
     // The parent does not grow while this child is open, so the pointer stays valid.
     Json* node = place(std::move(container));

@@ -302,6 +302,19 @@ TEST_CASE("duplicate keys are problems", "[config][keys]") {
                  "earlier one)"});
 }
 
+TEST_CASE("a config nested past 64 levels is one problem, found before the tree grows",
+          "[config][keys][adversarial]") {
+  const Workspace workspace;
+  // 100,000 levels: each open level used to keep its own path string, so memory grew with the
+  // square of the depth.
+  std::string deep = R"({"openapi": "openapi.json", "x": )";
+  for (int i = 0; i < 100'000; ++i) deep += "[";
+  const Problems problems = workspace.problems(deep);
+  std::string path = "x";
+  for (int i = 0; i < 63; ++i) path += "[0]";
+  CHECK(problems == Problems{path + ": nested deeper than 64 levels"});
+}
+
 TEST_CASE("values of the wrong type name the path and the expected type", "[config][keys]") {
   const Workspace workspace;
   CHECK(workspace.problems(R"({"openapi": 5, "upstreams": {}, "limits": [], "http": "x"})") ==

@@ -386,8 +386,15 @@ struct CallState {
   std::shared_ptr<Mailbox> mailbox;
   std::uint32_t next_fetch_id = 1;
   std::map<std::uint32_t, v8::Global<v8::Promise::Resolver>> fetches;  // pending
-  std::map<std::uint32_t, std::string> bodies;       // arrived, not yet read by hostReadBody
-  std::vector<v8::Global<v8::Value>> policy_errors;  // refusals, to classify if uncaught
+  std::map<std::uint32_t, std::string> bodies;  // arrived, not yet read by hostReadBody
+  // The gateway's refusals as rejected: the error object, to recognise it if the code lets it
+  // escape, and the gateway's own message, which is what the outcome reports. The object's
+  // `message` is the code's to rewrite; the kind and the text of a policy outcome are not.
+  struct Refusal {
+    v8::Global<v8::Value> error;
+    std::string message;
+  };
+  std::vector<Refusal> policy_errors;
 };
 
 CallState& state_of(v8::Isolate* isolate) { return *static_cast<CallState*>(isolate->GetData(0)); }
@@ -1043,14 +1050,8 @@ class Run {
   }
   Outcome thrown(v8::Local<v8::Value> exception) {
     for (const auto& refusal : state_.policy_errors) {
-      if (refusal.Get(isolate_)->StrictEquals(exception)) {
-        v8::Local<v8::Value> message;
-        v8::Local<v8::Context> context = isolate_->GetCurrentContext();
-        if (exception.As<v8::Object>()
-                ->Get(context, v8_string(isolate_, "message"))
-                .ToLocal(&message)) {
-          return Outcome::failure(ErrorKind::policy, one_line(utf8(isolate_, message)));
-        }
+      if (refusal.error.Get(isolate_)->StrictEquals(exception)) {
+        return Outcome::failure(ErrorKind::policy, one_line(refusal.message));
       }
     }
     std::string text = describe_exception(isolate_, exception);
@@ -1188,7 +1189,8 @@ class Run {
         v8::Local<v8::Value> exception =
             v8::Exception::TypeError(v8_string(isolate_, error->message));
         if (error->kind == gateway::ErrorKind::policy) {
-          state_.policy_errors.emplace_back(isolate_, exception);
+          state_.policy_errors.push_back(
+              CallState::Refusal{v8::Global<v8::Value>(isolate_, exception), error->message});
         }
         if (resolver->Reject(context, exception).IsNothing()) return true;
         continue;

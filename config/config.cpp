@@ -397,8 +397,9 @@ std::optional<std::string_view> reserved_header_reason(std::string_view name) {
 // ---------------------------------------------------------------------------------------------
 // The schema walk. Every check adds problems and carries on, so that one run reports them all.
 
-constexpr std::array<std::string_view, 6> kTopKeys = {"openapi", "upstreams", "ca_file",
-                                                      "policy",  "limits",    "http"};
+constexpr std::array<std::string_view, 7> kTopKeys = {"openapi", "upstreams", "ca_file", "policy",
+                                                      "limits",  "http",      "sandbox"};
+constexpr std::array<std::string_view, 1> kSandboxKeys = {"jitless"};
 constexpr std::array<std::string_view, 2> kPolicyKeys = {"operations", "methods"};
 constexpr std::array<std::string_view, 6> kMethods = {"GET", "HEAD",  "POST",
                                                       "PUT", "PATCH", "DELETE"};
@@ -451,6 +452,8 @@ class Loader {
         load_limits(value, config.limits);
       } else if (key == "http") {
         load_http(value, config.http);
+      } else if (key == "sandbox") {
+        load_sandbox(value, config.sandbox);
       } else {
         unknown_key("", key, kTopKeys);
       }
@@ -765,6 +768,20 @@ class Loader {
         }
       } else {
         unknown_key("policy", key, kPolicyKeys);
+      }
+    }
+  }
+
+  void load_sandbox(const Json& value, SandboxSettings& sandbox) {
+    if (!expect_object(value, "sandbox")) return;
+    for (const auto& [key, field] : value.items()) {
+      const std::string path = child_path("sandbox", key);
+      if (key == "jitless") {
+        if (expect(field, Json::value_t::boolean, "true or false", path)) {
+          sandbox.jitless = field.get<bool>();
+        }
+      } else {
+        unknown_key("sandbox", key, kSandboxKeys);
       }
     }
   }

@@ -71,6 +71,15 @@ struct Policy {
   std::vector<std::string> methods;
 };
 
+// How the sandbox runs code, beyond the per-call limits.
+struct SandboxSettings {
+  // true: V8 runs isolates without its JIT compilers (V8's --jitless): only the bytecode
+  // interpreter runs, and no page is ever writable and executable, which removes the JIT's
+  // part of V8's attack surface. Costs speed on code that computes (README.md, Security).
+  // Absent: false.
+  bool jitless = false;
+};
+
 struct Config {
   // The OpenAPI document (JSON), resolved against the config file's directory. Required in a
   // config file. Empty only for the embedded MarketHub default, whose document is compiled in.
@@ -83,6 +92,7 @@ struct Config {
   Policy policy;
   Limits limits;
   Http http;
+  SandboxSettings sandbox;
 };
 
 struct LoadResult {

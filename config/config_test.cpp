@@ -279,16 +279,15 @@ TEST_CASE("unknown keys far from any known key list the known keys", "[config][k
   CHECK(workspace.problems(with_limits(R"({"timeout": 10})")) ==
         Problems{"limits.timeout: unknown key (known keys: code_chars, result_chars, cpu_ms, "
                  "wall_ms, heap_mb, subrequests, response_bytes)"});
-  CHECK(
-      workspace.problems(R"({"openapi": "openapi.json", "servers": []})") ==
-      Problems{
-          "servers: unknown key (known keys: openapi, upstreams, ca_file, policy, limits, http)"});
+  CHECK(workspace.problems(R"({"openapi": "openapi.json", "servers": []})") ==
+        Problems{"servers: unknown key (known keys: openapi, upstreams, ca_file, policy, limits, "
+                 "http, sandbox)"});
   // Keys that are not plain words are quoted, so a problem stays one line.
   CHECK(
       workspace.problems(R"({"openapi": "openapi.json", "a b": 1, "x\ny": 2})") ==
       Problems{
-          R"(["a b"]: unknown key (known keys: openapi, upstreams, ca_file, policy, limits, http))",
-          R"(["x\ny"]: unknown key (known keys: openapi, upstreams, ca_file, policy, limits, http))"});
+          R"(["a b"]: unknown key (known keys: openapi, upstreams, ca_file, policy, limits, http, sandbox))",
+          R"(["x\ny"]: unknown key (known keys: openapi, upstreams, ca_file, policy, limits, http, sandbox))"});
 }
 
 TEST_CASE("duplicate keys are problems", "[config][keys]") {
@@ -608,6 +607,19 @@ TEST_CASE("policy narrows execute: operations and methods", "[config][policy]") 
         Problems{"policy.methods: must name at least one method (omit it to allow all)"});
 }
 
+TEST_CASE("sandbox.jitless turns V8's JIT off; absent, it stays on", "[config][sandbox]") {
+  const Workspace workspace;
+  CHECK_FALSE(workspace.load(R"({"openapi": "openapi.json"})").sandbox.jitless);
+  CHECK(workspace.load(R"({"openapi": "openapi.json", "sandbox": {"jitless": true}})")
+            .sandbox.jitless);
+  CHECK(workspace.problems(R"({"openapi": "openapi.json", "sandbox": {"jitless": "yes",
+                               "jit": false}})") ==
+        Problems{"sandbox.jitless: expected true or false, got a string",
+                 R"(sandbox.jit: unknown key (did you mean "jitless"?))"});
+  CHECK(workspace.problems(R"({"openapi": "openapi.json", "sandbox": []})") ==
+        Problems{"sandbox: expected an object, got an array"});
+}
+
 // ---------------------------------------------------------------------------------------------
 // Origins.
 
@@ -794,7 +806,8 @@ TEST_CASE("every problem in a file is reported together", "[config]") {
             R"(limits.cpu_msec: unknown key (did you mean "cpu_ms"?))",
             "limits.heap_mb: expected an integer, got a floating-point number",
             "http.bearer_tokens[0]: shorter than 16 characters; short tokens are guessable",
-            "extra: unknown key (known keys: openapi, upstreams, ca_file, policy, limits, http)",
+            "extra: unknown key (known keys: openapi, upstreams, ca_file, policy, limits, http, "
+            "sandbox)",
         });
 }
 

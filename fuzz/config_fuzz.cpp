@@ -109,6 +109,7 @@ Json to_json(const config::Config& config) {
   Json tokens = Json::array();
   for (const auto& token : config.http.bearer_tokens) tokens.push_back(escaped(token));
   root["http"] = {{"allowed_origins", origins}, {"bearer_tokens", tokens}};
+  root["sandbox"] = {{"jitless", config.sandbox.jitless}};
   return root;
 }
 

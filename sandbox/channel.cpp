@@ -169,7 +169,8 @@ struct Encoder {
             {"spec", m.spec},
             {"fetch", m.fetch},
             {"limits", limits_json(m.limits)},
-            {"cpu_seconds", m.cpu_seconds}};
+            {"cpu_seconds", m.cpu_seconds},
+            {"jitless", m.jitless}};
   }
   json operator()(const Ready& m) const { return {{"t", "ready"}, {"layers", m.layers}}; }
   json operator()(const Run& m) const {
@@ -242,6 +243,7 @@ std::variant<Message, DecodeError> decode_object(const json& body) {
     Init m;
     m.fetch = f.boolean("fetch");
     m.cpu_seconds = f.u32("cpu_seconds");
+    m.jitless = f.boolean("jitless");
     if (const json* limits = f.get("limits", json::value_t::array)) {
       auto parsed = limits_from(*limits);
       if (!parsed) return DecodeError{"message \"init\": field \"limits\" is malformed"};

@@ -40,6 +40,7 @@ struct Init {
   bool fetch = false;
   config::Limits limits;
   std::uint32_t cpu_seconds = 0;
+  bool jitless = false;  // config's sandbox.jitless: V8 starts with --jitless
 };
 
 // Process -> parent, once, when the process is locked down and ready for calls. `layers` is one

@@ -46,7 +46,10 @@ TEST_CASE("every message survives encoding and decoding", "[sandbox][channel]") 
   init.fetch = true;
   init.limits = limits;
   init.cpu_seconds = 90;
+  init.jitless = true;
   const auto init_back = std::get<Init>(round_trip(init));
+  CHECK(init_back.jitless);
+  CHECK_FALSE(std::get<Init>(round_trip(Init{})).jitless);
   CHECK(init_back.spec);
   CHECK(init_back.fetch);
   CHECK(init_back.limits.cpu_ms == 7);

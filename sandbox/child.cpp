@@ -225,7 +225,7 @@ int child_main(const ChildOptions& options) {
     api = std::get<openapi::DocumentImage>(std::move(mapped));
   }
 
-  ensure_v8_initialized();
+  ensure_v8_initialized(init.jitless ? JitMode::jitless : JitMode::enabled);
   v8::V8::SetFatalMemoryErrorCallback(out_of_memory);
   set_out_of_memory_handler(out_of_memory);
   warm_up(init.limits, api ? &*api : nullptr);
@@ -271,6 +271,9 @@ int child_main(const ChildOptions& options) {
   lockdown::empty_root(report);
   lockdown::restrict_syscalls(report);
   report.insert(report.begin(), "process: on (no environment, only the channel descriptor)");
+  report.push_back(init.jitless
+                       ? "jitless: on (V8 interprets; no JIT, no writable code pages)"
+                       : "jitless: no (V8's JIT compilers run; sandbox.jitless turns them off)");
   send(channel::Ready{report});
 
   while (auto message = inbound.next()) {

@@ -54,6 +54,7 @@ std::shared_ptr<const std::string> init_frame(const SandboxOptions& options) {
   init.fetch = options.gateway != nullptr;
   init.limits = options.limits;
   init.cpu_seconds = cpu_allowance_seconds(options.limits, options.calls_per_process);
+  init.jitless = options.jit == JitMode::jitless;
   return std::make_shared<const std::string>(channel::encode_frame(init));
 }
 
@@ -98,7 +99,7 @@ Sandbox::Sandbox(SandboxOptions options) : options_(std::move(options)) {
     }
     return;
   }
-  ensure_v8_initialized();
+  ensure_v8_initialized(options_.jit);
   workers_.reserve(n);
   running_.resize(n);
   for (unsigned i = 0; i < n; ++i) workers_.emplace_back([this, i] { worker_loop(i); });

@@ -39,6 +39,7 @@
 #include "sandbox/outcome.h"
 #include "sandbox/process.h"
 #include "sandbox/process_pool.h"
+#include "sandbox/v8_platform.h"
 
 namespace codemode::sandbox {
 
@@ -65,6 +66,9 @@ struct SandboxOptions {
   boost::asio::any_io_executor executor;
   ChildStderr child_stderr = ChildStderr::discard;
   unsigned calls_per_process = 1000;
+  // config's sandbox.jitless. In-process workers (no child_command) share the process's V8,
+  // whose mode the first initialisation fixed.
+  JitMode jit = JitMode::enabled;
 };
 
 // {"/proc/self/exe", "--sandbox-child"}: the running binary in its sandbox-process role.

@@ -100,15 +100,21 @@ class PooledPlatform final : public v8::Platform {
 std::once_flag initialized;
 std::unique_ptr<PooledPlatform> platform;
 bool shut_down = false;
+JitMode jit_mode = JitMode::enabled;
 }  // namespace
 
-void ensure_v8_initialized() {
-  std::call_once(initialized, [] {
+void ensure_v8_initialized(JitMode mode) {
+  std::call_once(initialized, [mode] {
     // ICU comes from the system library (libicu72); no data file is needed.
     v8::V8::InitializeICUDefaultLocation("/proc/self/exe");
     v8::V8::SetEntropySource(fill_with_entropy);
     const std::string_view flags = v8_flags();
     v8::V8::SetFlagsFromString(flags.data(), flags.size());
+    if (mode == JitMode::jitless) {
+      constexpr std::string_view kJitless = "--jitless";
+      v8::V8::SetFlagsFromString(kJitless.data(), kJitless.size());
+    }
+    jit_mode = mode;
     platform = std::make_unique<PooledPlatform>(v8::platform::NewDefaultPlatform());
     v8::V8::InitializePlatform(platform.get());
     v8::V8::Initialize();
@@ -120,6 +126,8 @@ PagePoolStats page_pool_stats() { return platform ? platform->page_pool_stats() 
 RecyclingPageAllocator::Audit audit_page_pool() {
   return platform ? platform->audit_page_pool() : RecyclingPageAllocator::Audit{};
 }
+
+JitMode v8_jit_mode() { return jit_mode; }
 
 void shutdown_v8() {
   if (!platform || shut_down) return;

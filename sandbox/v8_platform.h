@@ -23,12 +23,22 @@ namespace codemode::sandbox {
 //     of drawing one and rehashing every string of it (~0.4 M instructions per isolate). The
 //     seed only matters against hash flooding, and the only code that could flood an isolate's
 //     tables is its own call's, which its CPU limit already bounds.
-// Not --jitless: the isolate's bounds (heap, CPU, no wasm) do not depend on it, and
-// interpreter-only execution makes search code slower (see README.md for the measurement).
+// --jitless only where a deployment asks for it (JitMode): the isolate's bounds (heap, CPU, no
+// wasm) do not depend on it, and interpreter-only execution makes code that computes slower
+// (README.md, Security, has the measurement).
 std::string_view v8_flags();
 
+// Whether V8 may compile JavaScript to machine code. `jitless` adds --jitless: the interpreter
+// only, and no page of the process is ever writable and executable, at a cost in speed.
+enum class JitMode { enabled, jitless };
+
 // Initialises ICU (system data), the flags above, the default platform and V8. Thread-safe.
-void ensure_v8_initialized();
+// The first call decides `mode` for the process (V8's flags are process-wide and fixed once
+// V8 has started); later calls return at once whatever they pass.
+void ensure_v8_initialized(JitMode mode = JitMode::enabled);
+
+// The mode V8 was initialised with (JitMode::enabled before it was).
+JitMode v8_jit_mode();
 
 // The address space the page pool may hold (inaccessible regions kept for the next isolate):
 // an isolate's 64 MiB code range and a few dozen chunks, a few times over. A sandbox process's

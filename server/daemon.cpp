@@ -86,7 +86,10 @@ int Daemon::run() {
                                                    .gateway = gateway.get(),
                                                    .child_command = options_.sandbox_command,
                                                    .executor = io.get_executor(),
-                                                   .child_stderr = options_.sandbox_stderr});
+                                                   .child_stderr = options_.sandbox_stderr,
+                                                   .jit = options_.config.sandbox.jitless
+                                                              ? sandbox::JitMode::jitless
+                                                              : sandbox::JitMode::enabled});
 
   std::optional<StdioTransport> stdio;
   std::shared_ptr<McpSession> stdio_session;

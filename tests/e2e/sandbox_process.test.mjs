@@ -116,3 +116,42 @@ describe('sandbox processes of a running server', () => {
     assert.ok(!server.stderr.includes('proc-secret-never-in-a-child'));
   });
 });
+
+// Anonymous executable mappings of a process: where V8 puts the machine code its JIT makes.
+function anonymousExecutableMappings(pid) {
+  return readFileSync(`/proc/${pid}/maps`, 'utf8').split('\n')
+    .filter((line) => /^\S+ ..x/.test(line) && line.trim().split(/\s+/).length < 6);
+}
+
+test('sandbox.jitless: processes hold no executable memory of their own, and calls still run', async () => {
+  // A hot loop, so that a JIT would compile it; the default server shows the test can fail.
+  const hot = 'async () => { let s = 0; for (let i = 0; i < 3e6; i++) s += i % 7; return s; }';
+  const counts = {};
+  for (const jitless of [false, true]) {
+    const dir = mkdtempSync(join(tmpdir(), 'codemode-jitless-'));
+    const config = join(dir, 'config.json');
+    writeFileSync(config, JSON.stringify({
+      openapi: join(SOURCE_DIR, 'fixtures/markethub/openapi.json'),
+      limits: { cpu_ms: 20000, wall_ms: 20000 },
+      ...(jitless ? { sandbox: { jitless: true } } : {}),
+    }));
+    const server = new RawServer(['--config', config]);
+    try {
+      await server.initialize();
+      for (let id = 1; id <= 2; id++) {
+        const reply = await server.request({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'search', arguments: { code: hot } } }, 30000);
+        assert.equal(reply.result.content[0].text, '8999994');
+      }
+      const pids = await until('the sandbox processes', () => {
+        const found = childrenOf(server.proc.pid);
+        return found.length === availableParallelism() && found.every((pid) => status(pid).Seccomp === '2') && found;
+      });
+      counts[jitless] = pids.map((pid) => anonymousExecutableMappings(pid).length);
+      assert.match(server.stderr, jitless ? /sandbox layer jitless: on/ : /sandbox layer jitless: no/);
+    } finally {
+      assert.deepEqual(await server.close(), { code: 0, signal: null });
+    }
+  }
+  assert.ok(counts[false].every((n) => n > 0), `with the JIT: ${counts[false]}`);
+  assert.deepEqual(counts[true], counts[true].map(() => 0), 'with sandbox.jitless');
+});

@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include <fixtures/markethub/fixture_server.h>
+#include <boost/asio/post.hpp>
 #include <catch2/catch.hpp>
 #include <future>
 #include <memory>
@@ -341,4 +342,76 @@ TEST_CASE("MarketHub end to end: the injected token is what gets in", "[gateway]
                           get("/products?limit=3",
                               {{"Authorization", "Bearer markethub-test-token-5b1e"}})))
             .status == 200);  // without credentials configured, the code's header is sent
+}
+
+// ---------------------------------------------------------------------------------------------
+// Hostile and careless upstreams: what they send must neither reach another call through the
+// connection pool nor carry a credential to the code.
+
+TEST_CASE("interim 1xx responses are skipped, so a call never reads another call's response",
+          "[gateway][hostile]") {
+  Harness h;
+  const std::string origin = h.allowed.origin();
+  CallBudget call_a(10);
+  CallBudget call_b(10);
+  // 103 first; the 200 comes when the connection sees its next request (or 300 ms later).
+  const auto a = response_of(fetch(*h.gateway, call_a, get("/early-hints/A")));
+  CHECK(a.status == 200);
+  CHECK(a.body == "private body of A");
+  const auto b = response_of(fetch(*h.gateway, call_b, get("/echo/B")));
+  CHECK(b.status == 200);
+  CHECK(b.body.starts_with("GET /echo/B\n"));
+  CHECK(b.body.find("private body") == std::string::npos);
+
+  const auto interim = response_of(h.run(get("/interim")));
+  CHECK(interim.status == 200);
+  CHECK(interim.body == "after interim");
+  CHECK(error_of(h.run(get("/interim-flood"))) == "runtime: malformed HTTP response from " +
+                                                      origin +
+                                                      " (more than 16 interim 1xx responses)");
+  CHECK(error_of(h.run(get("/switching"))) == "runtime: malformed HTTP response from " + origin +
+                                                  " (101 Switching Protocols, never asked for)");
+  CHECK(response_of(h.run(get("/echo"))).body.starts_with("GET /echo\n"));
+}
+
+TEST_CASE("a HEAD, 204 or 304 answer that carries a body does not go back to the pool",
+          "[gateway][hostile]") {
+  Harness h;
+  // Each answer declares a body it must not have and sends it once the next request arrives:
+  // the bytes of a whole response, which a reused connection would read as the next answer.
+  for (const auto& [method, path] : std::vector<std::pair<std::string, std::string>>{
+           {"HEAD", "/late-body/200"}, {"GET", "/late-body/204"}, {"GET", "/late-body/304"}}) {
+    INFO(method << " " << path);
+    const auto bodyless = response_of(h.run(OutboundRequest{method, path, {}, {}}));
+    CHECK(bodyless.body.empty());
+    const auto next = response_of(h.run(get("/echo")));
+    CHECK(next.body.starts_with("GET /echo\n"));
+  }
+  // An answer that ends where its framing says keeps its connection.
+  const std::uint64_t before = h.allowed.connections();
+  CHECK(response_of(h.run(get("/echo"))).status == 200);
+  CHECK(response_of(h.run(get("/chunked"))).body == "hello chunked world");
+  CHECK(h.allowed.connections() == before);
+}
+
+TEST_CASE("bytes arriving on an idle connection retire it, even before the pool has noticed",
+          "[gateway][hostile]") {
+  Harness h;
+  CHECK(response_of(h.run(get("/then-junk"))).body == "first");
+  // The unrequested bytes arrive while the I/O thread is busy, so the pool's watcher cannot have
+  // run when the next request takes the connection: the pool has to look for itself.
+  auto promise = std::make_shared<std::promise<FetchResult>>();
+  auto future = promise->get_future();
+  std::size_t released = 0;
+  boost::asio::post(h.io.io(), [&h, &released, promise] {
+    released = h.allowed.release_held();
+    std::this_thread::sleep_for(20ms);  // loopback delivers at once; this only makes it certain
+    h.gateway->fetch(get("/echo"), h.budget, Clock::now() + 5s,
+                     [promise](FetchResult result) { promise->set_value(std::move(result)); });
+  });
+  REQUIRE(future.wait_for(20s) == std::future_status::ready);
+  CHECK(released == 1);
+  const auto next = response_of(future.get());
+  CHECK(next.body.starts_with("GET /echo\n"));
+  CHECK(h.allowed.connections() == 2);
 }

@@ -2,6 +2,7 @@
 
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
+#include <poll.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -25,6 +26,9 @@ using Strand = net::strand<net::io_context::executor_type>;
 
 constexpr std::uint32_t kMaxResponseHeaderBytes = 64 * 1024;
 constexpr std::string_view kUserAgent = "codemode-mcp";
+// Interim (1xx) responses skipped before the final one; a server that sends more is broken or
+// hostile, and each one costs a parse.
+constexpr unsigned kMaxInterimResponses = 16;
 
 char ascii_lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
 
@@ -56,6 +60,16 @@ bool is_idempotent(Method method) { return method != Method::post && method != M
 
 GatewayError runtime_error(std::string message) {
   return GatewayError{ErrorKind::runtime, std::move(message)};
+}
+
+// Whether a response that has no body by definition (204, 304) declares one anyway; a server
+// that does so may send it, and those bytes would be read as the next response.
+bool declares_body(const Headers& headers) {
+  return std::any_of(headers.begin(), headers.end(), [](const Header& h) {
+    return iequals(h.first, "transfer-encoding") ||
+           (iequals(h.first, "content-length") &&
+            h.second.find_first_not_of("0 \t") != std::string::npos);
+  });
 }
 
 // gzip / zlib / raw deflate into at most `cap` bytes. nullopt with `oversize` set: the decoded
@@ -99,6 +113,17 @@ struct Connection {
   Clock::time_point idle_since;
 
   beast::tcp_stream& lowest() { return tls ? beast::get_lowest_layer(*tls) : *plain; }
+  // Whether anything arrived since the last response was read: bytes, EOF or an error on the
+  // socket, or TLS data already taken off it. An idle connection with input is not reusable;
+  // the input would be read as the next request's response.
+  bool has_unread_input() {
+    if (buffer.size() != 0) return true;
+    pollfd polled{lowest().socket().native_handle(), POLLIN, 0};
+    if (::poll(&polled, 1, 0) != 0) return true;
+    if (!tls) return false;
+    SSL* ssl = tls->native_handle();
+    return SSL_has_pending(ssl) == 1 || BIO_ctrl_pending(SSL_get_rbio(ssl)) > 0;
+  }
   void close() {
     beast::error_code ignored;
     lowest().socket().shutdown(tcp::socket::shutdown_both, ignored);
@@ -139,7 +164,10 @@ struct HttpClient::State : std::enable_shared_from_this<HttpClient::State> {
       ++conn->idle_generation;
       beast::error_code ignored;
       conn->lowest().socket().cancel(ignored);  // stops the close watcher
-      if (Clock::now() - conn->idle_since < options.idle_timeout) return conn;
+      // The watcher may not have run yet although input has arrived: look again now.
+      if (Clock::now() - conn->idle_since < options.idle_timeout && !conn->has_unread_input()) {
+        return conn;
+      }
       conn->close();
     }
     return nullptr;
@@ -352,21 +380,47 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
 
   void on_read(beast::error_code ec) {
     if (ec) {
-      if (reused_ && !retried_ && !parser_->got_some() && is_idempotent(request_.method)) {
+      if (reused_ && !retried_ && !parser_->got_some() && interim_ == 0 &&
+          is_idempotent(request_.method)) {
         return retry();
       }
       return fail(ec);
     }
     auto& message = parser_->get();
+    const unsigned status = message.result_int();
+    // 1xx responses (100 Continue, 103 Early Hints, ...) are interim: the final response follows
+    // on the same connection. Taking one as the answer would leave the real one to be read by
+    // whichever request uses the connection next. 101 would hand the connection to another
+    // protocol, which we never ask for.
+    if (status / 100 == 1) {
+      if (status == 101) {
+        conn_->close();
+        return finish(runtime_error("malformed HTTP response from " + origin() +
+                                    " (101 Switching Protocols, never asked for)"));
+      }
+      if (++interim_ > kMaxInterimResponses) {
+        conn_->close();
+        return finish(runtime_error("malformed HTTP response from " + origin() + " (more than " +
+                                    std::to_string(kMaxInterimResponses) +
+                                    " interim 1xx responses)"));
+      }
+      return read();
+    }
     InboundResponse response;
-    response.status = message.result_int();
+    response.status = status;
     response.status_text = std::string(message.reason());
     for (const auto& field : message) {
       response.headers.emplace_back(std::string(field.name_string()), std::string(field.value()));
     }
     response.body = std::move(message.body());
     response.final_url = request_.url.full();
-    const bool keep_alive = message.keep_alive() && conn_->buffer.size() == 0;
+    const bool bodyless = request_.method == Method::head || status == 204 || status == 304;
+    // Back to the pool only when this response ended exactly where its framing says and nothing
+    // follows it. A HEAD response never goes back: a server that sends the body anyway may send
+    // it later, after the next request went out on the connection.
+    const bool keep_alive = message.keep_alive() && !parser_->need_eof() &&
+                            !conn_->has_unread_input() && request_.method != Method::head &&
+                            !(bodyless && declares_body(response.headers));
 
     if (auto error = decode(response)) {
       conn_->close();
@@ -487,6 +541,7 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
   Phase phase_ = Phase::resolve;
   bool reused_ = false;
   bool retried_ = false;
+  unsigned interim_ = 0;  // 1xx responses skipped so far
   http::request<http::string_body> message_;
   std::optional<http::response_parser<http::string_body>> parser_;
 };

@@ -9,6 +9,7 @@
 #include <fixtures/markethub/fixture_server.h>
 #include <boost/asio/post.hpp>
 #include <catch2/catch.hpp>
+#include <cctype>
 #include <future>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -89,6 +90,19 @@ struct Harness {
   std::string allowed_port() const { return std::to_string(allowed.port()); }
   std::string forbidden_port() const { return std::to_string(forbidden.port()); }
 };
+
+// The values of every header called `name` (case-insensitive).
+std::vector<std::string> values_of(const InboundResponse& response, std::string_view name) {
+  std::vector<std::string> values;
+  for (const auto& [field, value] : response.headers) {
+    if (field.size() == name.size() &&
+        std::equal(field.begin(), field.end(), name.begin(),
+                   [](char a, char b) { return std::tolower(a) == std::tolower(b); })) {
+      values.push_back(value);
+    }
+  }
+  return values;
+}
 
 std::size_t count(std::string_view text, std::string_view needle) {
   std::size_t n = 0;
@@ -384,6 +398,7 @@ TEST_CASE("a HEAD, 204 or 304 answer that carries a body does not go back to the
     INFO(method << " " << path);
     const auto bodyless = response_of(h.run(OutboundRequest{method, path, {}, {}}));
     CHECK(bodyless.body.empty());
+    CHECK(values_of(bodyless, "content-length").empty());
     const auto next = response_of(h.run(get("/echo")));
     CHECK(next.body.starts_with("GET /echo\n"));
   }
@@ -414,4 +429,54 @@ TEST_CASE("bytes arriving on an idle connection retire it, even before the pool 
   const auto next = response_of(future.get());
   CHECK(next.body.starts_with("GET /echo\n"));
   CHECK(h.allowed.connections() == 2);
+}
+
+TEST_CASE("a credential reflected into the final URL is redacted", "[gateway][hostile]") {
+  Harness h;
+  // 302 to /echo/landed?auth=<Authorization, every byte percent-encoded>, followed.
+  const auto landed = response_of(h.run(get("/reflect-location")));
+  CHECK(landed.redirects == 1);
+  CHECK(landed.final_url == h.allowed.origin() + "/echo/landed?auth=[redacted]");
+  CHECK(landed.body.starts_with("GET /echo/landed?auth=[redacted]\n"));
+  CHECK(landed.body.find("%72%65%61%6C") == std::string::npos);  // "real", encoded
+}
+
+TEST_CASE("a credential reflected into the reason phrase or a header name is redacted",
+          "[gateway][hostile]") {
+  Harness h;
+  const auto reason = response_of(h.run(get("/reason")));
+  CHECK(reason.status == 200);
+  CHECK(reason.status_text == "[redacted]");
+  const auto named = response_of(h.run(get("/header-name")));
+  for (const auto& [name, value] : named.headers)
+    CHECK(name.find(kSecretWord) == std::string::npos);
+  CHECK(values_of(named, "x-redacted-seen") == std::vector<std::string>{"1"});
+}
+
+TEST_CASE("Content-Length is computed after redaction", "[gateway][hostile]") {
+  Harness h;
+  const auto echo = response_of(h.run(get("/echo")));
+  REQUIRE(echo.body.find("Authorization: [redacted]\n") != std::string::npos);
+  CHECK(values_of(echo, "content-length") ==
+        std::vector<std::string>{std::to_string(echo.body.size())});
+  // A HEAD answer has no body: no Content-Length, not even the upstream's, which would give away
+  // the length of what was redacted from the GET.
+  const auto head = response_of(h.run(OutboundRequest{"HEAD", "/echo", {}, {}}));
+  CHECK(values_of(head, "content-length").empty());
+}
+
+TEST_CASE("stacked content codings are all undone before redaction, unknown ones refused",
+          "[gateway][hostile]") {
+  Harness h;
+  const std::string origin = h.allowed.origin();
+  // Content-Encoding: identity, then Content-Encoding: gzip, gzip.
+  const auto stacked = response_of(h.run(get("/stacked-encoding")));
+  CHECK(stacked.body == "auth=[redacted]");
+  CHECK(values_of(stacked, "content-encoding").empty());
+  CHECK(error_of(h.run(get("/stacked-unknown"))) ==
+        "runtime: response from " + origin +
+            " has an unsupported Content-Encoding (only gzip and deflate are decoded)");
+  CHECK(error_of(h.run(get("/transfer-gzip"))) ==
+        "runtime: response from " + origin +
+            " has an unsupported Transfer-Encoding (only chunked is read)");
 }

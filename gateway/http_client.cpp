@@ -29,6 +29,8 @@ constexpr std::string_view kUserAgent = "codemode-mcp";
 // Interim (1xx) responses skipped before the final one; a server that sends more is broken or
 // hostile, and each one costs a parse.
 constexpr unsigned kMaxInterimResponses = 16;
+// Content codings undone on one body; every layer may inflate up to the body cap.
+constexpr std::size_t kMaxContentCodings = 4;
 
 char ascii_lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
 
@@ -60,6 +62,29 @@ bool is_idempotent(Method method) { return method != Method::post && method != M
 
 GatewayError runtime_error(std::string message) {
   return GatewayError{ErrorKind::runtime, std::move(message)};
+}
+
+// The elements of every field named `name`, in order, lower-cased and trimmed, empty ones and
+// "identity" left out: `Content-Encoding: identity` plus `Content-Encoding: gzip` is {"gzip"}.
+std::vector<std::string> codings_of(const Headers& headers, std::string_view name) {
+  std::vector<std::string> codings;
+  for (const auto& [field, value] : headers) {
+    if (!iequals(field, name)) continue;
+    std::string coding;
+    const auto flush = [&] {
+      if (!coding.empty() && coding != "identity") codings.push_back(coding);
+      coding.clear();
+    };
+    for (const char c : value) {
+      if (c == ',') {
+        flush();
+      } else if (c != ' ' && c != '\t') {
+        coding += ascii_lower(c);
+      }
+    }
+    flush();
+  }
+  return codings;
 }
 
 // Whether a response that has no body by definition (204, 304) declares one anyway; a server
@@ -422,7 +447,7 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
                             !conn_->has_unread_input() && request_.method != Method::head &&
                             !(bodyless && declares_body(response.headers));
 
-    if (auto error = decode(response)) {
+    if (auto error = decode(response, bodyless)) {
       conn_->close();
       finish(std::move(*error));
       return;
@@ -435,44 +460,49 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
     finish(std::move(response));
   }
 
-  // Undoes a Content-Encoding of gzip or deflate; anything else is refused (we only advertise
-  // those two).
-  std::optional<GatewayError> decode(InboundResponse& response) {
-    auto found = std::find_if(response.headers.begin(), response.headers.end(),
-                              [](const Header& h) { return iequals(h.first, "content-encoding"); });
-    if (found == response.headers.end()) return std::nullopt;
-    const std::string coding = [&] {
-      std::string value;
-      for (const char c : found->second) {
-        if (c != ' ' && c != '\t') value += ascii_lower(c);
-      }
-      return value;
-    }();
-    if (coding.empty() || coding == "identity") return std::nullopt;
-    int window_bits = 0;
-    if (coding == "gzip" || coding == "x-gzip") {
-      window_bits = 15 + 16;
-    } else if (coding == "deflate") {
-      window_bits = 15;
-    } else {
+  // Undoes the Content-Encoding of the body, every field and element of it, last applied first
+  // (gzip and deflate; anything else is refused, we only advertise those two), and removes the
+  // framing headers: they describe bytes the code does not get. A transfer coding other than
+  // chunked is refused: the body would reach the code still encoded.
+  std::optional<GatewayError> decode(InboundResponse& response, bool bodyless) {
+    const std::vector<std::string> codings = codings_of(response.headers, "content-encoding");
+    const std::vector<std::string> transfer = codings_of(response.headers, "transfer-encoding");
+    std::erase_if(response.headers, [](const Header& h) {
+      return iequals(h.first, "content-encoding") || iequals(h.first, "content-length") ||
+             iequals(h.first, "transfer-encoding");
+    });
+    if (bodyless) return std::nullopt;
+    if (!transfer.empty() && transfer != std::vector<std::string>{"chunked"}) {
       return runtime_error("response from " + origin() +
-                           " has an unsupported Content-Encoding (only gzip and deflate are "
-                           "decoded)");
+                           " has an unsupported Transfer-Encoding (only chunked is read)");
+    }
+    if (codings.size() > kMaxContentCodings) {
+      return runtime_error("response from " + origin() + " has more than " +
+                           std::to_string(kMaxContentCodings) + " Content-Encodings");
+    }
+    for (const auto& coding : codings) {
+      if (coding != "gzip" && coding != "x-gzip" && coding != "deflate") {
+        return runtime_error("response from " + origin() +
+                             " has an unsupported Content-Encoding (only gzip and deflate are "
+                             "decoded)");
+      }
     }
     const std::size_t cap = state_->options.response_bytes;
-    bool oversize = false;
-    auto decoded = inflate_body(response.body, window_bits, cap, oversize);
-    if (!decoded && !oversize && coding == "deflate") {  // some servers send raw deflate
-      decoded = inflate_body(response.body, -15, cap, oversize);
+    for (auto coding = codings.rbegin(); coding != codings.rend(); ++coding) {
+      const bool deflate = *coding == "deflate";
+      bool oversize = false;
+      auto decoded = inflate_body(response.body, deflate ? 15 : 15 + 16, cap, oversize);
+      if (!decoded && !oversize && deflate) {  // some servers send raw deflate
+        decoded = inflate_body(response.body, -15, cap, oversize);
+      }
+      if (oversize) {
+        return runtime_error("response body exceeds " + std::to_string(cap) + " bytes");
+      }
+      if (!decoded) {
+        return runtime_error("response from " + origin() + " has a corrupt " + *coding + " body");
+      }
+      response.body = std::move(*decoded);
     }
-    if (oversize) return runtime_error("response body exceeds " + std::to_string(cap) + " bytes");
-    if (!decoded) {
-      return runtime_error("response from " + origin() + " has a corrupt " + coding + " body");
-    }
-    response.body = std::move(*decoded);
-    std::erase_if(response.headers, [](const Header& h) {
-      return iequals(h.first, "content-encoding") || iequals(h.first, "content-length");
-    });
     return std::nullopt;
   }
 

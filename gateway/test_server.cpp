@@ -33,6 +33,18 @@ std::size_t number_after(std::string_view path, std::string_view prefix) {
 // A whole response, sent where no response was asked for.
 constexpr std::string_view kSmuggled = "HTTP/1.1 200 OK\r\nContent-Length: 8\r\n\r\nsmuggled";
 
+std::string percent_encode_all(std::string_view text) {
+  static constexpr std::string_view kHex = "0123456789ABCDEF";
+  std::string out;
+  for (const char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    out += '%';
+    out += kHex[byte >> 4];
+    out += kHex[byte & 0xF];
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string compress(const std::string& data, int window_bits) {
@@ -248,6 +260,36 @@ struct TestServer::Impl {
       co_await timer->async_wait(net::redirect_error(net::use_awaitable, ec));
       co_await send_raw(stream, std::string(kSmuggled));
       written->set_value();
+      co_return true;
+    } else if (path == "/reason") {
+      co_await send_raw(stream, "HTTP/1.1 200 " + std::string(request[http::field::authorization]) +
+                                    "\r\nContent-Length: 2\r\n\r\nok");
+      co_return true;
+    } else if (path == "/header-name") {
+      const std::string auth(request[http::field::authorization]);
+      response.insert("x-" + auth.substr(auth.rfind(' ') + 1) + "-seen", "1");
+      response.body() = "ok";
+    } else if (path == "/reflect-location") {
+      response.result(http::status::found);
+      response.set(http::field::location,
+                   "/echo/landed?auth=" +
+                       percent_encode_all(std::string(request[http::field::authorization])));
+      response.body() = "redirect";
+    } else if (path == "/stacked-encoding") {
+      response.insert(http::field::content_encoding, "identity");
+      response.insert(http::field::content_encoding, "gzip, gzip");
+      response.body() =
+          compress(compress("auth=" + std::string(request[http::field::authorization]), 31), 31);
+    } else if (path == "/stacked-unknown") {
+      response.insert(http::field::content_encoding, "gzip");
+      response.insert(http::field::content_encoding, "x-custom");
+      response.body() = compress("hello", 31);
+    } else if (path == "/transfer-gzip") {
+      const std::string gz = compress("hello", 31);
+      char size[16];
+      std::snprintf(size, sizeof size, "%zx\r\n", gz.size());
+      co_await send_raw(stream, "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n" +
+                                    std::string(size) + gz + "\r\n0\r\n\r\n");
       co_return true;
     } else if (path == "/close-silently") {
       response.body() = "kept alive, then dropped";

@@ -31,6 +31,13 @@
 //                     sends that body: the bytes of a whole response, 200 "smuggled"
 //   /then-junk        200 "first", then, once release_held() is called, a 200 "smuggled" nobody
 //                     asked for
+//   /reason           status 200 whose reason phrase is the request's Authorization value
+//   /header-name      a header named x-WORD-seen, WORD the last word of Authorization
+//   /reflect-location 302 to /echo/landed?auth= + Authorization, every byte percent-encoded
+//   /stacked-encoding Content-Encoding: identity, then a second field: gzip, gzip; the body
+//                     "auth=" + Authorization, gzipped twice
+//   /stacked-unknown  Content-Encoding: gzip and a second field x-custom
+//   /transfer-gzip    Transfer-Encoding: gzip, chunked (a transfer coding we cannot undo)
 //
 // Threading: the server owns an io_context and one thread running it; the constructor returns
 // once it is listening. The destructor stops the thread and drops every connection.

@@ -340,6 +340,15 @@ void Gateway::fetch(OutboundRequest request, CallBudget& budget, Deadline deadli
         policy_error("subrequest limit " + std::to_string(budget.limit()) + " reached"));
   }
   auto& headers = std::get<CheckedHeaders>(checked);
+  if (state_->operation_policy.restricts()) {
+    // Many frameworks take the method or path from these instead of the request line, which
+    // would walk around the methods and operations just checked.
+    std::erase_if(headers.headers, [&](const Header& header) {
+      if (!is_override_header(header.first)) return false;
+      headers.dropped.push_back(header.first);
+      return true;
+    });
+  }
   if (!headers.dropped.empty()) {
     std::string names;
     for (const auto& name : headers.dropped) names += (names.empty() ? "" : ", ") + name;

@@ -31,10 +31,12 @@ constexpr const char* kSecret = "Bearer realsecrettoken123";
 constexpr const char* kSecretWord = "realsecrettoken123";
 
 std::unique_ptr<Gateway> make_gateway(IoThread& io, std::vector<Upstream> upstreams,
-                                      codemode::config::Limits limits = {}) {
+                                      codemode::config::Limits limits = {},
+                                      OperationPolicyOptions operations = {}) {
   GatewayOptions options;
   options.upstreams = std::move(upstreams);
   options.limits = limits;
+  options.operations = std::move(operations);
   options.request_body_bytes = 1000;
   auto created = Gateway::create(io.io(), std::move(options));
   if (auto* problems = std::get_if<std::vector<std::string>>(&created)) {
@@ -479,4 +481,34 @@ TEST_CASE("stacked content codings are all undone before redaction, unknown ones
   CHECK(error_of(h.run(get("/transfer-gzip"))) ==
         "runtime: response from " + origin +
             " has an unsupported Transfer-Encoding (only chunked is read)");
+}
+
+TEST_CASE("method and path override headers are dropped when a policy restricts methods",
+          "[gateway][policy]") {
+  IoThread io;
+  TestServer server;
+  const Headers overrides = {{"X-HTTP-Method-Override", "DELETE"}, {"x-http-method", "DELETE"},
+                             {"X-Method-Override", "DELETE"},      {"X-Original-URL", "/admin"},
+                             {"X-Rewrite-URL", "/admin"},          {"X-Keep", "1"}};
+  const auto sent_overrides = [&](Gateway& gateway) {
+    CallBudget budget(1);
+    const auto echo = response_of(fetch(gateway, budget, get("/echo", overrides)));
+    CHECK(echo.body.find("X-Keep: 1\n") != std::string::npos);
+    std::size_t n = 0;
+    for (const char* name : {"X-HTTP-Method-Override:", "x-http-method:", "X-Method-Override:",
+                             "X-Original-URL:", "X-Rewrite-URL:"}) {
+      n += count(echo.body, name);
+    }
+    return n;
+  };
+  OperationPolicyOptions read_only;
+  read_only.methods = {Method::get, Method::head};
+  OperationPolicyOptions spec_only;
+  spec_only.operations = std::vector<Operation>{{Method::get, "/echo"}};
+  auto restricted_methods = make_gateway(io, {Upstream{server.origin(), {}}}, {}, read_only);
+  auto restricted_operations = make_gateway(io, {Upstream{server.origin(), {}}}, {}, spec_only);
+  auto open = make_gateway(io, {Upstream{server.origin(), {}}});
+  CHECK(sent_overrides(*restricted_methods) == 0);
+  CHECK(sent_overrides(*restricted_operations) == 0);
+  CHECK(sent_overrides(*open) == 5);  // nothing to walk around: they pass as any header does
 }

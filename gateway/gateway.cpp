@@ -153,12 +153,14 @@ struct Gateway::State : std::enable_shared_from_this<Gateway::State> {
   // cannot be recognised; an upstream that transforms credentials defeats this. Content-Length
   // is computed afterwards, so it tells nothing about what was replaced.
   void redact(InboundResponse& response, Method method) const {
-    redact_text(response.body, "[redacted]");
-    redact_text(response.status_text, "[redacted]");
-    redact_text(response.final_url, "[redacted]");
-    for (auto& [name, value] : response.headers) {
-      redact_text(name, "redacted");  // still a token, as names must be
-      redact_text(value, "[redacted]");
+    if (!secrets.empty()) {
+      redact_text(response.body, "[redacted]");
+      redact_text(response.status_text, "[redacted]");
+      redact_text(response.final_url, "[redacted]");
+      for (auto& [name, value] : response.headers) {
+        redact_text(name, "redacted");  // still a token, as names must be
+        redact_text(value, "[redacted]");
+      }
     }
     const bool bodyless =
         method == Method::head || response.status == 204 || response.status == 304;

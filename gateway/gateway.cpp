@@ -142,32 +142,100 @@ struct Gateway::State : std::enable_shared_from_this<Gateway::State> {
         follow(attempt, response)) {
       return;
     }
-    redact(response);
+    redact(response, attempt.method);
     attempt.done(std::move(response));
   }
 
-  // An upstream that echoes a credential back (in a body, or a header such as a debug echo)
-  // must not hand it to the code: every configured value, and each long word of it, is
-  // replaced before the response leaves the gateway. Encoded forms (base64, hashes) cannot be
-  // recognised; an upstream that transforms credentials into its responses defeats this.
-  void redact(InboundResponse& response) const {
-    if (!contains_any(response.body, secrets) &&
-        std::none_of(response.headers.begin(), response.headers.end(),
-                     [this](const Header& h) { return contains_any(h.second, secrets); })) {
-      return;
+  // An upstream that echoes a credential back (in a body, a header name or value, the reason
+  // phrase, or a redirect Location that becomes the final URL) must not hand it to the code:
+  // every configured value, and each long word of it, is replaced in every part of the response
+  // the code sees, also where the upstream percent-encoded it. Other encodings (base64, hashes)
+  // cannot be recognised; an upstream that transforms credentials defeats this. Content-Length
+  // is computed afterwards, so it tells nothing about what was replaced.
+  void redact(InboundResponse& response, Method method) const {
+    if (!secrets.empty()) {
+      redact_text(response.body, "[redacted]");
+      redact_text(response.status_text, "[redacted]");
+      redact_text(response.final_url, "[redacted]");
+      for (auto& [name, value] : response.headers) {
+        redact_text(name, "redacted");  // still a token, as names must be
+        redact_text(value, "[redacted]");
+      }
     }
-    for (const auto& secret : secrets) {  // longest first: whole values before their words
-      replace_all(response.body, secret);
-      for (auto& header : response.headers) replace_all(header.second, secret);
+    const bool bodyless =
+        method == Method::head || response.status == 204 || response.status == 304;
+    if (!bodyless) {
+      response.headers.emplace_back("Content-Length", std::to_string(response.body.size()));
     }
   }
 
-  static void replace_all(std::string& text, const std::string& secret) {
-    static constexpr std::string_view kRedacted = "[redacted]";
-    for (std::size_t at = text.find(secret); at != std::string::npos;
-         at = text.find(secret, at + kRedacted.size())) {
-      text.replace(at, secret.size(), kRedacted);
+  // Replaces every occurrence of a secret in `text`, matched both as written and with %XX
+  // escapes decoded; an occurrence that spans escapes is replaced with the escapes it spans.
+  void redact_text(std::string& text, std::string_view replacement) const {
+    std::vector<std::pair<std::size_t, std::size_t>> spans;  // [begin, end) in `text`
+    find_secrets(text, spans, nullptr);
+    if (text.find('%') != std::string::npos) {
+      std::string decoded;
+      std::vector<std::size_t> from;  // decoded[i] came from text[from[i], from[i + 1])
+      decode_escapes(text, decoded, nullptr);
+      if (contains_any(decoded, secrets)) {
+        decode_escapes(text, decoded, &from);
+        find_secrets(decoded, spans, &from);
+      }
     }
+    if (spans.empty()) return;
+    std::sort(spans.begin(), spans.end());
+    std::string out;
+    std::size_t done = 0;
+    for (std::size_t i = 0; i < spans.size();) {
+      auto [begin, end] = spans[i];
+      for (++i; i < spans.size() && spans[i].first < end; ++i) end = std::max(end, spans[i].second);
+      out.append(text, done, begin - done);
+      out += replacement;
+      done = end;
+    }
+    out.append(text, done, std::string::npos);
+    text = std::move(out);
+  }
+
+  // Appends where each secret occurs in `text`, mapped through `from` when `text` is decoded.
+  void find_secrets(std::string_view text, std::vector<std::pair<std::size_t, std::size_t>>& spans,
+                    const std::vector<std::size_t>* from) const {
+    for (const auto& secret : secrets) {
+      if (secret.empty()) continue;
+      for (auto at = text.find(secret); at != std::string_view::npos;
+           at = text.find(secret, at + 1)) {
+        const std::size_t end = at + secret.size();
+        spans.emplace_back(from ? (*from)[at] : at, from ? (*from)[end] : end);
+      }
+    }
+  }
+
+  static void decode_escapes(std::string_view text, std::string& decoded,
+                             std::vector<std::size_t>* from) {
+    decoded.clear();
+    decoded.reserve(text.size());
+    if (from) from->reserve(text.size() + 1);
+    for (std::size_t i = 0; i < text.size();) {
+      if (from) from->push_back(i);
+      const int high = text[i] == '%' && i + 2 < text.size() ? hex_value(text[i + 1]) : -1;
+      const int low = high >= 0 ? hex_value(text[i + 2]) : -1;
+      if (low >= 0) {
+        decoded += static_cast<char>(high * 16 + low);
+        i += 3;
+      } else {
+        decoded += text[i];
+        i += 1;
+      }
+    }
+    if (from) from->push_back(text.size());
+  }
+
+  static int hex_value(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
   }
 
   // Sends the next request of a same-origin redirect; false: the 3xx goes back to the code
@@ -274,6 +342,15 @@ void Gateway::fetch(OutboundRequest request, CallBudget& budget, Deadline deadli
         policy_error("subrequest limit " + std::to_string(budget.limit()) + " reached"));
   }
   auto& headers = std::get<CheckedHeaders>(checked);
+  if (state_->operation_policy.restricts()) {
+    // Many frameworks take the method or path from these instead of the request line, which
+    // would walk around the methods and operations just checked.
+    std::erase_if(headers.headers, [&](const Header& header) {
+      if (!is_override_header(header.first)) return false;
+      headers.dropped.push_back(header.first);
+      return true;
+    });
+  }
   if (!headers.dropped.empty()) {
     std::string names;
     for (const auto& name : headers.dropped) names += (names.empty() ? "" : ", ") + name;

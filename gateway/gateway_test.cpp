@@ -7,7 +7,9 @@
 #include <spdlog/spdlog.h>
 
 #include <fixtures/markethub/fixture_server.h>
+#include <boost/asio/post.hpp>
 #include <catch2/catch.hpp>
+#include <cctype>
 #include <future>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -29,10 +31,12 @@ constexpr const char* kSecret = "Bearer realsecrettoken123";
 constexpr const char* kSecretWord = "realsecrettoken123";
 
 std::unique_ptr<Gateway> make_gateway(IoThread& io, std::vector<Upstream> upstreams,
-                                      codemode::config::Limits limits = {}) {
+                                      codemode::config::Limits limits = {},
+                                      OperationPolicyOptions operations = {}) {
   GatewayOptions options;
   options.upstreams = std::move(upstreams);
   options.limits = limits;
+  options.operations = std::move(operations);
   options.request_body_bytes = 1000;
   auto created = Gateway::create(io.io(), std::move(options));
   if (auto* problems = std::get_if<std::vector<std::string>>(&created)) {
@@ -88,6 +92,19 @@ struct Harness {
   std::string allowed_port() const { return std::to_string(allowed.port()); }
   std::string forbidden_port() const { return std::to_string(forbidden.port()); }
 };
+
+// The values of every header called `name` (case-insensitive).
+std::vector<std::string> values_of(const InboundResponse& response, std::string_view name) {
+  std::vector<std::string> values;
+  for (const auto& [field, value] : response.headers) {
+    if (field.size() == name.size() &&
+        std::equal(field.begin(), field.end(), name.begin(),
+                   [](char a, char b) { return std::tolower(a) == std::tolower(b); })) {
+      values.push_back(value);
+    }
+  }
+  return values;
+}
 
 std::size_t count(std::string_view text, std::string_view needle) {
   std::size_t n = 0;
@@ -341,4 +358,157 @@ TEST_CASE("MarketHub end to end: the injected token is what gets in", "[gateway]
                           get("/products?limit=3",
                               {{"Authorization", "Bearer markethub-test-token-5b1e"}})))
             .status == 200);  // without credentials configured, the code's header is sent
+}
+
+// ---------------------------------------------------------------------------------------------
+// Hostile and careless upstreams: what they send must neither reach another call through the
+// connection pool nor carry a credential to the code.
+
+TEST_CASE("interim 1xx responses are skipped, so a call never reads another call's response",
+          "[gateway][hostile]") {
+  Harness h;
+  const std::string origin = h.allowed.origin();
+  CallBudget call_a(10);
+  CallBudget call_b(10);
+  // 103 first; the 200 comes when the connection sees its next request (or 300 ms later).
+  const auto a = response_of(fetch(*h.gateway, call_a, get("/early-hints/A")));
+  CHECK(a.status == 200);
+  CHECK(a.body == "private body of A");
+  const auto b = response_of(fetch(*h.gateway, call_b, get("/echo/B")));
+  CHECK(b.status == 200);
+  CHECK(b.body.starts_with("GET /echo/B\n"));
+  CHECK(b.body.find("private body") == std::string::npos);
+
+  const auto interim = response_of(h.run(get("/interim")));
+  CHECK(interim.status == 200);
+  CHECK(interim.body == "after interim");
+  CHECK(error_of(h.run(get("/interim-flood"))) == "runtime: malformed HTTP response from " +
+                                                      origin +
+                                                      " (more than 16 interim 1xx responses)");
+  CHECK(error_of(h.run(get("/switching"))) == "runtime: malformed HTTP response from " + origin +
+                                                  " (101 Switching Protocols, never asked for)");
+  CHECK(response_of(h.run(get("/echo"))).body.starts_with("GET /echo\n"));
+}
+
+TEST_CASE("a HEAD, 204 or 304 answer that carries a body does not go back to the pool",
+          "[gateway][hostile]") {
+  Harness h;
+  // Each answer declares a body it must not have and sends it once the next request arrives:
+  // the bytes of a whole response, which a reused connection would read as the next answer.
+  for (const auto& [method, path] : std::vector<std::pair<std::string, std::string>>{
+           {"HEAD", "/late-body/200"}, {"GET", "/late-body/204"}, {"GET", "/late-body/304"}}) {
+    INFO(method << " " << path);
+    const auto bodyless = response_of(h.run(OutboundRequest{method, path, {}, {}}));
+    CHECK(bodyless.body.empty());
+    CHECK(values_of(bodyless, "content-length").empty());
+    const auto next = response_of(h.run(get("/echo")));
+    CHECK(next.body.starts_with("GET /echo\n"));
+  }
+  // An answer that ends where its framing says keeps its connection.
+  const std::uint64_t before = h.allowed.connections();
+  CHECK(response_of(h.run(get("/echo"))).status == 200);
+  CHECK(response_of(h.run(get("/chunked"))).body == "hello chunked world");
+  CHECK(h.allowed.connections() == before);
+}
+
+TEST_CASE("bytes arriving on an idle connection retire it, even before the pool has noticed",
+          "[gateway][hostile]") {
+  Harness h;
+  CHECK(response_of(h.run(get("/then-junk"))).body == "first");
+  // The unrequested bytes arrive while the I/O thread is busy, so the pool's watcher cannot have
+  // run when the next request takes the connection: the pool has to look for itself.
+  auto promise = std::make_shared<std::promise<FetchResult>>();
+  auto future = promise->get_future();
+  std::size_t released = 0;
+  boost::asio::post(h.io.io(), [&h, &released, promise] {
+    released = h.allowed.release_held();
+    std::this_thread::sleep_for(20ms);  // loopback delivers at once; this only makes it certain
+    h.gateway->fetch(get("/echo"), h.budget, Clock::now() + 5s,
+                     [promise](FetchResult result) { promise->set_value(std::move(result)); });
+  });
+  REQUIRE(future.wait_for(20s) == std::future_status::ready);
+  CHECK(released == 1);
+  const auto next = response_of(future.get());
+  CHECK(next.body.starts_with("GET /echo\n"));
+  CHECK(h.allowed.connections() == 2);
+}
+
+TEST_CASE("a credential reflected into the final URL is redacted", "[gateway][hostile]") {
+  Harness h;
+  // 302 to /echo/landed?auth=<Authorization, every byte percent-encoded>, followed.
+  const auto landed = response_of(h.run(get("/reflect-location")));
+  CHECK(landed.redirects == 1);
+  CHECK(landed.final_url == h.allowed.origin() + "/echo/landed?auth=[redacted]");
+  CHECK(landed.body.starts_with("GET /echo/landed?auth=[redacted]\n"));
+  CHECK(landed.body.find("%72%65%61%6C") == std::string::npos);  // "real", encoded
+}
+
+TEST_CASE("a credential reflected into the reason phrase or a header name is redacted",
+          "[gateway][hostile]") {
+  Harness h;
+  const auto reason = response_of(h.run(get("/reason")));
+  CHECK(reason.status == 200);
+  CHECK(reason.status_text == "[redacted]");
+  const auto named = response_of(h.run(get("/header-name")));
+  for (const auto& [name, value] : named.headers)
+    CHECK(name.find(kSecretWord) == std::string::npos);
+  CHECK(values_of(named, "x-redacted-seen") == std::vector<std::string>{"1"});
+}
+
+TEST_CASE("Content-Length is computed after redaction", "[gateway][hostile]") {
+  Harness h;
+  const auto echo = response_of(h.run(get("/echo")));
+  REQUIRE(echo.body.find("Authorization: [redacted]\n") != std::string::npos);
+  CHECK(values_of(echo, "content-length") ==
+        std::vector<std::string>{std::to_string(echo.body.size())});
+  // A HEAD answer has no body: no Content-Length, not even the upstream's, which would give away
+  // the length of what was redacted from the GET.
+  const auto head = response_of(h.run(OutboundRequest{"HEAD", "/echo", {}, {}}));
+  CHECK(values_of(head, "content-length").empty());
+}
+
+TEST_CASE("stacked content codings are all undone before redaction, unknown ones refused",
+          "[gateway][hostile]") {
+  Harness h;
+  const std::string origin = h.allowed.origin();
+  // Content-Encoding: identity, then Content-Encoding: gzip, gzip.
+  const auto stacked = response_of(h.run(get("/stacked-encoding")));
+  CHECK(stacked.body == "auth=[redacted]");
+  CHECK(values_of(stacked, "content-encoding").empty());
+  CHECK(error_of(h.run(get("/stacked-unknown"))) ==
+        "runtime: response from " + origin +
+            " has an unsupported Content-Encoding (only gzip and deflate are decoded)");
+  CHECK(error_of(h.run(get("/transfer-gzip"))) ==
+        "runtime: response from " + origin +
+            " has an unsupported Transfer-Encoding (only chunked is read)");
+}
+
+TEST_CASE("method and path override headers are dropped when a policy restricts methods",
+          "[gateway][policy]") {
+  IoThread io;
+  TestServer server;
+  const Headers overrides = {{"X-HTTP-Method-Override", "DELETE"}, {"x-http-method", "DELETE"},
+                             {"X-Method-Override", "DELETE"},      {"X-Original-URL", "/admin"},
+                             {"X-Rewrite-URL", "/admin"},          {"X-Keep", "1"}};
+  const auto sent_overrides = [&](Gateway& gateway) {
+    CallBudget budget(1);
+    const auto echo = response_of(fetch(gateway, budget, get("/echo", overrides)));
+    CHECK(echo.body.find("X-Keep: 1\n") != std::string::npos);
+    std::size_t n = 0;
+    for (const char* name : {"X-HTTP-Method-Override:", "x-http-method:", "X-Method-Override:",
+                             "X-Original-URL:", "X-Rewrite-URL:"}) {
+      n += count(echo.body, name);
+    }
+    return n;
+  };
+  OperationPolicyOptions read_only;
+  read_only.methods = {Method::get, Method::head};
+  OperationPolicyOptions spec_only;
+  spec_only.operations = std::vector<Operation>{{Method::get, "/echo"}};
+  auto restricted_methods = make_gateway(io, {Upstream{server.origin(), {}}}, {}, read_only);
+  auto restricted_operations = make_gateway(io, {Upstream{server.origin(), {}}}, {}, spec_only);
+  auto open = make_gateway(io, {Upstream{server.origin(), {}}});
+  CHECK(sent_overrides(*restricted_methods) == 0);
+  CHECK(sent_overrides(*restricted_operations) == 0);
+  CHECK(sent_overrides(*open) == 5);  // nothing to walk around: they pass as any header does
 }

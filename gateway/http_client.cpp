@@ -2,6 +2,7 @@
 
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
+#include <poll.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -25,6 +26,11 @@ using Strand = net::strand<net::io_context::executor_type>;
 
 constexpr std::uint32_t kMaxResponseHeaderBytes = 64 * 1024;
 constexpr std::string_view kUserAgent = "codemode-mcp";
+// Interim (1xx) responses skipped before the final one; a server that sends more is broken or
+// hostile, and each one costs a parse.
+constexpr unsigned kMaxInterimResponses = 16;
+// Content codings undone on one body; every layer may inflate up to the body cap.
+constexpr std::size_t kMaxContentCodings = 4;
 
 char ascii_lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
 
@@ -56,6 +62,39 @@ bool is_idempotent(Method method) { return method != Method::post && method != M
 
 GatewayError runtime_error(std::string message) {
   return GatewayError{ErrorKind::runtime, std::move(message)};
+}
+
+// The elements of every field named `name`, in order, lower-cased and trimmed, empty ones and
+// "identity" left out: `Content-Encoding: identity` plus `Content-Encoding: gzip` is {"gzip"}.
+std::vector<std::string> codings_of(const Headers& headers, std::string_view name) {
+  std::vector<std::string> codings;
+  for (const auto& [field, value] : headers) {
+    if (!iequals(field, name)) continue;
+    std::string coding;
+    const auto flush = [&] {
+      if (!coding.empty() && coding != "identity") codings.push_back(coding);
+      coding.clear();
+    };
+    for (const char c : value) {
+      if (c == ',') {
+        flush();
+      } else if (c != ' ' && c != '\t') {
+        coding += ascii_lower(c);
+      }
+    }
+    flush();
+  }
+  return codings;
+}
+
+// Whether a response that has no body by definition (204, 304) declares one anyway; a server
+// that does so may send it, and those bytes would be read as the next response.
+bool declares_body(const Headers& headers) {
+  return std::any_of(headers.begin(), headers.end(), [](const Header& h) {
+    return iequals(h.first, "transfer-encoding") ||
+           (iequals(h.first, "content-length") &&
+            h.second.find_first_not_of("0 \t") != std::string::npos);
+  });
 }
 
 // gzip / zlib / raw deflate into at most `cap` bytes. nullopt with `oversize` set: the decoded
@@ -99,6 +138,17 @@ struct Connection {
   Clock::time_point idle_since;
 
   beast::tcp_stream& lowest() { return tls ? beast::get_lowest_layer(*tls) : *plain; }
+  // Whether anything arrived since the last response was read: bytes, EOF or an error on the
+  // socket, or TLS data already taken off it. An idle connection with input is not reusable;
+  // the input would be read as the next request's response.
+  bool has_unread_input() {
+    if (buffer.size() != 0) return true;
+    pollfd polled{lowest().socket().native_handle(), POLLIN, 0};
+    if (::poll(&polled, 1, 0) != 0) return true;
+    if (!tls) return false;
+    SSL* ssl = tls->native_handle();
+    return SSL_has_pending(ssl) == 1 || BIO_ctrl_pending(SSL_get_rbio(ssl)) > 0;
+  }
   void close() {
     beast::error_code ignored;
     lowest().socket().shutdown(tcp::socket::shutdown_both, ignored);
@@ -139,7 +189,10 @@ struct HttpClient::State : std::enable_shared_from_this<HttpClient::State> {
       ++conn->idle_generation;
       beast::error_code ignored;
       conn->lowest().socket().cancel(ignored);  // stops the close watcher
-      if (Clock::now() - conn->idle_since < options.idle_timeout) return conn;
+      // The watcher may not have run yet although input has arrived: look again now.
+      if (Clock::now() - conn->idle_since < options.idle_timeout && !conn->has_unread_input()) {
+        return conn;
+      }
       conn->close();
     }
     return nullptr;
@@ -352,23 +405,49 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
 
   void on_read(beast::error_code ec) {
     if (ec) {
-      if (reused_ && !retried_ && !parser_->got_some() && is_idempotent(request_.method)) {
+      if (reused_ && !retried_ && !parser_->got_some() && interim_ == 0 &&
+          is_idempotent(request_.method)) {
         return retry();
       }
       return fail(ec);
     }
     auto& message = parser_->get();
+    const unsigned status = message.result_int();
+    // 1xx responses (100 Continue, 103 Early Hints, ...) are interim: the final response follows
+    // on the same connection. Taking one as the answer would leave the real one to be read by
+    // whichever request uses the connection next. 101 would hand the connection to another
+    // protocol, which we never ask for.
+    if (status / 100 == 1) {
+      if (status == 101) {
+        conn_->close();
+        return finish(runtime_error("malformed HTTP response from " + origin() +
+                                    " (101 Switching Protocols, never asked for)"));
+      }
+      if (++interim_ > kMaxInterimResponses) {
+        conn_->close();
+        return finish(runtime_error("malformed HTTP response from " + origin() + " (more than " +
+                                    std::to_string(kMaxInterimResponses) +
+                                    " interim 1xx responses)"));
+      }
+      return read();
+    }
     InboundResponse response;
-    response.status = message.result_int();
+    response.status = status;
     response.status_text = std::string(message.reason());
     for (const auto& field : message) {
       response.headers.emplace_back(std::string(field.name_string()), std::string(field.value()));
     }
     response.body = std::move(message.body());
     response.final_url = request_.url.full();
-    const bool keep_alive = message.keep_alive() && conn_->buffer.size() == 0;
+    const bool bodyless = request_.method == Method::head || status == 204 || status == 304;
+    // Back to the pool only when this response ended exactly where its framing says and nothing
+    // follows it. A HEAD response never goes back: a server that sends the body anyway may send
+    // it later, after the next request went out on the connection.
+    const bool keep_alive = message.keep_alive() && !parser_->need_eof() &&
+                            !conn_->has_unread_input() && request_.method != Method::head &&
+                            !(bodyless && declares_body(response.headers));
 
-    if (auto error = decode(response)) {
+    if (auto error = decode(response, bodyless)) {
       conn_->close();
       finish(std::move(*error));
       return;
@@ -381,44 +460,49 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
     finish(std::move(response));
   }
 
-  // Undoes a Content-Encoding of gzip or deflate; anything else is refused (we only advertise
-  // those two).
-  std::optional<GatewayError> decode(InboundResponse& response) {
-    auto found = std::find_if(response.headers.begin(), response.headers.end(),
-                              [](const Header& h) { return iequals(h.first, "content-encoding"); });
-    if (found == response.headers.end()) return std::nullopt;
-    const std::string coding = [&] {
-      std::string value;
-      for (const char c : found->second) {
-        if (c != ' ' && c != '\t') value += ascii_lower(c);
-      }
-      return value;
-    }();
-    if (coding.empty() || coding == "identity") return std::nullopt;
-    int window_bits = 0;
-    if (coding == "gzip" || coding == "x-gzip") {
-      window_bits = 15 + 16;
-    } else if (coding == "deflate") {
-      window_bits = 15;
-    } else {
+  // Undoes the Content-Encoding of the body, every field and element of it, last applied first
+  // (gzip and deflate; anything else is refused, we only advertise those two), and removes the
+  // framing headers: they describe bytes the code does not get. A transfer coding other than
+  // chunked is refused: the body would reach the code still encoded.
+  std::optional<GatewayError> decode(InboundResponse& response, bool bodyless) {
+    const std::vector<std::string> codings = codings_of(response.headers, "content-encoding");
+    const std::vector<std::string> transfer = codings_of(response.headers, "transfer-encoding");
+    std::erase_if(response.headers, [](const Header& h) {
+      return iequals(h.first, "content-encoding") || iequals(h.first, "content-length") ||
+             iequals(h.first, "transfer-encoding");
+    });
+    if (bodyless) return std::nullopt;
+    if (!transfer.empty() && transfer != std::vector<std::string>{"chunked"}) {
       return runtime_error("response from " + origin() +
-                           " has an unsupported Content-Encoding (only gzip and deflate are "
-                           "decoded)");
+                           " has an unsupported Transfer-Encoding (only chunked is read)");
+    }
+    if (codings.size() > kMaxContentCodings) {
+      return runtime_error("response from " + origin() + " has more than " +
+                           std::to_string(kMaxContentCodings) + " Content-Encodings");
+    }
+    for (const auto& coding : codings) {
+      if (coding != "gzip" && coding != "x-gzip" && coding != "deflate") {
+        return runtime_error("response from " + origin() +
+                             " has an unsupported Content-Encoding (only gzip and deflate are "
+                             "decoded)");
+      }
     }
     const std::size_t cap = state_->options.response_bytes;
-    bool oversize = false;
-    auto decoded = inflate_body(response.body, window_bits, cap, oversize);
-    if (!decoded && !oversize && coding == "deflate") {  // some servers send raw deflate
-      decoded = inflate_body(response.body, -15, cap, oversize);
+    for (auto coding = codings.rbegin(); coding != codings.rend(); ++coding) {
+      const bool deflate = *coding == "deflate";
+      bool oversize = false;
+      auto decoded = inflate_body(response.body, deflate ? 15 : 15 + 16, cap, oversize);
+      if (!decoded && !oversize && deflate) {  // some servers send raw deflate
+        decoded = inflate_body(response.body, -15, cap, oversize);
+      }
+      if (oversize) {
+        return runtime_error("response body exceeds " + std::to_string(cap) + " bytes");
+      }
+      if (!decoded) {
+        return runtime_error("response from " + origin() + " has a corrupt " + *coding + " body");
+      }
+      response.body = std::move(*decoded);
     }
-    if (oversize) return runtime_error("response body exceeds " + std::to_string(cap) + " bytes");
-    if (!decoded) {
-      return runtime_error("response from " + origin() + " has a corrupt " + coding + " body");
-    }
-    response.body = std::move(*decoded);
-    std::erase_if(response.headers, [](const Header& h) {
-      return iequals(h.first, "content-encoding") || iequals(h.first, "content-length");
-    });
     return std::nullopt;
   }
 
@@ -487,6 +571,7 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
   Phase phase_ = Phase::resolve;
   bool reused_ = false;
   bool retried_ = false;
+  unsigned interim_ = 0;  // 1xx responses skipped so far
   http::request<http::string_body> message_;
   std::optional<http::response_parser<http::string_body>> parser_;
 };

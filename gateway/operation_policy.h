@@ -41,6 +41,9 @@ class OperationPolicy {
   // description" or "method DELETE is not allowed here (allowed: GET, HEAD)".
   std::optional<std::string> check(Method method, std::string_view target) const;
 
+  // Whether any method or operation is refused (what makes override headers worth dropping).
+  bool restricts() const { return options_.operations.has_value() || !options_.methods.empty(); }
+
  private:
   bool matches(Method method, std::string_view path) const;
 

@@ -38,8 +38,9 @@ struct OutboundRequest {
 struct InboundResponse {
   unsigned status = 0;
   std::string status_text;
-  // As received, in order, repeated names kept; minus Content-Encoding / Content-Length when
-  // the gateway decoded a compressed body (they no longer describe `body`).
+  // As received, in order, repeated names kept, minus the framing (Content-Encoding,
+  // Content-Length, Transfer-Encoding: they describe bytes the code does not get). The gateway
+  // then redacts and appends a Content-Length of `body` (none for HEAD, 204 and 304).
   Headers headers;
   std::string body;
   // The URL of the request that produced this response (after same-origin redirects),

@@ -91,6 +91,14 @@ bool is_gateway_owned_header(std::string_view name) {
                      [&](std::string_view owned) { return iequals(name, owned); });
 }
 
+bool is_override_header(std::string_view name) {
+  static constexpr std::array<std::string_view, 5> kOverrides = {
+      "x-http-method-override", "x-http-method", "x-method-override", "x-original-url",
+      "x-rewrite-url"};
+  return std::any_of(kOverrides.begin(), kOverrides.end(),
+                     [&](std::string_view override) { return iequals(name, override); });
+}
+
 std::variant<CheckedHeaders, GatewayError> check_headers(const Headers& headers) {
   if (headers.size() > kMaxRequestHeaders) {
     return policy_error("more than " + std::to_string(kMaxRequestHeaders) + " request headers");

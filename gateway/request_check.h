@@ -39,6 +39,12 @@ bool is_header_value(std::string_view value);
 // Trailer, Expect, Accept-Encoding and Proxy-*. Case-insensitive.
 bool is_gateway_owned_header(std::string_view name);
 
+// Headers through which many frameworks let a request name another method or path than its
+// request line: X-HTTP-Method-Override, X-HTTP-Method, X-Method-Override, X-Original-URL,
+// X-Rewrite-URL. Case-insensitive. The gateway drops them when a policy restricts methods or
+// operations.
+bool is_override_header(std::string_view name);
+
 struct CheckedHeaders {
   Headers headers;                   // the code's headers, trimmed, minus gateway-owned ones
   std::vector<std::string> dropped;  // names of the dropped headers, as written, for the log

@@ -7,9 +7,11 @@
 #include <boost/asio/ssl.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <future>
 #include <map>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 namespace codemode::gateway::testing {
 namespace {
@@ -26,6 +28,21 @@ tcp::socket& raw_socket(ssl::stream<tcp::socket>& stream) { return stream.next_l
 
 std::size_t number_after(std::string_view path, std::string_view prefix) {
   return static_cast<std::size_t>(std::stoull(std::string(path.substr(prefix.size()))));
+}
+
+// A whole response, sent where no response was asked for.
+constexpr std::string_view kSmuggled = "HTTP/1.1 200 OK\r\nContent-Length: 8\r\n\r\nsmuggled";
+
+std::string percent_encode_all(std::string_view text) {
+  static constexpr std::string_view kHex = "0123456789ABCDEF";
+  std::string out;
+  for (const char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    out += '%';
+    out += kHex[byte >> 4];
+    out += kHex[byte & 0xF];
+  }
+  return out;
 }
 
 }  // namespace
@@ -54,6 +71,22 @@ struct TestServer::Impl {
   std::atomic<std::uint64_t> requests{0};
   std::mutex mutex;
   std::map<std::string, std::pair<unsigned, std::string>> redirects;
+  // /then-junk connections waiting for release_held(): their timer, and what they promise once
+  // their bytes are written.
+  std::vector<std::pair<std::shared_ptr<net::steady_timer>, std::shared_ptr<std::promise<void>>>>
+      held;
+
+  // Waits until the connection becomes readable (the client's next request) or 300 ms pass.
+  template <class Stream>
+  net::awaitable<void> hold(Stream& stream) {
+    auto timer = std::make_shared<net::steady_timer>(io, std::chrono::milliseconds(300));
+    raw_socket(stream).async_wait(tcp::socket::wait_read, [timer](beast::error_code ec) {
+      if (!ec) timer->cancel();
+    });
+    beast::error_code ec;
+    co_await timer->async_wait(net::redirect_error(net::use_awaitable, ec));
+    raw_socket(stream).cancel(ec);
+  }
 
   net::awaitable<void> accept_loop() {
     for (;;) {
@@ -184,6 +217,80 @@ struct TestServer::Impl {
     } else if (path == "/br") {
       response.set(http::field::content_encoding, "br");
       response.body() = "\x0b\x02\x80hello";
+    } else if (path.starts_with("/early-hints/")) {
+      co_await send_raw(stream,
+                        "HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\n");
+      co_await hold(stream);
+      response.body() = "private body of " + path.substr(13);
+    } else if (path == "/interim") {
+      co_await send_raw(stream,
+                        "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 102 Processing\r\n\r\n"
+                        "HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\n"
+                        "HTTP/1.1 200 OK\r\nContent-Length: 13\r\n\r\nafter interim");
+      co_return true;
+    } else if (path == "/interim-flood") {
+      std::string bytes;
+      for (int i = 0; i < 17; ++i) bytes += "HTTP/1.1 103 Early Hints\r\n\r\n";
+      co_await send_raw(stream, bytes + "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+      co_return true;
+    } else if (path == "/switching") {
+      co_await send_raw(stream,
+                        "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
+                        "Connection: Upgrade\r\n\r\n");
+      co_return false;
+    } else if (path.starts_with("/late-body/")) {
+      const std::size_t status =
+          request.method() == http::verb::head ? 200 : number_after(path, "/late-body/");
+      co_await send_raw(stream, "HTTP/1.1 " + std::to_string(status) +
+                                    " Whatever\r\nContent-Length: " +
+                                    std::to_string(kSmuggled.size()) + "\r\n\r\n");
+      co_await hold(stream);
+      co_await send_raw(stream, std::string(kSmuggled));
+      co_return true;
+    } else if (path == "/then-junk") {
+      response.body() = "first";
+      co_await send(stream, std::move(response));
+      auto timer = std::make_shared<net::steady_timer>(io, std::chrono::seconds(5));
+      auto written = std::make_shared<std::promise<void>>();
+      {
+        std::lock_guard lock(mutex);
+        held.emplace_back(timer, written);
+      }
+      beast::error_code ec;
+      co_await timer->async_wait(net::redirect_error(net::use_awaitable, ec));
+      co_await send_raw(stream, std::string(kSmuggled));
+      written->set_value();
+      co_return true;
+    } else if (path == "/reason") {
+      co_await send_raw(stream, "HTTP/1.1 200 " + std::string(request[http::field::authorization]) +
+                                    "\r\nContent-Length: 2\r\n\r\nok");
+      co_return true;
+    } else if (path == "/header-name") {
+      const std::string auth(request[http::field::authorization]);
+      response.insert("x-" + auth.substr(auth.rfind(' ') + 1) + "-seen", "1");
+      response.body() = "ok";
+    } else if (path == "/reflect-location") {
+      response.result(http::status::found);
+      response.set(http::field::location,
+                   "/echo/landed?auth=" +
+                       percent_encode_all(std::string(request[http::field::authorization])));
+      response.body() = "redirect";
+    } else if (path == "/stacked-encoding") {
+      response.insert(http::field::content_encoding, "identity");
+      response.insert(http::field::content_encoding, "gzip, gzip");
+      response.body() =
+          compress(compress("auth=" + std::string(request[http::field::authorization]), 31), 31);
+    } else if (path == "/stacked-unknown") {
+      response.insert(http::field::content_encoding, "gzip");
+      response.insert(http::field::content_encoding, "x-custom");
+      response.body() = compress("hello", 31);
+    } else if (path == "/transfer-gzip") {
+      const std::string gz = compress("hello", 31);
+      char size[16];
+      std::snprintf(size, sizeof size, "%zx\r\n", gz.size());
+      co_await send_raw(stream, "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n" +
+                                    std::string(size) + gz + "\r\n0\r\n\r\n");
+      co_return true;
     } else if (path == "/close-silently") {
       response.body() = "kept alive, then dropped";
       co_await send(stream, std::move(response));
@@ -235,6 +342,19 @@ void TestServer::add_redirect(const std::string& path, unsigned status,
                               const std::string& location) {
   std::lock_guard lock(impl_->mutex);
   impl_->redirects[path] = {status, location};
+}
+
+std::size_t TestServer::release_held() {
+  decltype(impl_->held) held;
+  {
+    std::lock_guard lock(impl_->mutex);
+    held.swap(impl_->held);
+  }
+  for (auto& [timer, written] : held) {
+    net::post(impl_->io, [timer = timer] { timer->cancel(); });
+  }
+  for (auto& [timer, written] : held) written->get_future().wait();
+  return held.size();
 }
 
 }  // namespace codemode::gateway::testing

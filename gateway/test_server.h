@@ -21,6 +21,24 @@
 //   redirects added with add_redirect(path, status, location)
 //   anything else     404
 //
+// Hostile or careless upstreams; "holds" means: sends nothing more until the connection becomes
+// readable (the client's next request on it) or 300 ms pass, whichever is first.
+//   /early-hints/NAME 103 Early Hints, holds, then 200 "private body of NAME" (kept alive)
+//   /interim          100, 102 and 103, then 200 "after interim", in one write
+//   /interim-flood    17 x 103, then 200
+//   /switching        101 Switching Protocols, then close
+//   /late-body/NNN    status NNN (200 for HEAD) declaring a body by Content-Length, holds, then
+//                     sends that body: the bytes of a whole response, 200 "smuggled"
+//   /then-junk        200 "first", then, once release_held() is called, a 200 "smuggled" nobody
+//                     asked for
+//   /reason           status 200 whose reason phrase is the request's Authorization value
+//   /header-name      a header named x-WORD-seen, WORD the last word of Authorization
+//   /reflect-location 302 to /echo/landed?auth= + Authorization, every byte percent-encoded
+//   /stacked-encoding Content-Encoding: identity, then a second field: gzip, gzip; the body
+//                     "auth=" + Authorization, gzipped twice
+//   /stacked-unknown  Content-Encoding: gzip and a second field x-custom
+//   /transfer-gzip    Transfer-Encoding: gzip, chunked (a transfer coding we cannot undo)
+//
 // Threading: the server owns an io_context and one thread running it; the constructor returns
 // once it is listening. The destructor stops the thread and drops every connection.
 #pragma once
@@ -52,6 +70,9 @@ class TestServer {
   std::uint64_t requests() const;     // complete requests read
 
   void add_redirect(const std::string& path, unsigned status, const std::string& location);
+  // Lets every /then-junk connection send its unrequested bytes; returns once they are written,
+  // with how many connections did.
+  std::size_t release_held();
 
   struct Impl;
 

@@ -69,7 +69,7 @@ std::optional<std::string_view> header(const http::request<http::string_body>& r
 }
 
 bool is_stateless_version(std::string_view header_value) {
-  return decode_header_value(header_value) == kStatelessProtocolVersion;
+  return decode_header_value(header_value, HeaderEncoding::plain_only) == kStatelessProtocolVersion;
 }
 
 // Which rules a POST is served by (its response headers differ slightly).

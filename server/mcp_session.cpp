@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 #include <boost/asio/post.hpp>
 
+#include "server/log_text.h"
 #include "server/stateless_revision.h"
 
 namespace codemode::server {
@@ -55,7 +56,7 @@ void McpSession::dispatch(Message parsed, const Send& out, bool routed, const Se
   } else if (auto* notification = std::get_if<Notification>(&parsed)) {
     on_notification(*notification);
   } else if (auto* error = std::get_if<JsonRpcError>(&parsed)) {
-    spdlog::debug("refused a message: {}", error->message);
+    spdlog::debug("refused a message: {}", escape_log_text(error->message));
     out(serialize_error(*error));
   }
   // Responses: we send no requests, so there is nothing to match them with.
@@ -159,7 +160,7 @@ void McpSession::on_notification(const Notification& notification) {
     }
     return;
   }
-  spdlog::debug("ignored notification {}", notification.method);
+  spdlog::debug("ignored notification {}", escape_log_text(notification.method));
 }
 
 Json McpSession::initialize(const Json& params) {
@@ -168,9 +169,16 @@ Json McpSession::initialize(const Json& params) {
   initialized_ = true;
   std::string client = "unknown client";
   if (auto info = params.find("clientInfo"); info != params.end() && info->is_object()) {
-    client = info->value("name", client) + " " + info->value("version", "");
+    // Only strings are read: Json::value would throw on a number here.
+    const auto text = [&](const char* key) {
+      const auto it = info->find(key);
+      return it != info->end() && it->is_string() ? it->get<std::string>() : std::string();
+    };
+    if (!text("name").empty()) client = text("name");
+    client += " " + text("version");
   }
-  spdlog::info("initialized: {} asked for {}, speaking {}", client, requested, protocol_version_);
+  spdlog::info("initialized: {} asked for {}, speaking {}", escape_log_text(client),
+               escape_log_text(requested), protocol_version_);
   Json result{{"protocolVersion", protocol_version_},
               {"capabilities", {{"tools", {{"listChanged", false}}}}},
               {"serverInfo", {{"name", info_.name}, {"version", info_.version}}}};

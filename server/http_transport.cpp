@@ -4,6 +4,7 @@
 
 #include <cerrno>
 #include <deque>
+#include <list>
 #include <map>
 #include <sstream>
 
@@ -31,7 +32,7 @@ struct HttpServer::State {
         options(std::move(opts)),
         make_session(std::move(factory)),
         acceptor(io_context),
-        sessions(options.max_sessions) {}
+        sessions(options.max_sessions, options.max_sessions_per_owner) {}
 
   // One POST request fewer in flight for `client`; tells a drain when none is left.
   void request_done(const std::string& client) {
@@ -45,13 +46,54 @@ struct HttpServer::State {
     if (draining && in_flight == 0 && on_drained) std::exchange(on_drained, nullptr)();
   }
 
+  // A connection not yet admitted: it has not sent an /mcp request that passed authentication.
+  // `evict` closes it (posted to its strand); it holds the connection weakly.
+  struct Waiting {
+    std::string address;
+    std::function<void()> evict;
+  };
+  using WaitingList = std::list<Waiting>;
+
+  // Registers a new connection as waiting. Beyond the per-address or the total share of waiting
+  // connections the oldest waiting one (of that address, else of all) is closed: idle or slow
+  // connections cannot fill the table, and a client that sends its request at once always gets
+  // in, however many idle connections came before it.
+  WaitingList::iterator start_waiting(const std::string& address, std::function<void()> evict) {
+    auto it = waiting.insert(waiting.end(), Waiting{address, std::move(evict)});
+    if (++waiting_by_address[address] > options.max_waiting_per_address) {
+      evict_oldest([&](const Waiting& w) { return w.address == address; });
+    }
+    if (waiting.size() > options.max_waiting_connections) {
+      evict_oldest([](const Waiting&) { return true; });
+    }
+    return it;
+  }
+  void stop_waiting(WaitingList::iterator it) {
+    if (auto count = waiting_by_address.find(it->address); --count->second == 0) {
+      waiting_by_address.erase(count);
+    }
+    waiting.erase(it);
+  }
+  template <typename Predicate>
+  void evict_oldest(Predicate matches) {
+    for (auto it = waiting.begin(); it != waiting.end(); ++it) {
+      if (!matches(*it)) continue;
+      auto evict = std::move(it->evict);
+      stop_waiting(it);
+      evict();
+      return;
+    }
+  }
+
   asio::io_context& io;
   HttpOptions options;
   SessionFactory make_session;
   std::optional<HttpPolicy> policy;  // built by start(), once the port is known
   tcp::acceptor acceptor;
   HttpSessionTable sessions;
-  std::size_t connections = 0;
+  std::size_t admitted = 0;  // connections that passed authentication; max_connections of them
+  WaitingList waiting;       // the others, oldest first
+  std::map<std::string, std::size_t> waiting_by_address;
   std::size_t in_flight = 0;
   std::map<std::string, std::size_t> in_flight_by_client;
   bool draining = false;
@@ -62,10 +104,9 @@ namespace {
 
 using State = HttpServer::State;
 
-std::optional<std::string_view> header(const http::request<http::string_body>& request,
-                                       std::string_view name) {
-  auto it = request.find(name);
-  if (it == request.end()) return std::nullopt;
+std::optional<std::string_view> header(const http::fields& fields, std::string_view name) {
+  auto it = fields.find(name);
+  if (it == fields.end()) return std::nullopt;
   return std::string_view(it->value().data(), it->value().size());
 }
 
@@ -81,19 +122,33 @@ bool is_http_parse_error(const boost::system::error_code& ec) {
 }
 
 // One TCP connection: reads a request, answers it, reads the next (keep-alive). At most one
-// request is in flight per connection (HTTP/1.1 without pipelining); while its tools/call
-// runs, the socket is watched so that a client that hangs up cancels the call.
+// request is in flight per connection (HTTP/1.1 without pipelining); while it runs, the socket is
+// watched so that a client that hangs up cancels the call.
+// A request is read in two steps: the header block, which is checked (repeated headers, Host,
+// Origin, the bearer token) before a byte of the body is read, so an unauthenticated client never
+// makes the server hold a body; then the body. A connection starts waiting (State::Waiting) with
+// a short deadline for each header block, and is admitted (one of max_connections) by its first
+// authenticated /mcp request.
 class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
  public:
   HttpConnection(tcp::socket socket, std::shared_ptr<State> state)
       : stream_(std::move(socket)), state_(std::move(state)) {
     boost::system::error_code ec;
     client_ = stream_.socket().remote_endpoint(ec).address().to_string();
-    over_capacity_ = ++state_->connections > state_->options.max_connections;
   }
-  ~HttpConnection() { --state_->connections; }
+  ~HttpConnection() {
+    if (waiting_) state_->stop_waiting(*waiting_);
+    if (admitted_) --state_->admitted;
+  }
 
   void run() {
+    std::weak_ptr<HttpConnection> weak = shared_from_this();
+    waiting_ = state_->start_waiting(client_, [weak] {
+      if (auto self = weak.lock()) {
+        self->waiting_.reset();  // already off the list (the state's one thread runs this)
+        asio::post(self->stream_.get_executor(), [self] { self->close(); });
+      }
+    });
     asio::dispatch(stream_.get_executor(),
                    beast::bind_front_handler(&HttpConnection::do_read, shared_from_this()));
   }
@@ -110,55 +165,111 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   };
 
   void do_read() {
+    if (closed_) return;
     parser_.emplace();
     parser_->header_limit(static_cast<std::uint32_t>(state_->options.max_header_bytes));
     parser_->body_limit(state_->options.max_body_bytes);
-    stream_.expires_after(state_->options.read_timeout);
-    http::async_read(stream_, buffer_, *parser_,
-                     beast::bind_front_handler(&HttpConnection::on_read, shared_from_this()));
+    // Until it is admitted a connection gets the short header deadline for every header block;
+    // an admitted one may idle between requests for the read timeout.
+    stream_.expires_after(admitted_ ? state_->options.read_timeout
+                                    : state_->options.header_timeout);
+    http::async_read_header(
+        stream_, buffer_, *parser_,
+        beast::bind_front_handler(&HttpConnection::on_header, shared_from_this()));
   }
 
-  void on_read(boost::system::error_code ec, std::size_t) {
-    if (ec == http::error::end_of_stream || ec == beast::error::timeout) return shut_down();
+  // Answers a failed read, or ends the connection; false when the read succeeded.
+  bool on_read_error(boost::system::error_code ec) {
+    if (!ec) return false;
+    if (ec == http::error::end_of_stream || ec == beast::error::timeout) {
+      shut_down();
+      return true;
+    }
     keep_alive_ = false;  // every refusal below ends the connection: the parser is spent
     mcp_ = true;
     if (ec == http::error::body_limit) {
       linger_ = true;
-      return refuse({413, "payload too large: the body exceeds " +
-                              std::to_string(state_->options.max_body_bytes) + " bytes"});
+      refuse({413, "payload too large: the body exceeds " +
+                       std::to_string(state_->options.max_body_bytes) + " bytes"});
+    } else if (ec == http::error::header_limit) {
+      refuse({431, "request header fields too large: the header exceeds " +
+                       std::to_string(state_->options.max_header_bytes) + " bytes"});
+    } else if (is_http_parse_error(ec)) {
+      refuse({400, "bad request: malformed HTTP request"});
+    } else {
+      close();
     }
-    if (ec == http::error::header_limit) {
-      return refuse({431, "request header fields too large: the header exceeds " +
-                              std::to_string(state_->options.max_header_bytes) + " bytes"});
-    }
-    if (is_http_parse_error(ec)) return refuse({400, "bad request: malformed HTTP request"});
-    if (ec) return close();
-    route(parser_->release());
+    return true;
   }
 
-  void route(http::request<http::string_body> request) {
-    keep_alive_ = request.keep_alive();
+  void on_header(boost::system::error_code ec, std::size_t) {
+    if (on_read_error(ec)) return;
+    const auto& request = parser_->get();
     const std::string_view target(request.target().data(), request.target().size());
     const std::string_view path = target.substr(0, target.find('?'));  // no query is consulted
     mcp_ = path == "/mcp";
     spdlog::debug("http {} {} from {}", std::string(request.method_string()), escape_log_text(path),
                   client_);
-    if (over_capacity_) {
-      keep_alive_ = false;
-      return refuse({503, "unavailable: too many connections"});
-    }
-    const HttpPolicy& policy = *state_->policy;
-    if (auto refusal = policy.check_host(header(request, "Host"))) return refuse(*refusal);
-    if (auto refusal = policy.check_origin(header(request, "Origin"))) return refuse(*refusal);
-    const bool get = request.method() == http::verb::get;
-    if (path == "/healthz" && get) return respond_text(http::status::ok, "ok\n");
-    if (path == "/readyz" && get) {
-      if (state_->draining) return respond_text(http::status::service_unavailable, "draining\n");
-      return respond_text(http::status::ok, "ready\n");
-    }
-    if (!mcp_) return respond_text(http::status::not_found, "not found\n");
-    if (auto refusal = policy.check_bearer(header(request, "Authorization"))) {
+    // A refusal on the header block leaves the body, if any, unread: the connection ends after
+    // the answer, and what the client still sends is discarded (bounded) so that closing does
+    // not reset the connection before the client has read the answer.
+    const bool body_unread = !parser_->is_done();
+    keep_alive_ = request.keep_alive() && !body_unread;
+    if (auto refusal = check_head(request, path)) {
+      linger_ = body_unread;
       return refuse(*refusal);
+    }
+    stream_.expires_after(state_->options.read_timeout);
+    http::async_read(stream_, buffer_, *parser_,
+                     beast::bind_front_handler(&HttpConnection::on_read, shared_from_this()));
+  }
+
+  // The rules that need only the header block, in order: repeated headers, Host, Origin, then
+  // for /mcp the bearer token and a place among the admitted connections.
+  std::optional<HttpRefusal> check_head(const http::request_header<>& request,
+                                        std::string_view path) {
+    std::vector<std::string_view> names;
+    for (const auto& field : request) {
+      names.emplace_back(field.name_string().data(), field.name_string().size());
+    }
+    if (auto refusal = check_repeated_headers(names)) return refusal;
+    const HttpPolicy& policy = *state_->policy;
+    if (auto refusal = policy.check_host(header(request, "Host"))) return refusal;
+    if (auto refusal = policy.check_origin(header(request, "Origin"))) return refusal;
+    if (path != "/mcp") return std::nullopt;
+    auto authentication = policy.authenticate(header(request, "Authorization"));
+    if (authentication.refusal) return authentication.refusal;
+    principal_ = std::move(authentication.principal);
+    if (!admitted_) {
+      if (state_->admitted >= state_->options.max_connections) {
+        keep_alive_ = false;
+        return HttpRefusal{503, "unavailable: too many connections"};
+      }
+      admitted_ = true;
+      ++state_->admitted;
+      if (waiting_) state_->stop_waiting(*std::exchange(waiting_, std::nullopt));
+    }
+    return std::nullopt;
+  }
+
+  void on_read(boost::system::error_code ec, std::size_t) {
+    if (on_read_error(ec)) return;
+    route(parser_->release());
+  }
+
+  // A request whose header block passed check_head, with its body.
+  void route(http::request<http::string_body> request) {
+    keep_alive_ = request.keep_alive();
+    const bool get = request.method() == http::verb::get;
+    if (!mcp_) {
+      const std::string_view target(request.target().data(), request.target().size());
+      const std::string_view path = target.substr(0, target.find('?'));
+      if (path == "/healthz" && get) return respond_text(http::status::ok, "ok\n");
+      if (path == "/readyz" && get) {
+        if (state_->draining) return respond_text(http::status::service_unavailable, "draining\n");
+        return respond_text(http::status::ok, "ready\n");
+      }
+      return respond_text(http::status::not_found, "not found\n");
     }
     if (state_->draining) {
       keep_alive_ = false;
@@ -240,7 +351,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
                          "bad request: Mcp-Session-Id header is required (initialize "
                          "first)"});
         }
-        session = state_->sessions.find(*session_id);
+        session = state_->sessions.find(*session_id, principal_);
         if (!session) return refuse({404, "not found: no session with this Mcp-Session-Id"});
         if (auto refusal = check_protocol_version(version)) return refuse(*refusal);
       }
@@ -312,7 +423,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
     const auto session_id = header(request, "Mcp-Session-Id");
     if (!session_id) return refuse({400, "bad request: Mcp-Session-Id header is required"});
     // Calls still running for the session finish and answer; only new requests are refused.
-    if (!state_->sessions.remove(*session_id)) {
+    if (!state_->sessions.remove(*session_id, principal_)) {
       return refuse({404, "not found: no session with this Mcp-Session-Id"});
     }
     spdlog::info("http session ended by the client ({} left)", state_->sessions.size());
@@ -342,8 +453,10 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
     if (pending.new_session_id) {
       const Json parsed = Json::parse(answer, nullptr, false);
       if (parsed.is_object() && parsed.contains("result")) {
-        if (state_->sessions.add(*pending.new_session_id, pending.session)) {
-          spdlog::info("http session table full: the least recently used session was ended");
+        // Without tokens everyone is one principal: sessions are counted per address then.
+        SessionOwner owner{principal_, principal_.empty() ? client_ : principal_};
+        if (state_->sessions.add(*pending.new_session_id, pending.session, std::move(owner))) {
+          spdlog::info("http session table: a least recently used session was ended for room");
         }
         response.set("Mcp-Session-Id", *pending.new_session_id);
         spdlog::info("http session started ({} live)", state_->sessions.size());
@@ -544,7 +657,9 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   std::optional<http::request_parser<http::string_body>> parser_;
   std::shared_ptr<State> state_;
   std::string client_;  // the peer's IP address: the unit of the per-client request limit
-  bool over_capacity_ = false;
+  std::optional<State::WaitingList::iterator> waiting_;  // set while not admitted
+  bool admitted_ = false;                                // counted in State::admitted
+  std::string principal_;  // who the current request's token names (HttpPolicy::authenticate)
   bool keep_alive_ = false;
   bool mcp_ = false;     // the current request is for /mcp: refusals are JSON-RPC errors
   bool linger_ = false;  // drain the unread body before closing

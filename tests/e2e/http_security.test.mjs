@@ -33,6 +33,146 @@ async function initialize(port, headers = {}, connection = null) {
 
 const rssKiB = (pid) => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))[1]);
 
+test('finding 5: no token, no body read: 401 on the header block, and no memory held', async () => {
+  const server = await withTokens();
+  const stalled = [];
+  try {
+    await provesServing(server.port, A);
+    const before = rssKiB(server.proc.pid);
+    const head = `POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:${server.port}\r\nContent-Type: application/json\r\n` +
+      `Content-Length: ${4 * 1024 * 1024 - 1}\r\n\r\n`;
+    const chunk = Buffer.alloc(1024 * 1024, 'x');
+    for (let i = 0; i < 16; ++i) {
+      const connection = new RawConnection(server.port);
+      connection.write(head);
+      connection.write(chunk);  // 1 MiB of the announced 4 MiB, then nothing more
+      stalled.push(connection);
+    }
+    for (const connection of stalled) {
+      const refused = await connection.response(5000);
+      assert.equal(refused.status, 401);
+      assert.equal(refused.headers['www-authenticate'], 'Bearer');
+    }
+    // 16 MiB were sent; the server discarded them instead of holding them.
+    const grown = rssKiB(server.proc.pid) - before;
+    assert.ok(grown < 8 * 1024, `the server grew by ${grown} KiB`);
+    // A client with a token is served while the others stall.
+    await provesServing(server.port, A);
+  } finally {
+    for (const connection of stalled) connection.destroy();
+    assert.deepEqual(await server.stop(), { code: 0, signal: null });
+  }
+});
+
+test('finding 6: idle connections cannot fill the connection table; a client with a token is served', async () => {
+  const server = await withTokens();
+  const idle = [];
+  try {
+    // More than max_connections (512) that never send a byte.
+    for (let i = 0; i < 520; ++i) idle.push(new RawConnection(server.port));
+    await Promise.all(idle.map((c) => new Promise((resolve) => {
+      if (c.socket.readyState === 'open') resolve(); else c.socket.once('connect', resolve).once('close', resolve);
+    })));
+    // max_connections count only admitted connections: a client with a token gets in.
+    await provesServing(server.port, A);
+    // A few waiting connections per address are kept; the oldest beyond them are closed.
+    const deadline = Date.now() + 5000;
+    while (idle.filter((c) => !c.closed).length > 32 && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    const open = idle.filter((c) => !c.closed).length;
+    assert.ok(open <= 32, `${open} idle connections are still open`);
+    await provesServing(server.port, A);
+  } finally {
+    for (const connection of idle) connection.destroy();
+    assert.deepEqual(await server.stop(), { code: 0, signal: null });
+  }
+});
+
+test('finding 6: a connection that sends no complete header block is closed after 10 s, not 30 s', async () => {
+  const server = await withTokens();
+  try {
+    const started = Date.now();
+    const slow = new RawConnection(server.port);
+    slow.write(`POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:${server.port}\r\n`);  // and never the rest
+    await slow.closedByServer(15000);
+    const seconds = (Date.now() - started) / 1000;
+    assert.ok(seconds >= 9, `closed after ${seconds} s`);
+    await provesServing(server.port, A);
+  } finally {
+    assert.deepEqual(await server.stop(), { code: 0, signal: null });
+  }
+});
+
+test('finding 13: a session belongs to the token that made it; another token gets 404', async () => {
+  const server = await withTokens();
+  try {
+    const sessionA = await initialize(server.port, A);
+    const withB = { ...sessionA, ...B };  // A's session id, B's token
+    const list = await rawExchange(server.port, post(server.port, { jsonrpc: '2.0', id: 2, method: 'tools/list' }, withB));
+    assert.equal(list.status, 404);
+    assert.match(list.body, /not found: no session with this Mcp-Session-Id/);
+
+    // A's call runs; B's cancellation is refused and A gets its answer.
+    const running = new RawConnection(server.port);
+    const answer = running.exchange(post(server.port, slowCall(5, 500), sessionA));
+    const cancel = await rawExchange(server.port, post(server.port, {
+      jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 5 },
+    }, withB));
+    assert.equal(cancel.status, 404);
+    const done = await answer;
+    assert.equal(done.status, 200);
+    assert.equal(JSON.parse(done.body).result.structuredContent.result, 5);
+    running.destroy();
+
+    const del = await rawExchange(server.port,
+      `DELETE /mcp HTTP/1.1\r\nHost: 127.0.0.1:${server.port}\r\nAuthorization: Bearer ${TOKEN_B}\r\n` +
+      `Mcp-Session-Id: ${sessionA['Mcp-Session-Id']}\r\n\r\n`);
+    assert.equal(del.status, 404);
+    // A's session is untouched.
+    const mine = await rawExchange(server.port, post(server.port, { jsonrpc: '2.0', id: 3, method: 'tools/list' }, sessionA));
+    assert.equal(mine.status, 200);
+    await provesServing(server.port, B);
+  } finally {
+    assert.deepEqual(await server.stop(), { code: 0, signal: null });
+  }
+});
+
+// 1,030 initializes on one keep-alive connection: more than the whole table (1,024).
+async function flood(port, headers, options) {
+  const connection = new RawConnection(port, '127.0.0.1', options);
+  for (let i = 0; i < 1030; ++i) {
+    const init = await connection.exchange(post(port, { ...INITIALIZE, id: i }, headers));
+    assert.equal(init.status, 200);
+  }
+  connection.destroy();
+}
+
+test('finding 14: one token\'s initializes evict only its own sessions', async () => {
+  const server = await withTokens();
+  try {
+    const sessionA = await initialize(server.port, A);
+    await flood(server.port, B);
+    const mine = await rawExchange(server.port, post(server.port, { jsonrpc: '2.0', id: 3, method: 'tools/list' }, sessionA));
+    assert.equal(mine.status, 200);
+  } finally {
+    assert.deepEqual(await server.stop(), { code: 0, signal: null });
+  }
+});
+
+test('finding 14: without tokens, one address\'s initializes evict only its own sessions', async () => {
+  const server = await startHttpServer();
+  try {
+    const sessionA = await initialize(server.port);
+    await flood(server.port, {}, { localAddress: '127.0.0.2' });
+    const mine = await rawExchange(server.port, post(server.port, { jsonrpc: '2.0', id: 3, method: 'tools/list' }, sessionA));
+    assert.equal(mine.status, 200);
+    await provesServing(server.port);
+  } finally {
+    assert.deepEqual(await server.stop(), { code: 0, signal: null });
+  }
+});
+
 test('findings 7 and 17: peer text in the log cannot forge a line or reach the terminal', async () => {
   const server = await startHttpServer();
   try {

@@ -2,6 +2,9 @@
 
 #include <sys/socket.h>
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+
 #include <cerrno>
 #include <deque>
 #include <list>
@@ -114,6 +117,11 @@ bool is_stateless_version(std::string_view header_value) {
   return decode_header_value(header_value, HeaderEncoding::plain_only) == kStatelessProtocolVersion;
 }
 
+// The longest a connection's peer may send ahead of the answer to its request in flight
+// (pipelined bytes, kept for the next read). Beyond it the client is not waiting for an answer
+// the way HTTP/1.1 has it wait: the call is cancelled and the connection closed.
+constexpr std::size_t kMaxBytesAheadOfAnswer = 64 * 1024;
+
 // Which rules a POST is served by (its response headers differ slightly).
 enum class Era { negotiated, stateless };
 
@@ -166,6 +174,9 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
 
   void do_read() {
     if (closed_) return;
+    // After the client's end of stream only bytes already buffered can hold a request; a read of
+    // the socket would wait for a readiness edge that has passed.
+    if (peer_eof_ && buffer_.size() == 0) return shut_down();
     parser_.emplace();
     parser_->header_limit(static_cast<std::uint32_t>(state_->options.max_header_bytes));
     parser_->body_limit(state_->options.max_body_bytes);
@@ -260,6 +271,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   // A request whose header block passed check_head, with its body.
   void route(http::request<http::string_body> request) {
     keep_alive_ = request.keep_alive();
+    http_10_ = request.version() < 11;
     const bool get = request.method() == http::verb::get;
     if (!mcp_) {
       const std::string_view target(request.target().data(), request.target().size());
@@ -527,30 +539,85 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
                       });
   }
 
-  // While a request waits for its answer nothing reads the socket; a readable socket then means
-  // the client sent more (pipelining: left for the next read) or hung up (the call is
-  // cancelled: nobody is left to read its answer).
+  // While a request waits for its answer the socket is still read, so that a client that hangs
+  // up cancels the call (the 2026-07-28 revision requires it; for 2025 it frees the sandbox):
+  //   - bytes the client sends ahead (pipelining, a stray CRLF) are kept for the next request,
+  //     up to kMaxBytesAheadOfAnswer, and the watch goes on;
+  //   - a reset or a read error means it is gone: cancel;
+  //   - end of stream is either a client that closed, or one that only shut down its write side
+  //     after its request (`nc -N`, some HTTP/1.0 clients) and still waits for the answer. Only
+  //     a write tells them apart, so an HTTP/1.1 client is sent an interim `100 Continue`
+  //     (every HTTP/1.1 client must accept one) and a reset in reply cancels; an event stream
+  //     already writes progress events, and an HTTP/1.0 client, to which no interim response may
+  //     go, is taken to wait and is answered.
+  // The watch runs beside the answer's write (a stream reads and writes at once) and stops with
+  // the request: on_write waits for it before reading the next request.
   void watch_for_hangup() {
-    if (buffer_.size() != 0) return;
+    if (watching_ || closed_) return;
+    if (buffer_.size() > kMaxBytesAheadOfAnswer) {
+      spdlog::info("http {}: {} bytes sent ahead of an answer; closing", client_, buffer_.size());
+      return close();
+    }
+    watching_ = true;
     stream_.expires_never();
-    stream_.socket().async_wait(
-        tcp::socket::wait_read,
-        [self = shared_from_this(), generation = generation_](boost::system::error_code ec) {
-          self->on_readable(generation, ec);
-        });
+    if (peer_eof_) {
+      stream_.socket().async_wait(
+          tcp::socket::wait_error,
+          [self = shared_from_this(), generation = generation_](boost::system::error_code ec) {
+            self->watching_ = false;
+            self->on_watch_error(generation, ec);
+          });
+      return;
+    }
+    stream_.async_read_some(buffer_.prepare(4096),
+                            [self = shared_from_this(), generation = generation_](
+                                boost::system::error_code ec, std::size_t n) {
+                              self->watching_ = false;
+                              self->buffer_.commit(n);
+                              self->on_watch_read(generation, ec);
+                            });
   }
 
-  void on_readable(std::uint64_t generation, boost::system::error_code ec) {
-    if (ec || closed_ || !pending_ || pending_->generation != generation) return;
-    char byte;
-    const auto n = ::recv(stream_.socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
-    if (n > 0 || (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))) return;
-    Pending pending = std::move(*pending_);
-    pending_.reset();
-    state_->request_done(client_);
-    asio::post(pending.session->executor(),
-               [session = pending.session, id = pending.id] { session->cancel(id); });
-    close();
+  // False once the request the watch was started for is answered (or gone): the next read
+  // waits for the watch to end, and is started here.
+  bool still_watched(std::uint64_t generation) {
+    if (!closed_ && pending_ && pending_->generation == generation) return true;
+    if (std::exchange(read_after_watch_, false)) do_read();
+    return false;
+  }
+
+  void on_watch_read(std::uint64_t generation, boost::system::error_code ec) {
+    if (ec == asio::error::eof) peer_eof_ = true;  // also when the answer went out meanwhile
+    if (!still_watched(generation)) return;
+    if (!ec) return watch_for_hangup();
+    if (ec != asio::error::eof) return close();  // reset, or another failure: nobody is there
+    if (http_10_) return;  // no interim response may go to it; it gets the answer
+    if (!pending_->streaming) {
+      // The one write while the request is in flight (a stream writes through its queue); it
+      // fits any empty send buffer, so a non-blocking send takes it whole.
+      static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+      const auto sent = ::send(stream_.socket().native_handle(), kContinue.data(), kContinue.size(),
+                               MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (sent < 0 && errno != EAGAIN && errno != EWOULDBLOCK) return close();
+    }
+    watch_for_hangup();
+  }
+
+  // Woken by an error or hang-up condition on the socket (or urgent data): a reset in reply to
+  // our write means the client is gone; otherwise it still waits and the watch goes on.
+  void on_watch_error(std::uint64_t generation, boost::system::error_code ec) {
+    if (!still_watched(generation)) return;
+    if (ec) return close();
+    int error = 0;
+    socklen_t size = sizeof error;
+    ::getsockopt(stream_.socket().native_handle(), SOL_SOCKET, SO_ERROR, &error, &size);
+    tcp_info info{};
+    socklen_t info_size = sizeof info;
+    const bool closed_by_peer = ::getsockopt(stream_.socket().native_handle(), IPPROTO_TCP,
+                                             TCP_INFO, &info, &info_size) == 0 &&
+                                info.tcpi_state == TCP_CLOSE;
+    if (error != 0 || closed_by_peer) return close();
+    watch_for_hangup();
   }
 
   // --- answers ----------------------------------------------------------------------------
@@ -608,6 +675,14 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
 
   void on_write(bool need_eof, boost::system::error_code ec) {
     if (ec) return close();
+    if (watching_) {
+      // The watch of the request just answered is the only operation left: end it, and read the
+      // next request (if any) once it has.
+      read_after_watch_ = !need_eof;
+      boost::system::error_code ignored;
+      stream_.socket().cancel(ignored);
+      if (!need_eof) return;
+    }
     if (!need_eof) return do_read();
     if (linger_) return linger();
     shut_down();
@@ -660,6 +735,10 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   std::optional<State::WaitingList::iterator> waiting_;  // set while not admitted
   bool admitted_ = false;                                // counted in State::admitted
   std::string principal_;  // who the current request's token names (HttpPolicy::authenticate)
+  bool http_10_ = false;   // the current request is HTTP/1.0: no interim responses
+  bool watching_ = false;  // watch_for_hangup has an operation outstanding
+  bool read_after_watch_ = false;  // the next request is read once the watch ends
+  bool peer_eof_ = false;          // the client has shut down its side of the connection
   bool keep_alive_ = false;
   bool mcp_ = false;     // the current request is for /mcp: refusals are JSON-RPC errors
   bool linger_ = false;  // drain the unread body before closing

@@ -29,7 +29,8 @@
 // ids; each POST gets a fresh McpSession treated as initialized, so any replica can serve any
 // request. Either way a session outlives the connections that carry its requests, and a
 // request's answer goes back on the exchange that carried it (McpSession's per-message Send).
-// A client that disconnects while its tools/call runs cancels that call.
+// A client that disconnects while its request runs cancels it; one that only shuts down its
+// write side is answered (watch_for_hangup).
 //
 // 2026-07-28, in both modes: a POST whose body claims a version in `params._meta` (or whose
 // MCP-Protocol-Version is 2026-07-28) passes check_stateless_request (stateless_revision.h:

@@ -173,6 +173,64 @@ test('finding 14: without tokens, one address\'s initializes evict only its own 
   }
 });
 
+test('finding 15: a hang-up cancels the call even when more bytes followed the request', async () => {
+  const server = await startHttpServer();
+  try {
+    const headers = await initialize(server.port);
+    // The extra bytes in the same write as the request, then in a write of their own.
+    for (const [id, split] of [[7, false], [8, true]]) {
+      const connection = new RawConnection(server.port);
+      const request = post(server.port, slowCall(id, 8000), headers);
+      if (split) {
+        await new Promise((resolve) => connection.socket.write(request, resolve));
+        await new Promise((resolve) => connection.socket.write('\r\n', resolve));
+        await new Promise((resolve) => connection.socket.write('\r\n', resolve));
+      } else {
+        await new Promise((resolve) => connection.socket.write(`${request}\r\n`, resolve));
+      }
+      connection.destroy();
+      await server.waitFor(new RegExp(`call ${id} cancelled: the client went away`));
+      await server.waitFor(new RegExp(`tools/call search id=${id}: runtime in`));
+    }
+    // A pipelined request behind the call: the same.
+    const pipelined = new RawConnection(server.port);
+    await new Promise((resolve) => pipelined.socket.write(
+      post(server.port, slowCall(9, 8000), headers) + post(server.port, { jsonrpc: '2.0', id: 10, method: 'ping' }, headers), resolve));
+    pipelined.destroy();
+    await server.waitFor(/call 9 cancelled: the client went away/);
+    await provesServing(server.port);
+  } finally {
+    assert.deepEqual(await server.stop(), { code: 0, signal: null });
+  }
+});
+
+test('finding 11: a client that shuts down its write side after its request is answered', async () => {
+  const server = await startHttpServer();
+  try {
+    const headers = await initialize(server.port);
+    // A call that is still running when the end of stream arrives, a fast one, and HTTP/1.0.
+    const slow = new RawConnection(server.port);
+    slow.halfClose(post(server.port, slowCall(3, 300), headers));
+    const slowText = await slow.untilClosed();
+    assert.match(slowText, /^(HTTP\/1\.1 100 Continue\r\n\r\n)?HTTP\/1\.1 200 OK\r\n/);
+    assert.match(slowText, /"result":3\}\}\}$/);
+
+    const fast = new RawConnection(server.port);
+    fast.halfClose(post(server.port, { jsonrpc: '2.0', id: 4, method: 'ping' }, headers));
+    assert.match(await fast.untilClosed(), /HTTP\/1\.1 200 OK\r\n[^]*\{"id":4,"jsonrpc":"2\.0","result":\{\}\}$/);
+
+    const old = new RawConnection(server.port);
+    old.halfClose(post(server.port, slowCall(6, 300), headers).replace('HTTP/1.1', 'HTTP/1.0'));
+    const oldText = await old.untilClosed();
+    assert.match(oldText, /^HTTP\/1\.1 200 OK\r\n/);  // no interim response to HTTP/1.0
+    assert.match(oldText, /"result":6\}\}\}$/);
+    assert.doesNotMatch(server.stderr, /call [346] cancelled/);
+    await provesServing(server.port);
+  } finally {
+    assert.deepEqual(await server.stop(), { code: 0, signal: null });
+  }
+});
+
 test('findings 7 and 17: peer text in the log cannot forge a line or reach the terminal', async () => {
   const server = await startHttpServer();
   try {

@@ -71,7 +71,7 @@ void McpSession::cancel(const Json& id) {
   if (auto call = calls_.find(id_key(id)); call != calls_.end()) {
     call->second.cancel->cancel();
     if (call->second.progress) call->second.progress->cancel();
-    spdlog::info("call {} cancelled: the client went away", call->first);
+    spdlog::info("call {} cancelled: the client went away", escape_log_text(call->first));
   }
 }
 
@@ -156,7 +156,7 @@ void McpSession::on_notification(const Notification& notification) {
     if (auto call = calls_.find(id_key(*request_id)); call != calls_.end()) {
       call->second.cancel->cancel();  // the isolate stops; the outcome is dropped unsent
       if (call->second.progress) call->second.progress->cancel();
-      spdlog::info("call {} cancelled by the client", call->first);
+      spdlog::info("call {} cancelled by the client", escape_log_text(call->first));
     }
     return;
   }
@@ -236,10 +236,11 @@ void McpSession::call_tool(const Json& id, const Json& params, const Send& out, 
           self->finish_call(id, outcome);
           if (outcome.sandbox_us > 0) {
             spdlog::info("tools/call {} id={}: {} in {:.2f} ms (sandbox process {:.2f} ms)", name,
-                         dump(id), outcome.ok ? "ok" : sandbox::to_string(outcome.error_kind), ms,
+                         escape_log_text(dump(id)),
+                         outcome.ok ? "ok" : sandbox::to_string(outcome.error_kind), ms,
                          static_cast<double>(outcome.sandbox_us) / 1000);
           } else {
-            spdlog::info("tools/call {} id={}: {} in {:.2f} ms", name, dump(id),
+            spdlog::info("tools/call {} id={}: {} in {:.2f} ms", name, escape_log_text(dump(id)),
                          outcome.ok ? "ok" : sandbox::to_string(outcome.error_kind), ms);
           }
         });

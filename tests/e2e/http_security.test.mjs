@@ -250,6 +250,14 @@ test('findings 7 and 17: peer text in the log cannot forge a line or reach the t
     assert.ok(refused.status === 400 || refused.status === 404, refused.body);
     await server.waitFor(/initialized: evil\\n\[2026-12-02 12:00:00\.000\] \[info\] seccomp: off \\x1b\[2J asked for 2025-11-25\\n/);
     await server.waitFor(/http 400 from 127\.0\.0\.1: header mismatch: Mcp-Method/);
+    // A request id is peer text too: a C1 control (U+009B, the 8-bit CSI) in a string id.
+    const session = await initialize(server.port);
+    const call = await rawExchange(server.port, post(server.port, {
+      jsonrpc: '2.0', id: 'c1\u009b2J', method: 'tools/call', params: { name: 'search', arguments: { code: 'async () => 1' } },
+    }, session));
+    assert.equal(call.status, 200);
+    await server.waitFor(/tools\/call search id="c1\\xc2\\x9b2J": ok in/);
+    assert.doesNotMatch(server.stderr, /\u009b/);
     assert.doesNotMatch(server.stderr, /^\[2026-12-02 12:00:00\.000\]/m);
     assert.doesNotMatch(server.stderr, /\x1b/);
     await provesServing(server.port);

@@ -208,17 +208,43 @@ std::optional<HttpRefusal> HttpPolicy::check_origin(std::optional<std::string_vi
 
 std::optional<HttpRefusal> HttpPolicy::check_bearer(
     std::optional<std::string_view> authorization) const {
-  if (token_digests_.empty()) return std::nullopt;
-  const HttpRefusal refusal{401, "unauthorized: a valid bearer token is required"};
-  if (!authorization) return refusal;
+  return authenticate(authorization).refusal;
+}
+
+HttpPolicy::Authentication HttpPolicy::authenticate(
+    std::optional<std::string_view> authorization) const {
+  if (token_digests_.empty()) return {};
+  const Authentication refused{HttpRefusal{401, "unauthorized: a valid bearer token is required"},
+                               ""};
+  if (!authorization) return refused;
   const std::string_view value = trim(*authorization);
-  if (value.size() < 7 || lower(value.substr(0, 7)) != "bearer ") return refusal;
+  if (value.size() < 7 || lower(value.substr(0, 7)) != "bearer ") return refused;
   const std::string presented = sha256(trim(value.substr(7)));
-  bool match = false;
-  for (const auto& digest : token_digests_) {  // no early exit: every token is compared
-    match |= CRYPTO_memcmp(presented.data(), digest.data(), digest.size()) == 0;
+  std::size_t matched = token_digests_.size();
+  for (std::size_t i = 0; i < token_digests_.size(); ++i) {  // no early exit: all are compared
+    const bool equal =
+        CRYPTO_memcmp(presented.data(), token_digests_[i].data(), token_digests_[i].size()) == 0;
+    if (equal) matched = i;
   }
-  if (!match) return refusal;
+  if (matched == token_digests_.size()) return refused;
+  return {std::nullopt, "token:" + std::to_string(matched)};
+}
+
+std::optional<HttpRefusal> check_repeated_headers(const std::vector<std::string_view>& names) {
+  static constexpr std::string_view kOnce[] = {
+      "host",       "content-length", "authorization",
+      "origin",     "mcp-session-id", "mcp-protocol-version",
+      "mcp-method", "mcp-name",       "content-type"};
+  std::vector<std::string> seen;
+  for (const auto name : names) {
+    std::string key = lower(name);
+    if (std::find(std::begin(kOnce), std::end(kOnce), key) == std::end(kOnce)) continue;
+    if (std::find(seen.begin(), seen.end(), key) != seen.end()) {
+      return HttpRefusal{
+          400, "bad request: the " + std::string(name) + " header appears more than once"};
+    }
+    seen.push_back(std::move(key));
+  }
   return std::nullopt;
 }
 
@@ -271,29 +297,59 @@ std::string new_session_id() {
 }
 
 std::optional<std::string> HttpSessionTable::add(const std::string& id,
-                                                 std::shared_ptr<McpSession> session) {
+                                                 std::shared_ptr<McpSession> session,
+                                                 SessionOwner owner) {
+  auto evict = [&](auto it) {
+    if (it == sessions_.end()) return std::optional<std::string>();
+    std::string evicted = it->first;
+    if (auto count = per_owner_.find(it->second.owner.quota); --count->second == 0) {
+      per_owner_.erase(count);
+    }
+    sessions_.erase(it);
+    return std::optional<std::string>(std::move(evicted));
+  };
   std::optional<std::string> evicted;
-  if (sessions_.size() >= max_sessions_ && !sessions_.empty()) {
-    auto oldest = std::min_element(sessions_.begin(), sessions_.end(), [](auto& a, auto& b) {
-      return a.second.last_used < b.second.last_used;
-    });
-    evicted = oldest->first;
-    sessions_.erase(oldest);
+  if (owned_by(owner.quota) >= max_per_owner_) {
+    evicted = evict(oldest_of(owner.quota));
+  } else if (sessions_.size() >= max_sessions_ && !per_owner_.empty()) {
+    auto largest = std::max_element(per_owner_.begin(), per_owner_.end(),
+                                    [](auto& a, auto& b) { return a.second < b.second; });
+    evicted = evict(oldest_of(largest->first));
   }
-  sessions_.insert_or_assign(id, Entry{std::move(session), ++clock_});
+  ++per_owner_[owner.quota];
+  sessions_.insert_or_assign(id, Entry{std::move(session), std::move(owner), ++clock_});
   return evicted;
 }
 
-std::shared_ptr<McpSession> HttpSessionTable::find(std::string_view id) {
+std::map<std::string, HttpSessionTable::Entry, std::less<>>::iterator HttpSessionTable::oldest_of(
+    std::string_view quota) {
+  auto oldest = sessions_.end();
+  for (auto it = sessions_.begin(); it != sessions_.end(); ++it) {
+    if (it->second.owner.quota != quota) continue;
+    if (oldest == sessions_.end() || it->second.last_used < oldest->second.last_used) oldest = it;
+  }
+  return oldest;
+}
+
+std::size_t HttpSessionTable::owned_by(std::string_view quota) const {
+  auto it = per_owner_.find(quota);
+  return it == per_owner_.end() ? 0 : it->second;
+}
+
+std::shared_ptr<McpSession> HttpSessionTable::find(std::string_view id,
+                                                   std::string_view principal) {
   auto it = sessions_.find(id);
-  if (it == sessions_.end()) return nullptr;
+  if (it == sessions_.end() || it->second.owner.principal != principal) return nullptr;
   it->second.last_used = ++clock_;
   return it->second.session;
 }
 
-bool HttpSessionTable::remove(std::string_view id) {
+bool HttpSessionTable::remove(std::string_view id, std::string_view principal) {
   auto it = sessions_.find(id);
-  if (it == sessions_.end()) return false;
+  if (it == sessions_.end() || it->second.owner.principal != principal) return false;
+  if (auto count = per_owner_.find(it->second.owner.quota); --count->second == 0) {
+    per_owner_.erase(count);
+  }
   sessions_.erase(it);
   return true;
 }

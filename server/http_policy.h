@@ -58,6 +58,13 @@ class HttpPolicy {
   std::optional<HttpRefusal> check_origin(std::optional<std::string_view> origin) const;
   // `Authorization: Bearer TOKEN` when tokens are configured. Only the header counts.
   std::optional<HttpRefusal> check_bearer(std::optional<std::string_view> authorization) const;
+  // The same check, and on success who the caller is: the principal a stateful session belongs
+  // to. Every token is compared, whichever matches.
+  struct Authentication {
+    std::optional<HttpRefusal> refusal;  // set: refuse with it, there is no principal
+    std::string principal;  // "token:N" for the N-th configured token; "" when none are configured
+  };
+  Authentication authenticate(std::optional<std::string_view> authorization) const;
 
   bool requires_token() const { return !token_digests_.empty(); }
 
@@ -84,6 +91,13 @@ bool accepts_event_stream(std::optional<std::string_view> accept);
 // Content-Type is application/json (parameters such as charset allowed).
 bool is_json_content_type(std::optional<std::string_view> content_type);
 
+// Headers that decide who the caller is, where the request goes or how its body is framed may
+// appear once: two Host headers could pass our check with one and reach a proxy's routing with
+// the other (RFC 9112 §3.2 requires 400 for a repeated Host). nullopt: every one of them appears
+// at most once; else a 400 naming the first repeated one. `names` is every field name of the
+// header block, in any case.
+std::optional<HttpRefusal> check_repeated_headers(const std::vector<std::string_view>& names);
+
 // The MCP revisions this transport speaks over HTTP, and the one assumed when a client sends no
 // MCP-Protocol-Version header (the transport spec's backwards-compatibility rule).
 inline constexpr std::string_view kDefaultHttpProtocolVersion = "2025-03-26";
@@ -93,31 +107,54 @@ std::optional<HttpRefusal> check_protocol_version(std::optional<std::string_view
 // 32 lower-case hex characters from 16 bytes of OpenSSL RAND_bytes (128 bits).
 std::string new_session_id();
 
-// The live MCP sessions of the stateful HTTP mode, by session id. At most `max_sessions`: adding
-// one more evicts the least recently used, whose client then gets 404 and, as the transport spec
-// requires of it, initializes again. So an abandoned session (clients often never DELETE) costs
-// memory only until it is the oldest, and no client can lock others out by filling the table.
+// Who a stateful session belongs to. `principal` binds it: a request naming the session with
+// another principal is treated as naming an unknown session (404), so a session id learnt by
+// another client is worth nothing without the token that made it (the MCP spec asks servers to
+// bind session ids to the user). Without tokens every caller is the same principal (""), and
+// `quota` is the peer address instead: the unit sessions are counted per.
+struct SessionOwner {
+  std::string principal;  // from HttpPolicy::authenticate
+  std::string quota;      // principal when there is one, else the peer address
+};
+
+// The live MCP sessions of the stateful HTTP mode, by session id. At most `max_sessions`, and at
+// most `max_per_owner` per owner's quota key: a new session beyond its owner's share evicts that
+// owner's least recently used one; a new session in a full table evicts the least recently used
+// session of the owner holding the most (possibly the newcomer's own). So one client can push
+// out only its own sessions, or those of a client holding more than it, never everyone's. The
+// evicted client gets 404 and, as the transport spec requires of it, initializes again; an
+// abandoned session (clients often never DELETE) costs memory only until it is evicted.
 // An ended id is simply unknown (404); ids are never reused. Touched only from the io_context's
 // one thread (see http_transport.h).
 class HttpSessionTable {
  public:
-  explicit HttpSessionTable(std::size_t max_sessions) : max_sessions_(max_sessions) {}
+  HttpSessionTable(std::size_t max_sessions, std::size_t max_per_owner)
+      : max_sessions_(max_sessions), max_per_owner_(max_per_owner) {}
 
   // Returns the id evicted to make room, if any.
-  std::optional<std::string> add(const std::string& id, std::shared_ptr<McpSession> session);
-  // Null when unknown or ended; otherwise marks the session as just used.
-  std::shared_ptr<McpSession> find(std::string_view id);
-  bool remove(std::string_view id);  // false: unknown
+  std::optional<std::string> add(const std::string& id, std::shared_ptr<McpSession> session,
+                                 SessionOwner owner);
+  // Null when unknown, ended or owned by another principal; otherwise marks the session as just
+  // used.
+  std::shared_ptr<McpSession> find(std::string_view id, std::string_view principal);
+  bool remove(std::string_view id, std::string_view principal);  // false: as find() gives null
   std::size_t size() const { return sessions_.size(); }
+  std::size_t owned_by(std::string_view quota) const;
 
  private:
   struct Entry {
     std::shared_ptr<McpSession> session;
+    SessionOwner owner;
     std::uint64_t last_used;
   };
+  // The least recently used session of `quota`'s owner.
+  std::map<std::string, Entry, std::less<>>::iterator oldest_of(std::string_view quota);
+
   std::size_t max_sessions_;
+  std::size_t max_per_owner_;
   std::uint64_t clock_ = 0;  // a use counter: orders uses without reading a clock
   std::map<std::string, Entry, std::less<>> sessions_;
+  std::map<std::string, std::size_t, std::less<>> per_owner_;  // sessions by quota key
 };
 
 }  // namespace codemode::server

@@ -13,6 +13,13 @@ HttpPolicy loopback_policy(std::vector<std::string> tokens = {}) {
       {"http://localhost", "https://app.example.com:8443"}, std::move(tokens), "127.0.0.1", 8080});
 }
 
+// A distinct, non-null session pointer: the table only stores and compares them.
+std::shared_ptr<McpSession> a_session() {
+  static int anchor = 0;
+  return std::shared_ptr<McpSession>(std::shared_ptr<int>(),
+                                     reinterpret_cast<McpSession*>(&anchor));
+}
+
 }  // namespace
 
 TEST_CASE("http endpoints (--http): host defaults to 127.0.0.1, port 0 is ephemeral",
@@ -141,25 +148,91 @@ TEST_CASE("session ids are 128 random bits in visible ASCII; the table forgets e
   }
   CHECK(ids.size() == 100);
 
-  HttpSessionTable table(2);
-  CHECK_FALSE(table.add("a", nullptr));
-  CHECK_FALSE(table.add("b", nullptr));
+  HttpSessionTable table(2, 2);
+  const SessionOwner owner{"", "127.0.0.1"};
+  CHECK_FALSE(table.add("a", a_session(), owner));
+  CHECK_FALSE(table.add("b", a_session(), owner));
   CHECK(table.size() == 2);
-  CHECK(table.remove("a"));
-  CHECK_FALSE(table.remove("a"));
-  CHECK_FALSE(table.find("a"));
-  CHECK_FALSE(table.find("unknown"));
+  CHECK(table.find("a", ""));
+  CHECK(table.remove("a", ""));
+  CHECK_FALSE(table.remove("a", ""));
+  CHECK_FALSE(table.find("a", ""));
+  CHECK_FALSE(table.find("unknown", ""));
 }
 
 TEST_CASE("a full session table evicts the least recently used session", "[server][http]") {
-  auto session = std::shared_ptr<McpSession>();  // identity is all the table needs
-  HttpSessionTable table(2);
-  table.add("a", session);
-  table.add("b", session);
-  table.find("a");  // b is now the least recently used
-  CHECK(table.add("c", session) == std::optional<std::string>("b"));
+  HttpSessionTable table(2, 2);
+  const SessionOwner owner{"token:0", "token:0"};
+  table.add("a", a_session(), owner);
+  table.add("b", a_session(), owner);
+  table.find("a", "token:0");  // b is now the least recently used
+  CHECK(table.add("c", a_session(), owner) == std::optional<std::string>("b"));
   CHECK(table.size() == 2);
-  CHECK_FALSE(table.remove("b"));
-  CHECK(table.remove("a"));
-  CHECK(table.remove("c"));
+  CHECK_FALSE(table.remove("b", "token:0"));
+  CHECK(table.remove("a", "token:0"));
+  CHECK(table.remove("c", "token:0"));
+}
+
+TEST_CASE("a session belongs to the principal that made it: others see an unknown id",
+          "[server][http][sessions]") {
+  HttpSessionTable table(8, 8);
+  table.add("a", a_session(), SessionOwner{"token:0", "token:0"});
+  CHECK(table.find("a", "token:0"));
+  CHECK_FALSE(table.find("a", "token:1"));
+  CHECK_FALSE(table.find("a", ""));
+  CHECK_FALSE(table.remove("a", "token:1"));
+  CHECK(table.size() == 1);
+  CHECK(table.remove("a", "token:0"));
+}
+
+TEST_CASE("one owner's new sessions evict only its own, or those of the largest owner",
+          "[server][http][sessions]") {
+  HttpSessionTable table(4, 2);
+  const SessionOwner a{"token:0", "token:0"};
+  const SessionOwner b{"token:1", "token:1"};
+  table.add("a1", a_session(), a);
+  for (int i = 0; i < 100; ++i) {
+    const auto evicted = table.add("b" + std::to_string(i), a_session(), b);
+    if (i >= 2) CHECK(evicted == "b" + std::to_string(i - 2));  // b's own, oldest first
+  }
+  CHECK(table.owned_by("token:1") == 2);
+  CHECK(table.find("a1", "token:0"));
+
+  // Without tokens the quota is the peer address.
+  const SessionOwner c{"", "10.0.0.3"};
+  table.add("c1", a_session(), c);
+  CHECK(table.size() == 4);
+  // The table is full: a newcomer evicts from the owner holding the most (b), not from a or c.
+  const auto evicted = table.add("d1", a_session(), SessionOwner{"", "10.0.0.4"});
+  REQUIRE(evicted);
+  CHECK(evicted->front() == 'b');
+  CHECK(table.find("a1", "token:0"));
+  CHECK(table.find("c1", ""));
+}
+
+TEST_CASE("headers that decide routing or identity may appear once", "[server][http]") {
+  CHECK_FALSE(check_repeated_headers({"Host", "Accept", "Accept", "Content-Length"}));
+  for (const std::string_view name :
+       {"Host", "Content-Length", "Authorization", "Origin", "Mcp-Session-Id",
+        "MCP-Protocol-Version", "Mcp-Method", "Mcp-Name", "Content-Type"}) {
+    const auto refusal = check_repeated_headers({name, "Accept", "x-other"});
+    CHECK_FALSE(refusal);
+    const auto repeated = check_repeated_headers({name, "Accept", "x-other", name});
+    REQUIRE(repeated);
+    CHECK(repeated->status == 400);
+    CHECK(repeated->message ==
+          "bad request: the " + std::string(name) + " header appears more than once");
+  }
+  CHECK(check_repeated_headers({"host", "HOST"}));
+}
+
+TEST_CASE("authentication names the principal: which configured token matched", "[server][http]") {
+  CHECK(loopback_policy().authenticate(std::nullopt).principal.empty());
+  CHECK_FALSE(loopback_policy().authenticate(std::nullopt).refusal);
+  const auto policy = loopback_policy({"token-one-0123456789", "token-two-0123456789"});
+  CHECK(policy.authenticate("Bearer token-one-0123456789").principal == "token:0");
+  CHECK(policy.authenticate("Bearer token-two-0123456789").principal == "token:1");
+  const auto wrong = policy.authenticate("Bearer token-three-0123456789");
+  CHECK(wrong.refusal);
+  CHECK(wrong.principal.empty());
 }

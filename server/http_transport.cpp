@@ -2,8 +2,12 @@
 
 #include <sys/socket.h>
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+
 #include <cerrno>
 #include <deque>
+#include <list>
 #include <map>
 #include <sstream>
 
@@ -14,6 +18,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
+#include "server/log_text.h"
 #include "server/stateless_revision.h"
 
 namespace codemode::server {
@@ -30,7 +35,7 @@ struct HttpServer::State {
         options(std::move(opts)),
         make_session(std::move(factory)),
         acceptor(io_context),
-        sessions(options.max_sessions) {}
+        sessions(options.max_sessions, options.max_sessions_per_owner) {}
 
   // One POST request fewer in flight for `client`; tells a drain when none is left.
   void request_done(const std::string& client) {
@@ -44,13 +49,54 @@ struct HttpServer::State {
     if (draining && in_flight == 0 && on_drained) std::exchange(on_drained, nullptr)();
   }
 
+  // A connection not yet admitted: it has not sent an /mcp request that passed authentication.
+  // `evict` closes it (posted to its strand); it holds the connection weakly.
+  struct Waiting {
+    std::string address;
+    std::function<void()> evict;
+  };
+  using WaitingList = std::list<Waiting>;
+
+  // Registers a new connection as waiting. Beyond the per-address or the total share of waiting
+  // connections the oldest waiting one (of that address, else of all) is closed: idle or slow
+  // connections cannot fill the table, and a client that sends its request at once always gets
+  // in, however many idle connections came before it.
+  WaitingList::iterator start_waiting(const std::string& address, std::function<void()> evict) {
+    auto it = waiting.insert(waiting.end(), Waiting{address, std::move(evict)});
+    if (++waiting_by_address[address] > options.max_waiting_per_address) {
+      evict_oldest([&](const Waiting& w) { return w.address == address; });
+    }
+    if (waiting.size() > options.max_waiting_connections) {
+      evict_oldest([](const Waiting&) { return true; });
+    }
+    return it;
+  }
+  void stop_waiting(WaitingList::iterator it) {
+    if (auto count = waiting_by_address.find(it->address); --count->second == 0) {
+      waiting_by_address.erase(count);
+    }
+    waiting.erase(it);
+  }
+  template <typename Predicate>
+  void evict_oldest(Predicate matches) {
+    for (auto it = waiting.begin(); it != waiting.end(); ++it) {
+      if (!matches(*it)) continue;
+      auto evict = std::move(it->evict);
+      stop_waiting(it);
+      evict();
+      return;
+    }
+  }
+
   asio::io_context& io;
   HttpOptions options;
   SessionFactory make_session;
   std::optional<HttpPolicy> policy;  // built by start(), once the port is known
   tcp::acceptor acceptor;
   HttpSessionTable sessions;
-  std::size_t connections = 0;
+  std::size_t admitted = 0;  // connections that passed authentication; max_connections of them
+  WaitingList waiting;       // the others, oldest first
+  std::map<std::string, std::size_t> waiting_by_address;
   std::size_t in_flight = 0;
   std::map<std::string, std::size_t> in_flight_by_client;
   bool draining = false;
@@ -61,16 +107,20 @@ namespace {
 
 using State = HttpServer::State;
 
-std::optional<std::string_view> header(const http::request<http::string_body>& request,
-                                       std::string_view name) {
-  auto it = request.find(name);
-  if (it == request.end()) return std::nullopt;
+std::optional<std::string_view> header(const http::fields& fields, std::string_view name) {
+  auto it = fields.find(name);
+  if (it == fields.end()) return std::nullopt;
   return std::string_view(it->value().data(), it->value().size());
 }
 
 bool is_stateless_version(std::string_view header_value) {
-  return decode_header_value(header_value) == kStatelessProtocolVersion;
+  return decode_header_value(header_value, HeaderEncoding::plain_only) == kStatelessProtocolVersion;
 }
+
+// The longest a connection's peer may send ahead of the answer to its request in flight
+// (pipelined bytes, kept for the next read). Beyond it the client is not waiting for an answer
+// the way HTTP/1.1 has it wait: the call is cancelled and the connection closed.
+constexpr std::size_t kMaxBytesAheadOfAnswer = 64 * 1024;
 
 // Which rules a POST is served by (its response headers differ slightly).
 enum class Era { negotiated, stateless };
@@ -80,19 +130,33 @@ bool is_http_parse_error(const boost::system::error_code& ec) {
 }
 
 // One TCP connection: reads a request, answers it, reads the next (keep-alive). At most one
-// request is in flight per connection (HTTP/1.1 without pipelining); while its tools/call
-// runs, the socket is watched so that a client that hangs up cancels the call.
+// request is in flight per connection (HTTP/1.1 without pipelining); while it runs, the socket is
+// watched so that a client that hangs up cancels the call.
+// A request is read in two steps: the header block, which is checked (repeated headers, Host,
+// Origin, the bearer token) before a byte of the body is read, so an unauthenticated client never
+// makes the server hold a body; then the body. A connection starts waiting (State::Waiting) with
+// a short deadline for each header block, and is admitted (one of max_connections) by its first
+// authenticated /mcp request.
 class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
  public:
   HttpConnection(tcp::socket socket, std::shared_ptr<State> state)
       : stream_(std::move(socket)), state_(std::move(state)) {
     boost::system::error_code ec;
     client_ = stream_.socket().remote_endpoint(ec).address().to_string();
-    over_capacity_ = ++state_->connections > state_->options.max_connections;
   }
-  ~HttpConnection() { --state_->connections; }
+  ~HttpConnection() {
+    if (waiting_) state_->stop_waiting(*waiting_);
+    if (admitted_) --state_->admitted;
+  }
 
   void run() {
+    std::weak_ptr<HttpConnection> weak = shared_from_this();
+    waiting_ = state_->start_waiting(client_, [weak] {
+      if (auto self = weak.lock()) {
+        self->waiting_.reset();  // already off the list (the state's one thread runs this)
+        asio::post(self->stream_.get_executor(), [self] { self->close(); });
+      }
+    });
     asio::dispatch(stream_.get_executor(),
                    beast::bind_front_handler(&HttpConnection::do_read, shared_from_this()));
   }
@@ -109,54 +173,115 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   };
 
   void do_read() {
+    if (closed_) return;
+    // After the client's end of stream only bytes already buffered can hold a request; a read of
+    // the socket would wait for a readiness edge that has passed.
+    if (peer_eof_ && buffer_.size() == 0) return shut_down();
     parser_.emplace();
     parser_->header_limit(static_cast<std::uint32_t>(state_->options.max_header_bytes));
     parser_->body_limit(state_->options.max_body_bytes);
+    // Until it is admitted a connection gets the short header deadline for every header block;
+    // an admitted one may idle between requests for the read timeout.
+    stream_.expires_after(admitted_ ? state_->options.read_timeout
+                                    : state_->options.header_timeout);
+    http::async_read_header(
+        stream_, buffer_, *parser_,
+        beast::bind_front_handler(&HttpConnection::on_header, shared_from_this()));
+  }
+
+  // Answers a failed read, or ends the connection; false when the read succeeded.
+  bool on_read_error(boost::system::error_code ec) {
+    if (!ec) return false;
+    if (ec == http::error::end_of_stream || ec == beast::error::timeout) {
+      shut_down();
+      return true;
+    }
+    keep_alive_ = false;  // every refusal below ends the connection: the parser is spent
+    mcp_ = true;
+    if (ec == http::error::body_limit) {
+      linger_ = true;
+      refuse({413, "payload too large: the body exceeds " +
+                       std::to_string(state_->options.max_body_bytes) + " bytes"});
+    } else if (ec == http::error::header_limit) {
+      refuse({431, "request header fields too large: the header exceeds " +
+                       std::to_string(state_->options.max_header_bytes) + " bytes"});
+    } else if (is_http_parse_error(ec)) {
+      refuse({400, "bad request: malformed HTTP request"});
+    } else {
+      close();
+    }
+    return true;
+  }
+
+  void on_header(boost::system::error_code ec, std::size_t) {
+    if (on_read_error(ec)) return;
+    const auto& request = parser_->get();
+    const std::string_view target(request.target().data(), request.target().size());
+    const std::string_view path = target.substr(0, target.find('?'));  // no query is consulted
+    mcp_ = path == "/mcp";
+    spdlog::debug("http {} {} from {}", std::string(request.method_string()), escape_log_text(path),
+                  client_);
+    // A refusal on the header block leaves the body, if any, unread: the connection ends after
+    // the answer, and what the client still sends is discarded (bounded) so that closing does
+    // not reset the connection before the client has read the answer.
+    const bool body_unread = !parser_->is_done();
+    keep_alive_ = request.keep_alive() && !body_unread;
+    if (auto refusal = check_head(request, path)) {
+      linger_ = body_unread;
+      return refuse(*refusal);
+    }
     stream_.expires_after(state_->options.read_timeout);
     http::async_read(stream_, buffer_, *parser_,
                      beast::bind_front_handler(&HttpConnection::on_read, shared_from_this()));
   }
 
+  // The rules that need only the header block, in order: repeated headers, Host, Origin, then
+  // for /mcp the bearer token and a place among the admitted connections.
+  std::optional<HttpRefusal> check_head(const http::request_header<>& request,
+                                        std::string_view path) {
+    std::vector<std::string_view> names;
+    for (const auto& field : request) {
+      names.emplace_back(field.name_string().data(), field.name_string().size());
+    }
+    if (auto refusal = check_repeated_headers(names)) return refusal;
+    const HttpPolicy& policy = *state_->policy;
+    if (auto refusal = policy.check_host(header(request, "Host"))) return refusal;
+    if (auto refusal = policy.check_origin(header(request, "Origin"))) return refusal;
+    if (path != "/mcp") return std::nullopt;
+    auto authentication = policy.authenticate(header(request, "Authorization"));
+    if (authentication.refusal) return authentication.refusal;
+    principal_ = std::move(authentication.principal);
+    if (!admitted_) {
+      if (state_->admitted >= state_->options.max_connections) {
+        keep_alive_ = false;
+        return HttpRefusal{503, "unavailable: too many connections"};
+      }
+      admitted_ = true;
+      ++state_->admitted;
+      if (waiting_) state_->stop_waiting(*std::exchange(waiting_, std::nullopt));
+    }
+    return std::nullopt;
+  }
+
   void on_read(boost::system::error_code ec, std::size_t) {
-    if (ec == http::error::end_of_stream || ec == beast::error::timeout) return shut_down();
-    keep_alive_ = false;  // every refusal below ends the connection: the parser is spent
-    mcp_ = true;
-    if (ec == http::error::body_limit) {
-      linger_ = true;
-      return refuse({413, "payload too large: the body exceeds " +
-                              std::to_string(state_->options.max_body_bytes) + " bytes"});
-    }
-    if (ec == http::error::header_limit) {
-      return refuse({431, "request header fields too large: the header exceeds " +
-                              std::to_string(state_->options.max_header_bytes) + " bytes"});
-    }
-    if (is_http_parse_error(ec)) return refuse({400, "bad request: malformed HTTP request"});
-    if (ec) return close();
+    if (on_read_error(ec)) return;
     route(parser_->release());
   }
 
+  // A request whose header block passed check_head, with its body.
   void route(http::request<http::string_body> request) {
     keep_alive_ = request.keep_alive();
-    const std::string_view target(request.target().data(), request.target().size());
-    const std::string_view path = target.substr(0, target.find('?'));  // no query is consulted
-    mcp_ = path == "/mcp";
-    spdlog::debug("http {} {} from {}", std::string(request.method_string()), path, client_);
-    if (over_capacity_) {
-      keep_alive_ = false;
-      return refuse({503, "unavailable: too many connections"});
-    }
-    const HttpPolicy& policy = *state_->policy;
-    if (auto refusal = policy.check_host(header(request, "Host"))) return refuse(*refusal);
-    if (auto refusal = policy.check_origin(header(request, "Origin"))) return refuse(*refusal);
+    http_10_ = request.version() < 11;
     const bool get = request.method() == http::verb::get;
-    if (path == "/healthz" && get) return respond_text(http::status::ok, "ok\n");
-    if (path == "/readyz" && get) {
-      if (state_->draining) return respond_text(http::status::service_unavailable, "draining\n");
-      return respond_text(http::status::ok, "ready\n");
-    }
-    if (!mcp_) return respond_text(http::status::not_found, "not found\n");
-    if (auto refusal = policy.check_bearer(header(request, "Authorization"))) {
-      return refuse(*refusal);
+    if (!mcp_) {
+      const std::string_view target(request.target().data(), request.target().size());
+      const std::string_view path = target.substr(0, target.find('?'));
+      if (path == "/healthz" && get) return respond_text(http::status::ok, "ok\n");
+      if (path == "/readyz" && get) {
+        if (state_->draining) return respond_text(http::status::service_unavailable, "draining\n");
+        return respond_text(http::status::ok, "ready\n");
+      }
+      return respond_text(http::status::not_found, "not found\n");
     }
     if (state_->draining) {
       keep_alive_ = false;
@@ -205,7 +330,8 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
       const RevisionHeaders headers{version, header(request, "Mcp-Method"),
                                     header(request, "Mcp-Name")};
       if (auto refusal = check_stateless_request(*rpc_request, headers)) {
-        spdlog::info("http {} from {}: {}", http_status_of(*refusal), client_, refusal->message);
+        spdlog::info("http {} from {}: {}", http_status_of(*refusal), client_,
+                     escape_log_text(refusal->message));
         return write(json_response(static_cast<http::status>(http_status_of(*refusal)),
                                    serialize_error(*refusal)));
       }
@@ -237,7 +363,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
                          "bad request: Mcp-Session-Id header is required (initialize "
                          "first)"});
         }
-        session = state_->sessions.find(*session_id);
+        session = state_->sessions.find(*session_id, principal_);
         if (!session) return refuse({404, "not found: no session with this Mcp-Session-Id"});
         if (auto refusal = check_protocol_version(version)) return refuse(*refusal);
       }
@@ -309,7 +435,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
     const auto session_id = header(request, "Mcp-Session-Id");
     if (!session_id) return refuse({400, "bad request: Mcp-Session-Id header is required"});
     // Calls still running for the session finish and answer; only new requests are refused.
-    if (!state_->sessions.remove(*session_id)) {
+    if (!state_->sessions.remove(*session_id, principal_)) {
       return refuse({404, "not found: no session with this Mcp-Session-Id"});
     }
     spdlog::info("http session ended by the client ({} left)", state_->sessions.size());
@@ -339,8 +465,10 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
     if (pending.new_session_id) {
       const Json parsed = Json::parse(answer, nullptr, false);
       if (parsed.is_object() && parsed.contains("result")) {
-        if (state_->sessions.add(*pending.new_session_id, pending.session)) {
-          spdlog::info("http session table full: the least recently used session was ended");
+        // Without tokens everyone is one principal: sessions are counted per address then.
+        SessionOwner owner{principal_, principal_.empty() ? client_ : principal_};
+        if (state_->sessions.add(*pending.new_session_id, pending.session, std::move(owner))) {
+          spdlog::info("http session table: a least recently used session was ended for room");
         }
         response.set("Mcp-Session-Id", *pending.new_session_id);
         spdlog::info("http session started ({} live)", state_->sessions.size());
@@ -411,30 +539,85 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
                       });
   }
 
-  // While a request waits for its answer nothing reads the socket; a readable socket then means
-  // the client sent more (pipelining: left for the next read) or hung up (the call is
-  // cancelled: nobody is left to read its answer).
+  // While a request waits for its answer the socket is still read, so that a client that hangs
+  // up cancels the call (the 2026-07-28 revision requires it; for 2025 it frees the sandbox):
+  //   - bytes the client sends ahead (pipelining, a stray CRLF) are kept for the next request,
+  //     up to kMaxBytesAheadOfAnswer, and the watch goes on;
+  //   - a reset or a read error means it is gone: cancel;
+  //   - end of stream is either a client that closed, or one that only shut down its write side
+  //     after its request (`nc -N`, some HTTP/1.0 clients) and still waits for the answer. Only
+  //     a write tells them apart, so an HTTP/1.1 client is sent an interim `100 Continue`
+  //     (every HTTP/1.1 client must accept one) and a reset in reply cancels; an event stream
+  //     already writes progress events, and an HTTP/1.0 client, to which no interim response may
+  //     go, is taken to wait and is answered.
+  // The watch runs beside the answer's write (a stream reads and writes at once) and stops with
+  // the request: on_write waits for it before reading the next request.
   void watch_for_hangup() {
-    if (buffer_.size() != 0) return;
+    if (watching_ || closed_) return;
+    if (buffer_.size() > kMaxBytesAheadOfAnswer) {
+      spdlog::info("http {}: {} bytes sent ahead of an answer; closing", client_, buffer_.size());
+      return close();
+    }
+    watching_ = true;
     stream_.expires_never();
-    stream_.socket().async_wait(
-        tcp::socket::wait_read,
-        [self = shared_from_this(), generation = generation_](boost::system::error_code ec) {
-          self->on_readable(generation, ec);
-        });
+    if (peer_eof_) {
+      stream_.socket().async_wait(
+          tcp::socket::wait_error,
+          [self = shared_from_this(), generation = generation_](boost::system::error_code ec) {
+            self->watching_ = false;
+            self->on_watch_error(generation, ec);
+          });
+      return;
+    }
+    stream_.async_read_some(buffer_.prepare(4096),
+                            [self = shared_from_this(), generation = generation_](
+                                boost::system::error_code ec, std::size_t n) {
+                              self->watching_ = false;
+                              self->buffer_.commit(n);
+                              self->on_watch_read(generation, ec);
+                            });
   }
 
-  void on_readable(std::uint64_t generation, boost::system::error_code ec) {
-    if (ec || closed_ || !pending_ || pending_->generation != generation) return;
-    char byte;
-    const auto n = ::recv(stream_.socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
-    if (n > 0 || (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))) return;
-    Pending pending = std::move(*pending_);
-    pending_.reset();
-    state_->request_done(client_);
-    asio::post(pending.session->executor(),
-               [session = pending.session, id = pending.id] { session->cancel(id); });
-    close();
+  // False once the request the watch was started for is answered (or gone): the next read
+  // waits for the watch to end, and is started here.
+  bool still_watched(std::uint64_t generation) {
+    if (!closed_ && pending_ && pending_->generation == generation) return true;
+    if (std::exchange(read_after_watch_, false)) do_read();
+    return false;
+  }
+
+  void on_watch_read(std::uint64_t generation, boost::system::error_code ec) {
+    if (ec == asio::error::eof) peer_eof_ = true;  // also when the answer went out meanwhile
+    if (!still_watched(generation)) return;
+    if (!ec) return watch_for_hangup();
+    if (ec != asio::error::eof) return close();  // reset, or another failure: nobody is there
+    if (http_10_) return;  // no interim response may go to it; it gets the answer
+    if (!pending_->streaming) {
+      // The one write while the request is in flight (a stream writes through its queue); it
+      // fits any empty send buffer, so a non-blocking send takes it whole.
+      static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+      const auto sent = ::send(stream_.socket().native_handle(), kContinue.data(), kContinue.size(),
+                               MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (sent < 0 && errno != EAGAIN && errno != EWOULDBLOCK) return close();
+    }
+    watch_for_hangup();
+  }
+
+  // Woken by an error or hang-up condition on the socket (or urgent data): a reset in reply to
+  // our write means the client is gone; otherwise it still waits and the watch goes on.
+  void on_watch_error(std::uint64_t generation, boost::system::error_code ec) {
+    if (!still_watched(generation)) return;
+    if (ec) return close();
+    int error = 0;
+    socklen_t size = sizeof error;
+    ::getsockopt(stream_.socket().native_handle(), SOL_SOCKET, SO_ERROR, &error, &size);
+    tcp_info info{};
+    socklen_t info_size = sizeof info;
+    const bool closed_by_peer = ::getsockopt(stream_.socket().native_handle(), IPPROTO_TCP,
+                                             TCP_INFO, &info, &info_size) == 0 &&
+                                info.tcpi_state == TCP_CLOSE;
+    if (error != 0 || closed_by_peer) return close();
+    watch_for_hangup();
   }
 
   // --- answers ----------------------------------------------------------------------------
@@ -461,7 +644,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   // On /mcp a refusal is a JSON-RPC error without an id (the transport spec allows one in the
   // body); elsewhere plain text.
   HttpResponse make_refusal(const HttpRefusal& refusal) {
-    spdlog::info("http {} from {}: {}", refusal.status, client_, refusal.message);
+    spdlog::info("http {} from {}: {}", refusal.status, client_, escape_log_text(refusal.message));
     const auto status = static_cast<http::status>(refusal.status);
     if (!mcp_) {
       HttpResponse response(status, 11);
@@ -492,6 +675,14 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
 
   void on_write(bool need_eof, boost::system::error_code ec) {
     if (ec) return close();
+    if (watching_) {
+      // The watch of the request just answered is the only operation left: end it, and read the
+      // next request (if any) once it has.
+      read_after_watch_ = !need_eof;
+      boost::system::error_code ignored;
+      stream_.socket().cancel(ignored);
+      if (!need_eof) return;
+    }
     if (!need_eof) return do_read();
     if (linger_) return linger();
     shut_down();
@@ -541,7 +732,13 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   std::optional<http::request_parser<http::string_body>> parser_;
   std::shared_ptr<State> state_;
   std::string client_;  // the peer's IP address: the unit of the per-client request limit
-  bool over_capacity_ = false;
+  std::optional<State::WaitingList::iterator> waiting_;  // set while not admitted
+  bool admitted_ = false;                                // counted in State::admitted
+  std::string principal_;  // who the current request's token names (HttpPolicy::authenticate)
+  bool http_10_ = false;   // the current request is HTTP/1.0: no interim responses
+  bool watching_ = false;  // watch_for_hangup has an operation outstanding
+  bool read_after_watch_ = false;  // the next request is read once the watch ends
+  bool peer_eof_ = false;          // the client has shut down its side of the connection
   bool keep_alive_ = false;
   bool mcp_ = false;     // the current request is for /mcp: refusals are JSON-RPC errors
   bool linger_ = false;  // drain the unread body before closing

@@ -12,14 +12,26 @@
 //   DELETE /mcp      ends the session named by Mcp-Session-Id (204; then 404 for that id).
 //   GET    /healthz  200 "ok" while the process serves; GET /readyz 200, or 503 while draining.
 //
-// Every request passes, in order: Host (loopback binds), Origin, then for /mcp the bearer token,
-// the session id and MCP-Protocol-Version; refusals are values with a status (HttpPolicy).
+// Every request passes, in order, on its header block before any of its body is read: no
+// repeated Host, Content-Length, Content-Type, Authorization, Origin or MCP header; Host
+// (loopback binds); Origin; then for /mcp the bearer token and a place among the admitted
+// connections. Then, with its body: the session id and MCP-Protocol-Version. Refusals are
+// values with a status (HttpPolicy).
+//
+// Connections: a new connection waits until its first authenticated /mcp request admits it.
+// Waiting connections get a short deadline for each header block and are few (per address and
+// in all); one more closes the oldest waiting one, so idle sockets cannot fill max_connections,
+// which only admitted connections count against.
+//
 // Stateful mode: initialize creates an McpSession and a random Mcp-Session-Id; later requests
-// must name it. Stateless mode: no ids; each POST gets a fresh McpSession treated as
-// initialized, so any replica can serve any request. Either way a session outlives the
-// connections that carry its requests, and a request's answer goes back on the exchange that
-// carried it (McpSession's per-message Send). A client that disconnects while its tools/call
-// runs cancels that call.
+// must name it with the token that created it (any other caller gets 404), and each token (or
+// address, without tokens) holds at most its share of the session table. Stateless mode: no
+// ids; each POST gets a fresh McpSession treated as initialized, so any replica can serve any
+// request. Either way a session outlives the connections that carry its requests, and a
+// request's answer goes back on the exchange that carried it (McpSession's per-message Send).
+// A client that disconnects while its request runs cancels it; one that only shuts down its
+// write side is answered (watch_for_hangup).
+//
 // 2026-07-28, in both modes: a POST whose body claims a version in `params._meta` (or whose
 // MCP-Protocol-Version is 2026-07-28) passes check_stateless_request (stateless_revision.h:
 // headers against body, version, method; refusals 400/404 with the JSON-RPC error) and is then
@@ -58,13 +70,23 @@ struct HttpOptions {
   std::vector<std::string> bearer_tokens;        // from config::Http; empty: no authentication
   std::size_t max_body_bytes = 4 * 1024 * 1024;  // larger bodies: 413 (the stdio line cap)
   std::size_t max_header_bytes = 16 * 1024;      // larger header blocks: 431
-  // Bound on reading one request (header and body); also the keep-alive idle time.
+  // Bound on reading one request's body, and on an admitted connection's header block: its
+  // keep-alive idle time.
   std::chrono::milliseconds read_timeout{30000};
-  std::size_t max_connections = 512;         // beyond: 503 and close
+  // Bound on each header block of a connection not yet admitted (the first request included):
+  // a client that means to talk sends its request at once.
+  std::chrono::milliseconds header_timeout{10000};
+  std::size_t max_connections = 512;  // admitted connections; beyond: 503 and close
+  // Connections not yet admitted, in all and per peer address; one more closes the oldest
+  // waiting one (of that address, or of all).
+  std::size_t max_waiting_connections = 128;
+  std::size_t max_waiting_per_address = 32;
   std::size_t max_requests_per_client = 16;  // POSTs in flight per client IP; beyond: 429
-  // Stateful sessions kept; one more evicts the least recently used (its client gets 404 and
-  // initializes again, as the transport spec has clients do).
+  // Stateful sessions kept, and per owner (bearer token, or peer address without tokens); one
+  // more evicts the owner's least recently used, or in a full table that of the owner holding
+  // the most (its client gets 404 and initializes again, as the transport spec has clients do).
   std::size_t max_sessions = 1024;
+  std::size_t max_sessions_per_owner = 256;
 };
 
 // Makes a fresh McpSession running on `executor`, whose every message comes with its own Send.

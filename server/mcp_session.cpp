@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 #include <boost/asio/post.hpp>
 
+#include "server/log_text.h"
 #include "server/stateless_revision.h"
 
 namespace codemode::server {
@@ -55,7 +56,7 @@ void McpSession::dispatch(Message parsed, const Send& out, bool routed, const Se
   } else if (auto* notification = std::get_if<Notification>(&parsed)) {
     on_notification(*notification);
   } else if (auto* error = std::get_if<JsonRpcError>(&parsed)) {
-    spdlog::debug("refused a message: {}", error->message);
+    spdlog::debug("refused a message: {}", escape_log_text(error->message));
     out(serialize_error(*error));
   }
   // Responses: we send no requests, so there is nothing to match them with.
@@ -70,7 +71,7 @@ void McpSession::cancel(const Json& id) {
   if (auto call = calls_.find(id_key(id)); call != calls_.end()) {
     call->second.cancel->cancel();
     if (call->second.progress) call->second.progress->cancel();
-    spdlog::info("call {} cancelled: the client went away", call->first);
+    spdlog::info("call {} cancelled: the client went away", escape_log_text(call->first));
   }
 }
 
@@ -155,11 +156,11 @@ void McpSession::on_notification(const Notification& notification) {
     if (auto call = calls_.find(id_key(*request_id)); call != calls_.end()) {
       call->second.cancel->cancel();  // the isolate stops; the outcome is dropped unsent
       if (call->second.progress) call->second.progress->cancel();
-      spdlog::info("call {} cancelled by the client", call->first);
+      spdlog::info("call {} cancelled by the client", escape_log_text(call->first));
     }
     return;
   }
-  spdlog::debug("ignored notification {}", notification.method);
+  spdlog::debug("ignored notification {}", escape_log_text(notification.method));
 }
 
 Json McpSession::initialize(const Json& params) {
@@ -168,9 +169,16 @@ Json McpSession::initialize(const Json& params) {
   initialized_ = true;
   std::string client = "unknown client";
   if (auto info = params.find("clientInfo"); info != params.end() && info->is_object()) {
-    client = info->value("name", client) + " " + info->value("version", "");
+    // Only strings are read: Json::value would throw on a number here.
+    const auto text = [&](const char* key) {
+      const auto it = info->find(key);
+      return it != info->end() && it->is_string() ? it->get<std::string>() : std::string();
+    };
+    if (!text("name").empty()) client = text("name");
+    client += " " + text("version");
   }
-  spdlog::info("initialized: {} asked for {}, speaking {}", client, requested, protocol_version_);
+  spdlog::info("initialized: {} asked for {}, speaking {}", escape_log_text(client),
+               escape_log_text(requested), protocol_version_);
   Json result{{"protocolVersion", protocol_version_},
               {"capabilities", {{"tools", {{"listChanged", false}}}}},
               {"serverInfo", {{"name", info_.name}, {"version", info_.version}}}};
@@ -228,10 +236,11 @@ void McpSession::call_tool(const Json& id, const Json& params, const Send& out, 
           self->finish_call(id, outcome);
           if (outcome.sandbox_us > 0) {
             spdlog::info("tools/call {} id={}: {} in {:.2f} ms (sandbox process {:.2f} ms)", name,
-                         dump(id), outcome.ok ? "ok" : sandbox::to_string(outcome.error_kind), ms,
+                         escape_log_text(dump(id)),
+                         outcome.ok ? "ok" : sandbox::to_string(outcome.error_kind), ms,
                          static_cast<double>(outcome.sandbox_us) / 1000);
           } else {
-            spdlog::info("tools/call {} id={}: {} in {:.2f} ms", name, dump(id),
+            spdlog::info("tools/call {} id={}: {} in {:.2f} ms", name, escape_log_text(dump(id)),
                          outcome.ok ? "ok" : sandbox::to_string(outcome.error_kind), ms);
           }
         });

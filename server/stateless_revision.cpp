@@ -61,12 +61,12 @@ JsonRpcError refusal(const Request& request, ErrorCode code, std::string message
 // One header that must equal `expected` from the body.
 std::optional<JsonRpcError> check_header(const Request& request, std::string_view name,
                                          const std::optional<std::string_view>& raw,
-                                         std::string_view expected) {
+                                         std::string_view expected, HeaderEncoding encoding) {
   if (!raw) {
     return refusal(request, ErrorCode::header_mismatch,
                    "header mismatch: the " + std::string(name) + " header is required");
   }
-  const auto value = decode_header_value(*raw);
+  const auto value = decode_header_value(*raw, encoding);
   if (!value) {
     return refusal(request, ErrorCode::header_mismatch,
                    "header mismatch: the " + std::string(name) + " header value " +
@@ -104,11 +104,12 @@ bool claims_stateless_revision(const Json& params) {
   return meta != params.end() && meta->is_object() && meta->contains(kMetaProtocolVersion);
 }
 
-std::optional<std::string> decode_header_value(std::string_view raw) {
+std::optional<std::string> decode_header_value(std::string_view raw, HeaderEncoding encoding) {
   const std::string_view value = trim(raw);
   constexpr std::string_view kPrefix = "=?base64?";
   constexpr std::string_view kSuffix = "?=";
-  if (value.size() >= kPrefix.size() + kSuffix.size() &&
+  if (encoding == HeaderEncoding::plain_or_base64 &&
+      value.size() >= kPrefix.size() + kSuffix.size() &&
       value.substr(0, kPrefix.size()) == kPrefix &&
       value.substr(value.size() - kSuffix.size()) == kSuffix) {
     return base64_decode(
@@ -146,15 +147,19 @@ std::optional<JsonRpcError> check_stateless_request(const Request& request,
   const auto requested = version->get<std::string>();
 
   if (headers) {
-    if (auto mismatch =
-            check_header(request, "MCP-Protocol-Version", headers->protocol_version, requested)) {
+    if (auto mismatch = check_header(request, "MCP-Protocol-Version", headers->protocol_version,
+                                     requested, HeaderEncoding::plain_only)) {
       return mismatch;
     }
-    if (auto mismatch = check_header(request, "Mcp-Method", headers->method, request.method)) {
+    if (auto mismatch = check_header(request, "Mcp-Method", headers->method, request.method,
+                                     HeaderEncoding::plain_only)) {
       return mismatch;
     }
     if (const auto name = name_in_body(request)) {
-      if (auto mismatch = check_header(request, "Mcp-Name", headers->name, *name)) return mismatch;
+      if (auto mismatch = check_header(request, "Mcp-Name", headers->name, *name,
+                                       HeaderEncoding::plain_or_base64)) {
+        return mismatch;
+      }
     }
   }
 

@@ -43,17 +43,23 @@ struct RevisionHeaders {
   std::optional<std::string_view> name;              // Mcp-Name
 };
 
+// Whether a header may carry the `=?base64?…?=` form. The revision defines it for Mcp-Name and
+// Mcp-Param-* only, whose values come from the model or the user; MCP-Protocol-Version and
+// Mcp-Method are plain, so that a proxy routing on them sees what the server serves.
+enum class HeaderEncoding { plain_only, plain_or_base64 };
+
 // A header value as compared with the body: surrounding spaces/tabs dropped, a
-// `=?base64?…?=` value decoded. nullopt: invalid (bad base64, or bytes outside visible ASCII
-// and space in a plain value).
-std::optional<std::string> decode_header_value(std::string_view raw);
+// `=?base64?…?=` value decoded where `encoding` allows it. nullopt: invalid (bad base64, or
+// bytes outside visible ASCII and space in a plain value; a base64 form where only plain is
+// allowed is compared as the plain text it is).
+std::optional<std::string> decode_header_value(std::string_view raw, HeaderEncoding encoding);
 
 // The whole ladder, in the order the revision and its conformance suite fix:
 //   `_meta` missing or without a string protocolVersion / an object clientCapabilities
 //       → -32602 (invalid params);
 //   with headers: MCP-Protocol-Version missing or ≠ the `_meta` version, Mcp-Method missing or
-//       ≠ method, Mcp-Name missing or ≠ params.name (tools/call, prompts/get) or params.uri
-//       (resources/read), any of them invalid → -32020 (HeaderMismatch);
+//       ≠ method (both plain text only), Mcp-Name missing or ≠ params.name (tools/call,
+//       prompts/get) or params.uri (resources/read), any of them invalid → -32020 (HeaderMismatch);
 //   a version other than 2026-07-28 → -32022 with data {supported, requested};
 //   a method this revision does not serve here → -32601.
 // nullopt: serve it (server/discover, tools/list or tools/call).

@@ -42,14 +42,38 @@ TEST_CASE("the era rule: a protocolVersion in params._meta claims the stateless 
 
 TEST_CASE("header values: OWS trimmed, =?base64?...?= decoded, controls refused",
           "[server][revision]") {
-  CHECK(decode_header_value(" search\t") == "search");
-  CHECK(decode_header_value("=?base64?c2VhcmNo?=") == "search");
-  CHECK(decode_header_value("=?base64?w6l0w6k=?=") == "\xc3\xa9t\xc3\xa9");  // "été"
-  CHECK(decode_header_value("=?base64?w6l0w6k?=") == "\xc3\xa9t\xc3\xa9");   // padding optional
-  CHECK_FALSE(decode_header_value("=?base64?c2Vh*2No?="));
-  CHECK_FALSE(decode_header_value("=?base64?c?="));
-  CHECK_FALSE(decode_header_value("sea\x01rch"));
-  CHECK_FALSE(decode_header_value("\xc3\xa9t\xc3\xa9"));  // raw non-ASCII must be encoded
+  CHECK(decode_header_value(" search\t", HeaderEncoding::plain_or_base64) == "search");
+  CHECK(decode_header_value("=?base64?c2VhcmNo?=", HeaderEncoding::plain_or_base64) == "search");
+  CHECK(decode_header_value("=?base64?w6l0w6k=?=", HeaderEncoding::plain_or_base64) ==
+        "\xc3\xa9t\xc3\xa9");  // "été"
+  CHECK(decode_header_value("=?base64?w6l0w6k?=", HeaderEncoding::plain_or_base64) ==
+        "\xc3\xa9t\xc3\xa9");  // padding optional
+  CHECK_FALSE(decode_header_value("=?base64?c2Vh*2No?=", HeaderEncoding::plain_or_base64));
+  CHECK_FALSE(decode_header_value("=?base64?c?=", HeaderEncoding::plain_or_base64));
+  CHECK_FALSE(decode_header_value("sea\x01rch", HeaderEncoding::plain_or_base64));
+  CHECK_FALSE(decode_header_value(
+      "\xc3\xa9t\xc3\xa9", HeaderEncoding::plain_or_base64));  // raw non-ASCII must be encoded
+}
+
+TEST_CASE("=?base64?...?= only where the revision defines it: Mcp-Name, not Mcp-Method",
+          "[server][revision]") {
+  CHECK(decode_header_value("=?base64?dG9vbHMvY2FsbA==?=", HeaderEncoding::plain_only) ==
+        "=?base64?dG9vbHMvY2FsbA==?=");  // compared as the plain text it is
+  CHECK(decode_header_value(" tools/call ", HeaderEncoding::plain_only) == "tools/call");
+  // A proxy routing on the plain Mcp-Method would see an unknown method while the server ran
+  // tools/call: both headers that must be plain are a mismatch in the encoded form.
+  const auto method = check_stateless_request(
+      call("search"),
+      RevisionHeaders{"2026-07-28", "=?base64?dG9vbHMvY2FsbA==?=", "=?base64?c2VhcmNo?="});
+  CHECK(code_of(method) == ErrorCode::header_mismatch);
+  CHECK(method->message ==
+        "header mismatch: Mcp-Method header value '=?base64?dG9vbHMvY2FsbA==?=' does not match "
+        "body value 'tools/call'");
+  const auto version = check_stateless_request(
+      call("search"), RevisionHeaders{"=?base64?MjAyNi0wNy0yOA==?=", "tools/call", "search"});
+  CHECK(code_of(version) == ErrorCode::header_mismatch);
+  CHECK_FALSE(check_stateless_request(
+      call("search"), RevisionHeaders{"2026-07-28", "tools/call", "=?base64?c2VhcmNo?="}));
 }
 
 TEST_CASE("_meta: missing, or without version or capabilities, is -32602", "[server][revision]") {

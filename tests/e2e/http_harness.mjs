@@ -88,8 +88,9 @@ function parseResponse(buffer, closed) {
 // An HTTP/1.1 connection driven with exact bytes. `exchange(bytes)` writes them and resolves
 // with the next response ({status, statusLine, headers (lower-case names), body}).
 export class RawConnection {
-  constructor(port, host = '127.0.0.1') {
-    this.socket = connect(port, host);
+  // `localAddress` picks the client's source address (e.g. 127.0.0.2: another peer to the server).
+  constructor(port, host = '127.0.0.1', { localAddress } = {}) {
+    this.socket = connect({ port, host, ...(localAddress ? { localAddress } : {}) });
     this.socket.on('error', () => {});
     this.buffer = Buffer.alloc(0);
     this.closed = false;
@@ -133,6 +134,13 @@ export class RawConnection {
     }
   }
   destroy() { this.socket.destroy(); }
+  // Sends the bytes, then shuts down the write side (the connection stays open for reading).
+  halfClose(bytes) { this.socket.end(bytes); }
+  // Everything the server sent until it closed the connection, as text.
+  async untilClosed(ms = 10000) {
+    await this.closedByServer(ms);
+    return this.buffer.toString('utf8');
+  }
 }
 
 // One request on a fresh connection.

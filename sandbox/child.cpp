@@ -26,6 +26,12 @@
 #include "sandbox/lockdown.h"
 #include "sandbox/v8_platform.h"
 
+// libnode exports V8's base library, whose headers Debian does not ship; this is the one
+// declaration of it used (src/base/logging.h in V8 10.2).
+namespace v8::base {
+void SetPrintStackTrace(void (*print_stack_trace)());
+}  // namespace v8::base
+
 namespace codemode::sandbox {
 namespace {
 
@@ -78,6 +84,42 @@ void send(const channel::Message& message) {
 }
 
 [[noreturn]] void out_of_memory(const char*, bool) { ::_exit(kExitOutOfMemory); }
+
+// V8's fatal errors (V8_Fatal: failed CHECKs, and allocations past V8's own size limits, such
+// as `'x'.repeat(2**29 - 24).split('')`, whose array would exceed FixedArray's longest) print
+// their message, call the stack-trace hook, then trap. The message is not passed to the hook,
+// but V8_Fatal keeps it in its own frame, between two markers, for crash processors to find;
+// the hook looks for it in the 4 KiB above its own frame (V8_Fatal's frame is the next one up,
+// and the JS and runtime frames below any V8_Fatal are far deeper than that). A size error is
+// memory, reported as out_of_memory() reports it; anything else (or no message found) goes on to
+// the trap, which the daemon reports as a crash.
+constexpr std::uintptr_t kFailureStartMarker = 0xdecade10;
+constexpr std::uintptr_t kFailureEndMarker = 0xdecade11;
+constexpr std::size_t kFailureMessageBytes = 512;
+constexpr std::size_t kStackSearchBytes = 4 * 1024;
+
+__attribute__((no_sanitize("address"), noinline)) std::string_view fatal_message(
+    const volatile std::uintptr_t* from) {
+  const std::size_t words = kStackSearchBytes / sizeof(std::uintptr_t);
+  const std::size_t span = 1 + kFailureMessageBytes / sizeof(std::uintptr_t);
+  for (std::size_t i = 0; i + span < words; ++i) {
+    if (from[i] != kFailureStartMarker || from[i + span] != kFailureEndMarker) continue;
+    const volatile char* text = reinterpret_cast<const volatile char*>(from + i + 1);
+    std::size_t length = 0;
+    while (length < kFailureMessageBytes && text[length] != '\0') ++length;
+    return std::string_view(const_cast<const char*>(text), length);
+  }
+  return {};
+}
+
+void on_v8_fatal() {
+  volatile std::uintptr_t here = 0;
+  const std::string_view message = fatal_message(&here);
+  if (message.starts_with("Fatal JavaScript invalid size error") ||
+      message.find("out of memory") != std::string_view::npos) {
+    ::_exit(kExitOutOfMemory);
+  }
+}
 
 // The fetches of the running call that wait for their replies. Main thread only.
 class Fetches {
@@ -228,6 +270,7 @@ int child_main(const ChildOptions& options) {
   ensure_v8_initialized(init.jitless ? JitMode::jitless : JitMode::enabled);
   v8::V8::SetFatalMemoryErrorCallback(out_of_memory);
   set_out_of_memory_handler(out_of_memory);
+  v8::base::SetPrintStackTrace(on_v8_fatal);  // after V8::Initialize, which sets its own
   warm_up(init.limits, api ? &*api : nullptr);
 
   // One fresh isolate per tool, made ready while the process waits, so a call finds its set-up

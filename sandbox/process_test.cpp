@@ -411,6 +411,21 @@ TEST_CASE("memory no isolate limit can stop ends the process, not the daemon",
   CHECK(outcome.error_message == "the sandbox process ran out of memory; it was replaced");
 }
 
+TEST_CASE("a builtin past V8's own size limits is memory, not a crash, and the next call runs",
+          "[sandbox][process][adversarial]") {
+  // split('') of the longest string needs an array longer than V8 allows: V8_Fatal, then a trap
+  // (SIGTRAP), before any memory is used. The review saw `runtime: … killed by SIGTRAP`.
+  const auto limits = test_limits();
+  auto process = start(options_for(limits));
+  const Outcome outcome =
+      run(*process, "async () => 'x'.repeat(2 ** 29 - 24).split('').length", limits);
+  CHECK(outcome.error_kind == ErrorKind::memory);
+  CHECK(outcome.error_message == "the sandbox process ran out of memory; it was replaced");
+  CHECK_FALSE(process->usable());
+  auto next = start(options_for(limits));
+  CHECK(result_of(run(*next, "async () => 'x'.repeat(10).split('').length", limits)) == 10);
+}
+
 namespace {
 
 // A Sandbox of one hook-child process, as the pool tests use it.

@@ -158,7 +158,13 @@ std::variant<json, std::string> read_value(const fs::path& file) {
                     (extension != ".json" && !looks_like_json(text));
   if (yaml) return yaml_to_json(text, kMaxDocumentValues);
   try {
-    return json::parse(text);
+    json value = json::parse(text);  // iterative: any depth is built without recursion
+    // The bundler's walk recurses, so the bound comes before it (YAML's is in the conversion).
+    if (nesting_depth(value) > kMaxDocumentNesting) {
+      return "nests arrays and objects deeper than " + std::to_string(kMaxDocumentNesting) +
+             " levels";
+    }
+    return value;
   } catch (const json::parse_error& e) {
     return position_of(text, e.byte == 0 ? 0 : e.byte - 1) + ": not valid JSON";
   } catch (const json::out_of_range&) {

@@ -64,6 +64,31 @@ struct SpecDir {
 };
 }  // namespace
 
+TEST_CASE("a file nested past the bound is refused before the bundler walks it, refs too",
+          "[openapi][refs][adversarial]") {
+  // The bundler's walk recursed per level: a million-deep file crashed the daemon at start-up.
+  SpecDir dir;
+  const std::string deep = std::string(1'000'000, '[') + std::string(1'000'000, ']');
+  const auto main = dir.write(
+      "api.json", R"({"openapi":"3.1.0","info":{"title":"T"},"paths":{},"x-deep":)" + deep + "}");
+  auto loaded = load_file(main);
+  CHECK_FALSE(loaded.document);
+  CHECK(loaded.problems ==
+        std::vector<std::string>{main.string() +
+                                 ": nests arrays and objects deeper than 1000 levels"});
+
+  dir.write("schemas/deep.json", deep);
+  const auto referring = dir.write(
+      "refs.json",
+      R"({"openapi":"3.1.0","info":{"title":"T"},"paths":{},"x-a":{"$ref":"schemas/deep.json"}})");
+  loaded = load_file(referring);
+  CHECK_FALSE(loaded.document);
+  REQUIRE(loaded.problems.size() == 1);
+  CHECK(
+      loaded.problems[0].ends_with("$ref schemas/deep.json: schemas/deep.json: nests arrays and "
+                                   "objects deeper than 1000 levels"));
+}
+
 TEST_CASE("refs to relative files are bundled under x-external and resolved", "[openapi][refs]") {
   SpecDir dir;
   dir.write("schemas/pet.yaml",

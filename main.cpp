@@ -37,7 +37,7 @@ Usage:
   codemode-mcp --http :8080        serve MCP Streamable HTTP on http://127.0.0.1:8080/mcp
 
 Options:
-  --config FILE       JSON config: openapi, upstreams, limits, http (see README.md)
+  --config FILE       JSON config: openapi, upstreams, policy, limits, http, sandbox (README.md)
   --http HOST:PORT    serve Streamable HTTP on /mcp instead of stdio. HOST is an IP address or
                       localhost (default 127.0.0.1: `--http :8080` or `--http 8080`); PORT 0
                       picks a free port. The bound URL is logged: "listening on http://.../mcp"
@@ -47,11 +47,13 @@ Options:
   --allow-unauthenticated-network-access
                       allow --http on a non-loopback address with no http.bearer_tokens
                       (refused by default: anyone who reaches the port could run tools)
+  --jitless           run isolates without V8's JIT compilers (as "sandbox": {"jitless": true}):
+                      less attack surface, slower code that computes (README.md, Security)
   --log-level LEVEL   stderr log level: trace, debug, info, warn, error, off (default: info);
                       at debug, sandbox processes write to stderr too
   --sandbox-report    start one sandbox process, print which isolation layers (namespaces,
                       seccomp, rlimits, ...) this machine allows, and exit
-  --version           print the version and exit
+  --version           print the version (and the V8 it runs code on) and exit
   -h, --help          print this help and exit
 
 Tool code runs in sandbox processes that this binary starts from itself (one per core, each
@@ -73,6 +75,7 @@ struct Arguments {
   std::optional<codemode::server::HttpEndpoint> http;
   bool stdio = false;  // --stdio given
   bool http_stateless = false;
+  bool jitless = false;  // --jitless: as the config's sandbox.jitless
   bool allow_unauthenticated_network_access = false;
   bool sandbox_report = false;
 };
@@ -122,7 +125,8 @@ int main(int argc, char** argv) {
       std::cout << kUsage;
       return 0;
     } else if (arg == "--version") {
-      std::cout << "codemode-mcp " << CODEMODE_VERSION << "\n";
+      std::cout << "codemode-mcp " << CODEMODE_VERSION << "\n"
+                << "V8 " << codemode::sandbox::v8_version() << " (Debian's libnode108)\n";
       return 0;
     } else if (arg == "--config") {
       args.config_file = value();
@@ -150,6 +154,8 @@ int main(int argc, char** argv) {
       args.allow_unauthenticated_network_access = true;
     } else if (arg == "--sandbox-report") {
       args.sandbox_report = true;
+    } else if (arg == "--jitless") {
+      args.jitless = true;
     } else {
       return usage_error("unknown argument '" + std::string(arg) + "'");
     }
@@ -195,6 +201,7 @@ int main(int argc, char** argv) {
     config.upstreams.push_back({demo->origin(), {{"Authorization", "Bearer " + token}}});
     api = codemode::openapi::parse_json(codemode::fixtures::markethub_openapi_json());
   }
+  if (args.jitless) config.sandbox.jitless = true;
   if (!api.document) {
     for (const auto& problem : api.problems) std::cerr << "openapi: " << problem << "\n";
     return 2;
@@ -204,6 +211,8 @@ int main(int argc, char** argv) {
   spdlog::info("serving {} {}: {} paths, {} $refs ({} circular)", api.document->title,
                api.document->version, api.document->path_count, api.document->refs.size(),
                api.document->refs.circular_count());
+  spdlog::info("code runs on V8 {}{}", codemode::sandbox::v8_version(),
+               config.sandbox.jitless ? " without its JIT (sandbox.jitless)" : "");
 
   const bool serve_stdio = !args.http || args.stdio;
   std::optional<codemode::server::HttpOptions> http;

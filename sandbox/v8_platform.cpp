@@ -129,6 +129,8 @@ RecyclingPageAllocator::Audit audit_page_pool() {
 
 JitMode v8_jit_mode() { return jit_mode; }
 
+std::string_view v8_version() { return v8::V8::GetVersion(); }
+
 void shutdown_v8() {
   if (!platform || shut_down) return;
   shut_down = true;

@@ -40,6 +40,10 @@ void ensure_v8_initialized(JitMode mode = JitMode::enabled);
 // The mode V8 was initialised with (JitMode::enabled before it was).
 JitMode v8_jit_mode();
 
+// The linked V8's version, e.g. "10.2.154.26-node.37" (Debian's libnode108); needs no
+// initialisation. Security fixes arrive with Debian's libnode108 updates (README.md, Security).
+std::string_view v8_version();
+
 // The address space the page pool may hold (inaccessible regions kept for the next isolate):
 // an isolate's 64 MiB code range and a few dozen chunks, a few times over. A sandbox process's
 // address-space cap leaves room for it.

@@ -23,7 +23,8 @@ test('--help explains usage on stdout and exits 0', async () => {
 test('--version prints the version', async () => {
   const { code, stdout } = await run(['--version']);
   assert.equal(code, 0);
-  assert.match(stdout, /^codemode-mcp \d+\.\d+\.\d+\n$/);
+  // The V8 that runs the code, so an operator can match it against security advisories.
+  assert.match(stdout, /^codemode-mcp \d+\.\d+\.\d+\nV8 \d+\.\d+\.\d+\S* \(Debian's libnode108\)\n$/);
 });
 
 test('an unknown argument exits 2 with a hint and nothing on stdout', async () => {

@@ -123,19 +123,25 @@ function anonymousExecutableMappings(pid) {
     .filter((line) => /^\S+ ..x/.test(line) && line.trim().split(/\s+/).length < 6);
 }
 
-test('sandbox.jitless: processes hold no executable memory of their own, and calls still run', async () => {
+test('sandbox.jitless and --jitless: processes hold no executable memory of their own, and calls still run', async () => {
   // A hot loop, so that a JIT would compile it; the default server shows the test can fail.
   const hot = 'async () => { let s = 0; for (let i = 0; i < 3e6; i++) s += i % 7; return s; }';
-  const counts = {};
-  for (const jitless of [false, true]) {
-    const dir = mkdtempSync(join(tmpdir(), 'codemode-jitless-'));
-    const config = join(dir, 'config.json');
-    writeFileSync(config, JSON.stringify({
+  const counts = { false: [], true: [] };
+  const configWith = (extra) => {
+    const file = join(mkdtempSync(join(tmpdir(), 'codemode-jitless-')), 'config.json');
+    writeFileSync(file, JSON.stringify({
       openapi: join(SOURCE_DIR, 'fixtures/markethub/openapi.json'),
-      limits: { cpu_ms: 20000, wall_ms: 20000 },
-      ...(jitless ? { sandbox: { jitless: true } } : {}),
+      limits: { cpu_ms: 20000, wall_ms: 20000 }, ...extra,
     }));
-    const server = new RawServer(['--config', config]);
+    return file;
+  };
+  const variants = [
+    { jitless: false, args: ['--config', configWith({})] },
+    { jitless: true, args: ['--config', configWith({ sandbox: { jitless: true } })] },
+    { jitless: true, args: ['--jitless'] },  // the embedded default, from the command line
+  ];
+  for (const { jitless, args } of variants) {
+    const server = new RawServer(args);
     try {
       await server.initialize();
       for (let id = 1; id <= 2; id++) {
@@ -146,7 +152,7 @@ test('sandbox.jitless: processes hold no executable memory of their own, and cal
         const found = childrenOf(server.proc.pid);
         return found.length === availableParallelism() && found.every((pid) => status(pid).Seccomp === '2') && found;
       });
-      counts[jitless] = pids.map((pid) => anonymousExecutableMappings(pid).length);
+      counts[jitless].push(...pids.map((pid) => anonymousExecutableMappings(pid).length));
       assert.match(server.stderr, jitless ? /sandbox layer jitless: on/ : /sandbox layer jitless: no/);
     } finally {
       assert.deepEqual(await server.close(), { code: 0, signal: null });

@@ -1,6 +1,6 @@
 // codemode-mcp benchmark: tool calls through the real MCP path (SDK client -> stdio -> server).
 //
-//   node bench/run.mjs [--calls N] [--seconds S] [--only NAME]
+//   node bench/run.mjs [--calls N] [--seconds S] [--only NAME] [--jitless]
 //
 // For each workload it starts a fresh server, warms up, then runs the calls at concurrency 1
 // and 2 and prints latency percentiles (client-side, per call), throughput, and how often the
@@ -24,6 +24,8 @@ const args = Object.fromEntries(process.argv.slice(2).reduce((acc, a, i, all) =>
 }, []));
 const calls = Number(args.calls ?? 500);
 const only = args.only;
+// --jitless: every server runs its isolates without V8's JIT (config sandbox.jitless).
+const jitless = process.argv.includes('--jitless');
 
 const require = createRequire(import.meta.url);
 const githubSpec = require.resolve('@octokit/openapi/generated/api.github.com.json');
@@ -42,6 +44,9 @@ const workloads = [
     code: "async () => Object.keys(spec.paths).filter(p => p.includes('orders'))" },
   { name: 'search operation (MarketHub)', args: ['--log-level', 'warn'], tool: 'search',
     code: "async () => spec.paths['/orders'].post.requestBody" },
+  // Code that computes rather than looks up: where V8's JIT (or --jitless's lack of it) shows.
+  { name: 'search compute (MarketHub)', args: ['--log-level', 'warn'], tool: 'search',
+    code: 'async () => { let n = 0; for (let i = 0; i < 200000; i++) n = (n * 31 + i) % 1000003; return n; }' },
   { name: 'execute 1 fetch (MarketHub)', args: ['--log-level', 'warn'], tool: 'execute',
     code: "async () => (await (await fetch('/products/prod_0001')).json()).name" },
   { name: 'execute 5 sequential fetches (MarketHub)', args: ['--log-level', 'warn'], tool: 'execute',
@@ -101,7 +106,8 @@ console.log('| workload | concurrency | p50 ms | p99 ms | calls/s | errors | ser
 console.log('|---|---|---|---|---|---|---|---|');
 for (const workload of workloads) {
   if (only && !workload.name.includes(only)) continue;
-  const transport = new StdioClientTransport({ command: bin, args: workload.args, stderr: 'inherit' });
+  const serverArgs = jitless ? [...workload.args, '--jitless'] : workload.args;
+  const transport = new StdioClientTransport({ command: bin, args: serverArgs, stderr: 'inherit' });
   const client = new Client({ name: 'codemode-bench', version: '1.0.0' });
   await client.connect(transport);
   const warm = await client.callTool({ name: workload.tool, arguments: { code: workload.code } });

@@ -15,7 +15,7 @@ import { run, SOURCE_DIR } from './harness.mjs';
 import { startHttpServer, rawExchange, writeConfig, provesServing } from './http_harness.mjs';
 
 const dir = join(SOURCE_DIR, 'tests/http_transcripts');
-const version = (await run(['--version'])).stdout.trim().split(' ')[1];
+const version = (await run(['--version'])).stdout.split('\n')[0].split(' ')[1];
 
 function parse(text) {
   const file = { args: ['--http', ':0'], config: null, auth: {}, exchanges: [] };

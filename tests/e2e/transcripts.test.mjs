@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { RawServer, run, SOURCE_DIR } from './harness.mjs';
 
 const dir = join(SOURCE_DIR, 'tests/transcripts');
-const version = (await run(['--version'])).stdout.trim().split(' ')[1];
+const version = (await run(['--version'])).stdout.split('\n')[0].split(' ')[1];
 
 // Groups a transcript into steps: one sent line and the lines expected after it.
 function parse(text) {

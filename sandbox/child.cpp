@@ -98,8 +98,10 @@ constexpr std::uintptr_t kFailureEndMarker = 0xdecade11;
 constexpr std::size_t kFailureMessageBytes = 512;
 constexpr std::size_t kStackSearchBytes = 4 * 1024;
 
-__attribute__((no_sanitize("address"), noinline)) std::string_view fatal_message(
-    const volatile std::uintptr_t* from) {
+// The frame address, not a local's: ASan's use-after-return mode moves locals to a heap "fake
+// stack", while the frame (and V8_Fatal's above it) stays on the thread's stack.
+__attribute__((no_sanitize("address"), noinline)) std::string_view fatal_message() {
+  const auto* from = static_cast<const volatile std::uintptr_t*>(__builtin_frame_address(0));
   const std::size_t words = kStackSearchBytes / sizeof(std::uintptr_t);
   const std::size_t span = 1 + kFailureMessageBytes / sizeof(std::uintptr_t);
   for (std::size_t i = 0; i + span < words; ++i) {
@@ -113,8 +115,7 @@ __attribute__((no_sanitize("address"), noinline)) std::string_view fatal_message
 }
 
 void on_v8_fatal() {
-  volatile std::uintptr_t here = 0;
-  const std::string_view message = fatal_message(&here);
+  const std::string_view message = fatal_message();
   if (message.starts_with("Fatal JavaScript invalid size error") ||
       message.find("out of memory") != std::string_view::npos) {
     ::_exit(kExitOutOfMemory);

@@ -111,10 +111,11 @@ std::string new_session_id();
 // another principal is treated as naming an unknown session (404), so a session id learnt by
 // another client is worth nothing without the token that made it (the MCP spec asks servers to
 // bind session ids to the user). Without tokens every caller is the same principal (""), and
-// `quota` is the peer address instead: the unit sessions are counted per.
+// sessions are not bound. `quota` is the unit sessions are counted per: the principal and the
+// peer address, so clients sharing a token (or none) evict only sessions from their address.
 struct SessionOwner {
   std::string principal;  // from HttpPolicy::authenticate
-  std::string quota;      // principal when there is one, else the peer address
+  std::string quota;      // the principal and the peer address together
 };
 
 // The live MCP sessions of the stateful HTTP mode, by session id. At most `max_sessions`, and at

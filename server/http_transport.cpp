@@ -230,6 +230,14 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
       linger_ = body_unread;
       return refuse(*refusal);
     }
+    if (!mcp_) {
+      // Nothing outside /mcp takes a body, and nothing there needs a token: a body is never
+      // read (a client without a token must not make the server hold one). The answer ends
+      // the connection when one was announced, and what follows is discarded.
+      linger_ = body_unread;
+      return route_outside_mcp(path, request.method());
+    }
+    header_fields_ = field_count(request);
     stream_.expires_after(state_->options.read_timeout);
     http::async_read(stream_, buffer_, *parser_,
                      beast::bind_front_handler(&HttpConnection::on_read, shared_from_this()));
@@ -265,24 +273,35 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
 
   void on_read(boost::system::error_code ec, std::size_t) {
     if (on_read_error(ec)) return;
+    // Beast adds a chunked body's trailer fields to the request, after check_head looked at
+    // the header block: a trailer could carry a second Host or a session id that a proxy
+    // routing on the header block never saw. A request with trailers is refused.
+    if (field_count(parser_->get()) != header_fields_) {
+      keep_alive_ = false;
+      return refuse({400, "bad request: trailer fields are not accepted"});
+    }
     route(parser_->release());
+  }
+
+  static std::size_t field_count(const http::request_header<>& request) {
+    return static_cast<std::size_t>(std::distance(request.begin(), request.end()));
+  }
+
+  void route_outside_mcp(std::string_view path, http::verb method) {
+    keep_alive_ = keep_alive_ && !linger_;
+    const bool get = method == http::verb::get;
+    if (path == "/healthz" && get) return respond_text(http::status::ok, "ok\n");
+    if (path == "/readyz" && get) {
+      if (state_->draining) return respond_text(http::status::service_unavailable, "draining\n");
+      return respond_text(http::status::ok, "ready\n");
+    }
+    return respond_text(http::status::not_found, "not found\n");
   }
 
   // A request whose header block passed check_head, with its body.
   void route(http::request<http::string_body> request) {
     keep_alive_ = request.keep_alive();
     http_10_ = request.version() < 11;
-    const bool get = request.method() == http::verb::get;
-    if (!mcp_) {
-      const std::string_view target(request.target().data(), request.target().size());
-      const std::string_view path = target.substr(0, target.find('?'));
-      if (path == "/healthz" && get) return respond_text(http::status::ok, "ok\n");
-      if (path == "/readyz" && get) {
-        if (state_->draining) return respond_text(http::status::service_unavailable, "draining\n");
-        return respond_text(http::status::ok, "ready\n");
-      }
-      return respond_text(http::status::not_found, "not found\n");
-    }
     if (state_->draining) {
       keep_alive_ = false;
       return refuse({503, "unavailable: the server is shutting down"});
@@ -465,8 +484,10 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
     if (pending.new_session_id) {
       const Json parsed = Json::parse(answer, nullptr, false);
       if (parsed.is_object() && parsed.contains("result")) {
-        // Without tokens everyone is one principal: sessions are counted per address then.
-        SessionOwner owner{principal_, principal_.empty() ? client_ : principal_};
+        // Counted per principal and address: with one token shared by several clients (or none
+        // configured), a client that opens sessions in a loop evicts only those from its own
+        // address. (Behind a proxy the proxy is the address; a token per client separates them.)
+        SessionOwner owner{principal_, principal_ + " from " + client_};
         if (state_->sessions.add(*pending.new_session_id, pending.session, std::move(owner))) {
           spdlog::info("http session table: a least recently used session was ended for room");
         }
@@ -740,8 +761,9 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   bool read_after_watch_ = false;  // the next request is read once the watch ends
   bool peer_eof_ = false;          // the client has shut down its side of the connection
   bool keep_alive_ = false;
-  bool mcp_ = false;     // the current request is for /mcp: refusals are JSON-RPC errors
-  bool linger_ = false;  // drain the unread body before closing
+  bool mcp_ = false;               // the current request is for /mcp: refusals are JSON-RPC errors
+  bool linger_ = false;            // drain the unread body before closing
+  std::size_t header_fields_ = 0;  // fields of the /mcp request's header block (no trailers)
   bool closed_ = false;
   bool event_stream_ok_ = false;  // the current request's Accept allows text/event-stream
   std::optional<Pending> pending_;

@@ -39,19 +39,23 @@ test('finding 5: no token, no body read: 401 on the header block, and no memory 
   try {
     await provesServing(server.port, A);
     const before = rssKiB(server.proc.pid);
-    const head = `POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:${server.port}\r\nContent-Type: application/json\r\n` +
-      `Content-Length: ${4 * 1024 * 1024 - 1}\r\n\r\n`;
+    const head = (path) => `POST ${path} HTTP/1.1\r\nHost: 127.0.0.1:${server.port}\r\n` +
+      `Content-Type: application/json\r\nContent-Length: ${4 * 1024 * 1024 - 1}\r\n\r\n`;
     const chunk = Buffer.alloc(1024 * 1024, 'x');
-    for (let i = 0; i < 16; ++i) {
-      const connection = new RawConnection(server.port);
-      connection.write(head);
-      connection.write(chunk);  // 1 MiB of the announced 4 MiB, then nothing more
-      stalled.push(connection);
+    // /mcp without a token, and paths that need none (and take no body): the review's variant.
+    const paths = { '/mcp': 401, '/healthz': 404, '/mcp/': 404, '//mcp': 404 };
+    for (const [path, status] of Object.entries(paths)) {
+      for (let i = 0; i < 4; ++i) {
+        const connection = new RawConnection(server.port);
+        connection.write(head(path));
+        connection.write(chunk);  // 1 MiB of the announced 4 MiB, then nothing more
+        stalled.push({ connection, path, status });
+      }
     }
-    for (const connection of stalled) {
+    for (const { connection, path, status } of stalled) {
       const refused = await connection.response(5000);
-      assert.equal(refused.status, 401);
-      assert.equal(refused.headers['www-authenticate'], 'Bearer');
+      assert.equal(refused.status, status, path);
+      if (status === 401) assert.equal(refused.headers['www-authenticate'], 'Bearer');
     }
     // 16 MiB were sent; the server discarded them instead of holding them.
     const grown = rssKiB(server.proc.pid) - before;
@@ -59,7 +63,7 @@ test('finding 5: no token, no body read: 401 on the header block, and no memory 
     // A client with a token is served while the others stall.
     await provesServing(server.port, A);
   } finally {
-    for (const connection of stalled) connection.destroy();
+    for (const { connection } of stalled) connection.destroy();
     assert.deepEqual(await server.stop(), { code: 0, signal: null });
   }
 });
@@ -155,6 +159,36 @@ test('finding 14: one token\'s initializes evict only its own sessions', async (
     await flood(server.port, B);
     const mine = await rawExchange(server.port, post(server.port, { jsonrpc: '2.0', id: 3, method: 'tools/list' }, sessionA));
     assert.equal(mine.status, 200);
+  } finally {
+    assert.deepEqual(await server.stop(), { code: 0, signal: null });
+  }
+});
+
+test('finding 14: clients sharing one token evict only the sessions from their own address', async () => {
+  const server = await withTokens();
+  try {
+    const sessionA = await initialize(server.port, A);
+    await flood(server.port, A, { localAddress: '127.0.0.3' });
+    const mine = await rawExchange(server.port, post(server.port, { jsonrpc: '2.0', id: 3, method: 'tools/list' }, sessionA));
+    assert.equal(mine.status, 200);
+  } finally {
+    assert.deepEqual(await server.stop(), { code: 0, signal: null });
+  }
+});
+
+test('finding 19: a chunked body\'s trailer cannot add a second Host or a session id', async () => {
+  const server = await startHttpServer();
+  try {
+    const body = JSON.stringify(INITIALIZE);
+    for (const trailer of [`Host: evil.example`, 'Mcp-Session-Id: 0123', 'Content-Type: text/plain']) {
+      const bytes = `POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:${server.port}\r\nContent-Type: application/json\r\n` +
+        'Accept: application/json, text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n' +
+        `${Buffer.byteLength(body).toString(16)}\r\n${body}\r\n0\r\n${trailer}\r\n\r\n`;
+      const answer = await rawExchange(server.port, bytes);
+      assert.equal(answer.status, 400, trailer);
+      assert.match(JSON.parse(answer.body).error.message, /^bad request: trailer fields are not accepted/);
+    }
+    await provesServing(server.port);
   } finally {
     assert.deepEqual(await server.stop(), { code: 0, signal: null });
   }

@@ -5,10 +5,12 @@
 #include <unistd.h>
 
 #include <csignal>
+#include <functional>
 #include <optional>
 
 #include <spdlog/spdlog.h>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 
@@ -93,11 +95,19 @@ int Daemon::run() {
 
   std::optional<StdioTransport> stdio;
   std::shared_ptr<McpSession> stdio_session;
+  // Once stdout is gone (closed, or a client that left 16 MiB unread) nobody reads what the stdio
+  // session answers: it takes no more lines, and the server stops as at stdin EOF, unless it
+  // serves HTTP as well, which goes on. Set below, once shut_down exists; on the I/O thread.
+  std::function<void()> stdout_lost;
+  bool stdout_gone = false;
   if (options_.serve_stdio) {
     stdio.emplace(io.get_executor(), STDIN_FILENO, STDOUT_FILENO, options_.max_message_bytes);
     stdio_session = std::make_shared<McpSession>(
-        io.get_executor(), tools, sandbox, options_.info, [&stdio](std::string message) {
-          if (!stdio->write_line(message)) spdlog::warn("stdout is closed; a message was lost");
+        io.get_executor(), tools, sandbox, options_.info, [&](std::string message) {
+          if (stdio->write_line(message) || stdout_gone) return;
+          stdout_gone = true;
+          spdlog::warn("stdout is gone; stdio answers are lost and stdin is no longer read");
+          boost::asio::post(io, [&] { stdout_lost(); });
         });
   }
 
@@ -143,6 +153,14 @@ int Daemon::run() {
     if (http) http->drain(one_done);
   };
 
+  stdout_lost = [&] {
+    if (http) {
+      stdio->stop();
+    } else {
+      shut_down("stdout is gone", false);
+    }
+  };
+
   boost::asio::signal_set signals(io, SIGINT, SIGTERM);
   signals.async_wait([&](boost::system::error_code ec, int signal) {
     if (!ec) shut_down(signal == SIGINT ? "SIGINT" : "SIGTERM", true);
@@ -152,7 +170,7 @@ int Daemon::run() {
     stdio->start(StdioHandlers{
         .on_line =
             [&](std::string line) {
-              if (!stopping) stdio_session->handle(line);
+              if (!stopping && !stdout_gone) stdio_session->handle(line);
             },
         .on_oversize =
             [&](std::size_t limit) {

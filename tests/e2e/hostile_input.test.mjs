@@ -97,3 +97,28 @@ test('--http --stdio: a stdio peer that stops reading stdout never holds up HTTP
     assert.deepEqual({ code, signal }, { code: 0, signal: null }, stderr);
   }
 });
+
+test('stdio: a client that leaves 16 MiB of answers unread is treated as gone, and the server exits 0', async () => {
+  // stdout is a pipe nobody reads; ~24 KB per answer, 1,000 answers.
+  const proc = spawn(BIN, [], { stdio: ['pipe', 'pipe', 'pipe'] });
+  proc.stdin.on('error', () => {});
+  let stderr = '';
+  proc.stderr.on('data', (d) => { stderr += d; });
+  const exited = once(proc, 'exit');
+  proc.stdin.write(JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize',
+    params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'mute', version: '1' } } }) + '\n');
+  for (let i = 1; i <= 1000; i++) {
+    proc.stdin.write(JSON.stringify({ jsonrpc: '2.0', id: i, method: 'tools/call',
+      params: { name: 'search', arguments: { code: `async () => "${i}".padEnd(11000, "x")` } } }) + '\n');
+  }
+  // stdin stays open: only the overflow can end the server.
+  let timer;
+  const late = new Promise((resolve) => { timer = setTimeout(() => { proc.kill('SIGKILL'); resolve(); }, 60000); });
+  const [code, signal] = await Promise.race([exited, late.then(() => exited)]);
+  clearTimeout(timer);
+  proc.stdin.destroy();
+  assert.deepEqual({ code, signal }, { code: 0, signal: null }, stderr.slice(-2000));
+  assert.match(stderr, /stdout: the stdio client has left \d+ bytes of answers unread/);
+  assert.equal((stderr.match(/stdout is gone; stdio answers are lost/g) ?? []).length, 1, 'one warning, not one per message');
+  assert.match(stderr, /stdout is gone: finishing running calls/);
+});

@@ -149,7 +149,8 @@ struct Gateway::State : std::enable_shared_from_this<Gateway::State> {
   // An upstream that echoes a credential back (in a body, a header name or value, the reason
   // phrase, or a redirect Location that becomes the final URL) must not hand it to the code:
   // every configured value, and each long word of it, is replaced in every part of the response
-  // the code sees, also where the upstream percent-encoded it. Other encodings (base64, hashes)
+  // the code sees, also where the upstream percent-encoded or JSON-escaped it. Other encodings
+  // (base64, hashes)
   // cannot be recognised; an upstream that transforms credentials defeats this. Content-Length
   // is computed afterwards, so it tells nothing about what was replaced.
   void redact(InboundResponse& response, Method method) const {
@@ -174,7 +175,7 @@ struct Gateway::State : std::enable_shared_from_this<Gateway::State> {
   void redact_text(std::string& text, std::string_view replacement) const {
     std::vector<std::pair<std::size_t, std::size_t>> spans;  // [begin, end) in `text`
     find_secrets(text, spans, nullptr);
-    if (text.find('%') != std::string::npos) {
+    if (text.find_first_of("%\\") != std::string::npos) {
       std::string decoded;
       std::vector<std::size_t> from;  // decoded[i] came from text[from[i], from[i + 1])
       decode_escapes(text, decoded, nullptr);
@@ -223,12 +224,35 @@ struct Gateway::State : std::enable_shared_from_this<Gateway::State> {
       if (low >= 0) {
         decoded += static_cast<char>(high * 16 + low);
         i += 3;
+      } else if (const std::size_t length = json_escape(text.substr(i), decoded); length > 0) {
+        i += length;
       } else {
         decoded += text[i];
         i += 1;
       }
     }
     if (from) from->push_back(text.size());
+  }
+
+  // JSON's escapes of ASCII at the front of `text`, appended decoded: \/ \" \\ and \u00XX (PHP
+  // writes '/' as \/, .NET '+' as \u002B, some encoders every byte as \u00XX). The bytes
+  // consumed; 0 when there is none.
+  static std::size_t json_escape(std::string_view text, std::string& decoded) {
+    if (text.size() < 2 || text[0] != '\\') return 0;
+    if (text[1] == '/' || text[1] == '"' || text[1] == '\\') {
+      decoded += text[1];
+      return 2;
+    }
+    if (text[1] != 'u' || text.size() < 6) return 0;
+    int value = 0;
+    for (std::size_t k = 2; k < 6; ++k) {
+      const int digit = hex_value(text[k]);
+      if (digit < 0) return 0;
+      value = value * 16 + digit;
+    }
+    if (value >= 0x80) return 0;
+    decoded += static_cast<char>(value);
+    return 6;
   }
 
   static int hex_value(char c) {

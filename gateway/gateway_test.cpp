@@ -81,9 +81,10 @@ struct Harness {
   std::unique_ptr<Gateway> gateway;
   CallBudget budget{1000};
 
-  explicit Harness(codemode::config::Limits limits = {}) {
+  explicit Harness(codemode::config::Limits limits = {}, std::string authorization = kSecret) {
     gateway = make_gateway(
-        io, {Upstream{allowed.origin(), {{"Authorization", kSecret}, {"X-Api-Key", "key-abc"}}}},
+        io,
+        {Upstream{allowed.origin(), {{"Authorization", authorization}, {"X-Api-Key", "key-abc"}}}},
         limits);
   }
   ~Harness() { CHECK(forbidden.connections() == 0); }
@@ -453,6 +454,12 @@ TEST_CASE("a credential reflected into the reason phrase or a header name is red
   for (const auto& [name, value] : named.headers)
     CHECK(name.find(kSecretWord) == std::string::npos);
   CHECK(values_of(named, "x-redacted-seen") == std::vector<std::string>{"1"});
+}
+
+TEST_CASE("a credential an upstream JSON-escaped is redacted too", "[gateway][hostile]") {
+  Harness h({}, "Bearer abc/def+ghi=0123456789");
+  const auto echoed = response_of(h.run(get("/json-escaped")));
+  CHECK(echoed.body == R"({"lower":"[redacted]","upper":"[redacted]","mixed":"[redacted]"})");
 }
 
 TEST_CASE("Content-Length is computed after redaction", "[gateway][hostile]") {

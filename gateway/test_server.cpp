@@ -265,6 +265,23 @@ struct TestServer::Impl {
       co_await send_raw(stream, "HTTP/1.1 200 " + std::string(request[http::field::authorization]) +
                                     "\r\nContent-Length: 2\r\n\r\nok");
       co_return true;
+    } else if (path == "/json-escaped") {
+      // The credential as a JSON encoder may write it: every byte as \u00xx (and \u00XX), and
+      // with its '/' and '+' escaped the way PHP and .NET do.
+      const std::string auth(request[http::field::authorization]);
+      std::string lower, upper, mixed;
+      for (const unsigned char c : auth) {
+        char hex[8];
+        std::snprintf(hex, sizeof hex, "\\u%04x", c);
+        lower += hex;
+        std::snprintf(hex, sizeof hex, "\\u%04X", c);
+        upper += hex;
+        mixed += c == '/'   ? std::string("\\/")
+                 : c == '+' ? std::string("\\u002B")
+                            : std::string(1, static_cast<char>(c));
+      }
+      response.body() =
+          R"({"lower":")" + lower + R"(","upper":")" + upper + R"(","mixed":")" + mixed + R"("})";
     } else if (path == "/header-name") {
       const std::string auth(request[http::field::authorization]);
       response.insert("x-" + auth.substr(auth.rfind(' ') + 1) + "-seen", "1");

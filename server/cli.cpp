@@ -1,0 +1,123 @@
+#include "server/cli.h"
+
+#include <spdlog/common.h>
+
+namespace codemode::server {
+
+namespace {
+
+constexpr std::string_view kUsage = R"(codemode-mcp — Code Mode for one HTTP API, as an MCP server.
+
+The model gets two tools and writes a short async JavaScript function for each call:
+  search   runs the code with `spec`, the API's OpenAPI document, and nothing else
+  execute  runs the code with fetch(), which reaches only the configured upstreams;
+           credentials are added by the server and never visible to the code
+
+Usage:
+  codemode-mcp                     serve the built-in MarketHub demo API over stdio
+  codemode-mcp --config FILE       serve the API described by FILE over stdio
+  codemode-mcp --http :8080        serve MCP Streamable HTTP on http://127.0.0.1:8080/mcp
+
+Options:
+  --config FILE       JSON config: openapi, upstreams, policy, limits, http, sandbox (README.md)
+  --http HOST:PORT    serve Streamable HTTP on /mcp instead of stdio. HOST is an IP address or
+                      localhost (default 127.0.0.1: `--http :8080` or `--http 8080`); PORT 0
+                      picks a free port. The bound URL is logged: "listening on http://.../mcp"
+  --stdio             with --http: serve stdio as well (stdin EOF then stops both)
+  --http-stateless    no MCP sessions: every POST is served on its own (any replica can serve
+                      any request); no Mcp-Session-Id, no DELETE
+  --allow-unauthenticated-network-access
+                      allow --http on a non-loopback address with no http.bearer_tokens
+                      (refused by default: anyone who reaches the port could run tools)
+  --jitless           run isolates without V8's JIT compilers (as "sandbox": {"jitless": true}):
+                      less attack surface, slower code that computes (README.md, Security)
+  --log-level LEVEL   stderr log level: trace, debug, info, warn, error, off (default: info);
+                      at debug, sandbox processes write to stderr too
+  --sandbox-report    start one sandbox process, print which isolation layers (namespaces,
+                      seccomp, rlimits, ...) this machine allows, and exit
+  --version           print the version (and the V8 it runs code on) and exit
+  -h, --help          print this help and exit
+
+Tool code runs in sandbox processes that this binary starts from itself (one per core, each
+replaced after 1000 calls or any failure); the start-up log names their isolation layers.
+
+Over stdio, MCP messages use stdin and stdout (one JSON-RPC message per line); logs go to
+stderr. The server exits 0 when stdin closes (stdio) or on SIGINT/SIGTERM, after running calls
+finish.
+Exit status 2: bad arguments or config (one line per problem on stderr).
+)";
+
+CliError error(std::string message) { return CliError{std::move(message)}; }
+
+}  // namespace
+
+std::string_view usage_text() { return kUsage; }
+
+CommandLine parse_command_line(std::span<const std::string_view> args) {
+  ServeOptions options;
+  bool sandbox_report = false;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string_view arg = args[i];
+    auto value = [&]() -> std::optional<std::string> {
+      if (i + 1 >= args.size()) return std::nullopt;
+      return std::string(args[++i]);
+    };
+    if (arg == "-h" || arg == "--help") {
+      return CliAction::help;
+    } else if (arg == "--version") {
+      return CliAction::version;
+    } else if (arg == "--config") {
+      options.config_file = value();
+      if (!options.config_file) return error("--config needs a file");
+    } else if (arg == "--log-level") {
+      auto level = value();
+      if (!level) return error("--log-level needs a level");
+      if (spdlog::level::from_str(*level) == spdlog::level::off && *level != "off") {
+        return error("unknown log level '" + *level + "'");
+      }
+      options.log_level = *level;
+    } else if (arg == "--http") {
+      auto text = value();
+      if (!text) return error("--http needs HOST:PORT, e.g. 127.0.0.1:8080 or :8080");
+      options.http = parse_endpoint(*text);
+      if (!options.http) {
+        return error("--http: '" + *text +
+                     "' is not HOST:PORT (HOST an IP address or localhost, PORT 0-65535)");
+      }
+    } else if (arg == "--stdio") {
+      options.stdio_too = true;
+    } else if (arg == "--http-stateless") {
+      options.http_mode = HttpMode::stateless;
+    } else if (arg == "--allow-unauthenticated-network-access") {
+      options.allow_unauthenticated_network_access = true;
+    } else if (arg == "--sandbox-report") {
+      sandbox_report = true;
+    } else if (arg == "--jitless") {
+      options.jitless = true;
+    } else {
+      return error("unknown argument '" + std::string(arg) + "'");
+    }
+  }
+  if (!options.http) {
+    if (options.stdio_too)
+      return error("--stdio only makes sense with --http (stdio is the default)");
+    if (options.http_mode == HttpMode::stateless || options.allow_unauthenticated_network_access) {
+      return error("--http-stateless and --allow-unauthenticated-network-access need --http");
+    }
+  }
+  if (sandbox_report) return CliAction::sandbox_report;
+  return options;
+}
+
+std::optional<std::string> refuse_network_bind(const ServeOptions& options,
+                                               std::size_t bearer_tokens) {
+  if (!options.http || is_loopback(options.http->host) || bearer_tokens > 0 ||
+      options.allow_unauthenticated_network_access) {
+    return std::nullopt;
+  }
+  return "refusing to serve --http on " + options.http->host +
+         ", which is not a loopback address, without authentication: set http.bearer_tokens in "
+         "the config, bind 127.0.0.1, or pass --allow-unauthenticated-network-access";
+}
+
+}  // namespace codemode::server

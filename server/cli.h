@@ -1,0 +1,56 @@
+// The command line: what `codemode-mcp ARGS…` asks for, as a value main() acts on.
+//
+// Pure: parsing reads only its arguments (no I/O, no environment), so every rule (which option
+// needs a value, which needs --http, what an unknown argument says) is tested without starting
+// a process. main() prints the usage or the error and chooses the exit status; the daemon never
+// sees an argument.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <variant>
+
+#include "server/http_policy.h"
+#include "server/http_transport.h"
+
+namespace codemode::server {
+
+// What a command line asks main() to serve.
+struct ServeOptions {
+  std::optional<std::string> config_file;   // --config FILE; absent: the embedded MarketHub demo
+  std::string log_level = "info";           // --log-level: trace, debug, info, warn, error, off
+  std::optional<HttpEndpoint> http;         // --http HOST:PORT; absent: stdio only
+  bool stdio_too = false;                   // --stdio: with --http, serve stdio as well
+  HttpMode http_mode = HttpMode::stateful;  // --http-stateless
+  bool jitless = false;                     // --jitless: as the config's sandbox.jitless
+  // --allow-unauthenticated-network-access: a non-loopback --http bind without bearer tokens.
+  bool allow_unauthenticated_network_access = false;
+};
+
+// The one-shot actions that exit before serving.
+enum class CliAction { help, version, sandbox_report };
+
+// A usage error: one line, printed after "codemode-mcp: "; exit status 2.
+struct CliError {
+  std::string message;
+};
+
+using CommandLine = std::variant<ServeOptions, CliAction, CliError>;
+
+// Parses the arguments after the program name. The first of --help, --version wins at once (as
+// they print and exit); --sandbox-report is checked after every argument parsed.
+CommandLine parse_command_line(std::span<const std::string_view> args);
+
+// The text of --help.
+std::string_view usage_text();
+
+// Why a daemon with these options and `bearer_tokens` configured tokens must not serve HTTP,
+// or nothing: a non-loopback address with no token is refused (anyone who reaches the port
+// could run tools) unless the long-named opt-out was given.
+std::optional<std::string> refuse_network_bind(const ServeOptions& options,
+                                               std::size_t bearer_tokens);
+
+}  // namespace codemode::server

@@ -1,0 +1,100 @@
+#include "server/cli.h"
+
+#include <catch2/catch.hpp>
+
+#include <initializer_list>
+#include <string_view>
+#include <vector>
+
+using namespace codemode::server;
+
+namespace {
+
+CommandLine parse(std::initializer_list<std::string_view> words) {
+  const std::vector<std::string_view> args(words);
+  return parse_command_line(args);
+}
+
+ServeOptions serve(std::initializer_list<std::string_view> words) {
+  CommandLine command = parse(words);
+  REQUIRE(std::holds_alternative<ServeOptions>(command));
+  return std::get<ServeOptions>(command);
+}
+
+std::string error_of(std::initializer_list<std::string_view> words) {
+  CommandLine command = parse(words);
+  REQUIRE(std::holds_alternative<CliError>(command));
+  return std::get<CliError>(command).message;
+}
+
+}  // namespace
+
+TEST_CASE("no arguments serve the embedded demo over stdio", "[server][cli]") {
+  const ServeOptions options = serve({});
+  CHECK_FALSE(options.config_file);
+  CHECK_FALSE(options.http);
+  CHECK(options.log_level == "info");
+  CHECK_FALSE(options.jitless);
+}
+
+TEST_CASE("every option lands in its field", "[server][cli]") {
+  const ServeOptions options =
+      serve({"--config", "api.json", "--http", ":8080", "--stdio", "--http-stateless",
+             "--log-level", "debug", "--jitless", "--allow-unauthenticated-network-access"});
+  CHECK(options.config_file == "api.json");
+  REQUIRE(options.http);
+  CHECK(options.http->host == "127.0.0.1");
+  CHECK(options.http->port == 8080);
+  CHECK(options.stdio_too);
+  CHECK(options.http_mode == HttpMode::stateless);
+  CHECK(options.log_level == "debug");
+  CHECK(options.jitless);
+  CHECK(options.allow_unauthenticated_network_access);
+}
+
+TEST_CASE("--help and --version win at once; --sandbox-report after the checks", "[server][cli]") {
+  CHECK(std::get<CliAction>(parse({"--help", "--bogus"})) == CliAction::help);
+  CHECK(std::get<CliAction>(parse({"-h"})) == CliAction::help);
+  CHECK(std::get<CliAction>(parse({"--jitless", "--version"})) == CliAction::version);
+  CHECK(std::get<CliAction>(parse({"--sandbox-report"})) == CliAction::sandbox_report);
+  // An error before --help is reported: arguments are read in order.
+  CHECK(error_of({"--bogus", "--help"}) == "unknown argument '--bogus'");
+  CHECK(error_of({"--sandbox-report", "--stdio"}) ==
+        "--stdio only makes sense with --http (stdio is the default)");
+}
+
+TEST_CASE("usage errors say what is wrong in one line", "[server][cli]") {
+  CHECK(error_of({"--config"}) == "--config needs a file");
+  CHECK(error_of({"--log-level"}) == "--log-level needs a level");
+  CHECK(error_of({"--log-level", "loud"}) == "unknown log level 'loud'");
+  CHECK(error_of({"--http"}) == "--http needs HOST:PORT, e.g. 127.0.0.1:8080 or :8080");
+  CHECK(error_of({"--http", "example.com:80"}) ==
+        "--http: 'example.com:80' is not HOST:PORT (HOST an IP address or localhost, PORT "
+        "0-65535)");
+  CHECK(error_of({"--stdio"}) == "--stdio only makes sense with --http (stdio is the default)");
+  CHECK(error_of({"--http-stateless"}) ==
+        "--http-stateless and --allow-unauthenticated-network-access need --http");
+  CHECK(error_of({"--allow-unauthenticated-network-access"}) ==
+        "--http-stateless and --allow-unauthenticated-network-access need --http");
+  CHECK(error_of({"serve"}) == "unknown argument 'serve'");
+}
+
+TEST_CASE("a non-loopback bind needs a token or the long opt-out", "[server][cli]") {
+  CHECK_FALSE(refuse_network_bind(serve({}), 0));
+  CHECK_FALSE(refuse_network_bind(serve({"--http", "127.0.0.1:0"}), 0));
+  CHECK_FALSE(refuse_network_bind(serve({"--http", "[::1]:0"}), 0));
+  const auto refusal = refuse_network_bind(serve({"--http", "0.0.0.0:8080"}), 0);
+  REQUIRE(refusal);
+  CHECK(refusal->starts_with("refusing to serve --http on 0.0.0.0, which is not a loopback"));
+  CHECK_FALSE(refuse_network_bind(serve({"--http", "0.0.0.0:8080"}), 1));
+  CHECK_FALSE(refuse_network_bind(
+      serve({"--http", "0.0.0.0:8080", "--allow-unauthenticated-network-access"}), 0));
+}
+
+TEST_CASE("the usage text names every option", "[server][cli]") {
+  for (const std::string_view option : {"--config", "--http", "--stdio", "--http-stateless",
+                                        "--allow-unauthenticated-network-access", "--log-level",
+                                        "--sandbox-report", "--jitless", "--version", "--help"}) {
+    CHECK(usage_text().find(option) != std::string_view::npos);
+  }
+}

@@ -21,6 +21,14 @@
 
 namespace codemode::server {
 
+namespace {
+
+// How long a shutdown lets running calls finish: a signal gives them the shutdown grace
+// (an orchestrator waits for the process), stdin closing lets them all answer.
+enum class Grace { bounded, unbounded };
+
+}  // namespace
+
 ApiSummary summarize(const openapi::Document& api, const config::Config& config) {
   openapi::DescribeOptions options;
   for (const auto& upstream : config.upstreams) options.origins.push_back(upstream.origin);
@@ -134,12 +142,12 @@ int Daemon::run() {
     grace.cancel();
     io.stop();
   };
-  auto shut_down = [&](std::string_view why, bool bounded) {
+  auto shut_down = [&](std::string_view why, Grace grace_period) {
     if (stopping) return;
     stopping = true;
     spdlog::info("{}: finishing running calls", why);
     if (stdio) stdio->stop();
-    if (bounded) {
+    if (grace_period == Grace::bounded) {
       grace.expires_after(options_.shutdown_grace);
       grace.async_wait([&](boost::system::error_code ec) {
         if (ec) return;
@@ -157,13 +165,13 @@ int Daemon::run() {
     if (http) {
       stdio->stop();
     } else {
-      shut_down("stdout is gone", false);
+      shut_down("stdout is gone", Grace::unbounded);
     }
   };
 
   boost::asio::signal_set signals(io, SIGINT, SIGTERM);
   signals.async_wait([&](boost::system::error_code ec, int signal) {
-    if (!ec) shut_down(signal == SIGINT ? "SIGINT" : "SIGTERM", true);
+    if (!ec) shut_down(signal == SIGINT ? "SIGINT" : "SIGTERM", Grace::bounded);
   });
 
   if (stdio) {
@@ -176,7 +184,7 @@ int Daemon::run() {
             [&](std::size_t limit) {
               if (!stopping) stdio_session->reject_oversize(limit);
             },
-        .on_eof = [&] { shut_down("stdin closed", false); },
+        .on_eof = [&] { shut_down("stdin closed", Grace::unbounded); },
     });
   }
 

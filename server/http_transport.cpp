@@ -122,9 +122,6 @@ bool is_stateless_version(std::string_view header_value) {
 // the way HTTP/1.1 has it wait: the call is cancelled and the connection closed.
 constexpr std::size_t kMaxBytesAheadOfAnswer = 64 * 1024;
 
-// Which rules a POST is served by (its response headers differ slightly).
-enum class Era { negotiated, stateless };
-
 bool is_http_parse_error(const boost::system::error_code& ec) {
   return ec.category() == http::make_error_code(http::error::bad_target).category();
 }

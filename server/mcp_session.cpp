@@ -43,16 +43,16 @@ McpSession::McpSession(boost::asio::any_io_executor executor, const ToolCatalog&
       send_(std::move(send)) {}
 
 void McpSession::handle(std::string_view message) {
-  dispatch(parse_message(message), send_, false, send_);
+  dispatch(parse_message(message), send_, ReplyRoute::session, send_);
 }
 
 void McpSession::handle(Message message, Send reply_to, Send notify) {
-  dispatch(std::move(message), reply_to, true, notify ? notify : send_);
+  dispatch(std::move(message), reply_to, ReplyRoute::message, notify ? notify : send_);
 }
 
-void McpSession::dispatch(Message parsed, const Send& out, bool routed, const Send& notify) {
+void McpSession::dispatch(Message parsed, const Send& out, ReplyRoute route, const Send& notify) {
   if (auto* request = std::get_if<Request>(&parsed)) {
-    on_request(std::move(*request), out, routed, notify);
+    on_request(std::move(*request), out, route, notify);
   } else if (auto* notification = std::get_if<Notification>(&parsed)) {
     on_notification(*notification);
   } else if (auto* error = std::get_if<JsonRpcError>(&parsed)) {
@@ -82,9 +82,10 @@ void McpSession::reject_oversize(std::size_t limit) {
       "invalid request: the message exceeds " + std::to_string(limit) + " bytes and was dropped"));
 }
 
-void McpSession::on_request(Request request, const Send& out, bool routed, const Send& notify) {
+void McpSession::on_request(Request request, const Send& out, ReplyRoute route,
+                            const Send& notify) {
   if (claims_stateless_revision(request.params)) {
-    return on_stateless_request(request, out, routed, notify);
+    return on_stateless_request(request, out, route, notify);
   }
   const std::string& method = request.method;
   if (method == "initialize") {
@@ -106,12 +107,12 @@ void McpSession::on_request(Request request, const Send& out, bool routed, const
   }
   if (method == "tools/list") return reply(out, request.id, Json{{"tools", tools_.list()}});
   if (method == "tools/call") {
-    return call_tool(request.id, request.params, out, routed, Era::negotiated, notify);
+    return call_tool(request.id, request.params, out, route, Era::negotiated, notify);
   }
   reply_error(out, request.id, ErrorCode::method_not_found, "method not found: " + method);
 }
 
-void McpSession::on_stateless_request(const Request& request, const Send& out, bool routed,
+void McpSession::on_stateless_request(const Request& request, const Send& out, ReplyRoute route,
                                       const Send& notify) {
   // No header layer here: an HTTP transport checks the headers before the request gets here.
   if (auto refusal = check_stateless_request(request, std::nullopt)) {
@@ -125,7 +126,7 @@ void McpSession::on_stateless_request(const Request& request, const Send& out, b
     Json result{{"tools", tools_.list()}, {"ttlMs", 300000}, {"cacheScope", "public"}};
     return reply(out, request.id, shaped(std::move(result), Era::stateless));
   }
-  call_tool(request.id, request.params, out, routed, Era::stateless,
+  call_tool(request.id, request.params, out, route, Era::stateless,
             notify);  // the ladder leaves no other
 }
 
@@ -186,7 +187,7 @@ Json McpSession::initialize(const Json& params) {
   return result;
 }
 
-void McpSession::call_tool(const Json& id, const Json& params, const Send& out, bool routed,
+void McpSession::call_tool(const Json& id, const Json& params, const Send& out, ReplyRoute route,
                            Era era, const Send& notify) {
   if (!params.is_object() || !params.contains("name") || !params["name"].is_string()) {
     return reply_error(out, id, ErrorCode::invalid_params,
@@ -218,7 +219,7 @@ void McpSession::call_tool(const Json& id, const Json& params, const Send& out, 
   }
 
   auto cancel = std::make_shared<sandbox::CancelToken>();
-  auto& state = calls_.emplace(key, CallState{cancel, out, routed, era, nullptr}).first->second;
+  auto& state = calls_.emplace(key, CallState{cancel, out, route, era, nullptr}).first->second;
   const auto started = std::chrono::steady_clock::now();
   if (auto token = progress_token(params)) {
     state.progress = std::make_shared<boost::asio::steady_timer>(executor_);
@@ -259,8 +260,8 @@ void McpSession::finish_call(const Json& id, const sandbox::Outcome& outcome) {
   if (state.progress) state.progress->cancel();  // no progress after the answer
   if (!state.cancel->cancelled()) {
     reply(state.reply_to, id, shaped(tools_.result(outcome), state.era));
-  } else if (state.routed) {
-    state.reply_to(std::string());  // a routed request hears that no answer will come
+  } else if (state.route == ReplyRoute::message) {
+    state.reply_to(std::string());  // the exchange hears that no answer will come
   }
   maybe_idle();
 }

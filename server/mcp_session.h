@@ -53,6 +53,15 @@ struct ServerInfo {
   std::string instructions;
 };
 
+// Which rules a request is served by: the session's negotiated 2025 revision, or 2026-07-28 per
+// request (whose responses differ slightly, on the wire and in their headers).
+enum class Era { negotiated, stateless };
+
+// Where a request's answer goes: the session's own Send (stdio), or a Send that came with the
+// message (an HTTP exchange), which also hears, with an empty message, that a cancelled call
+// will get no answer.
+enum class ReplyRoute { session, message };
+
 class McpSession : public std::enable_shared_from_this<McpSession> {
  public:
   using Send = std::function<void(std::string message)>;
@@ -88,26 +97,22 @@ class McpSession : public std::enable_shared_from_this<McpSession> {
   const boost::asio::any_io_executor& executor() const { return executor_; }
 
  private:
-  // Which rules a request is served by: the session's negotiated 2025 revision, or 2026-07-28
-  // per request.
-  enum class Era { negotiated, stateless };
-
   struct CallState {
     std::shared_ptr<sandbox::CancelToken> cancel;
     Send reply_to;
-    bool routed = false;  // reply_to came with the message: it hears about a cancellation too
+    ReplyRoute route = ReplyRoute::session;
     Era era = Era::negotiated;
     std::shared_ptr<boost::asio::steady_timer> progress;  // set when the call has a token
   };
 
-  void dispatch(Message message, const Send& reply_to, bool routed, const Send& notify);
-  void on_request(Request request, const Send& out, bool routed, const Send& notify);
-  void on_stateless_request(const Request& request, const Send& out, bool routed,
+  void dispatch(Message message, const Send& reply_to, ReplyRoute route, const Send& notify);
+  void on_request(Request request, const Send& out, ReplyRoute route, const Send& notify);
+  void on_stateless_request(const Request& request, const Send& out, ReplyRoute route,
                             const Send& notify);
   void on_notification(const Notification& notification);
   Json initialize(const Json& params);
   Json discover() const;
-  void call_tool(const Json& id, const Json& params, const Send& out, bool routed, Era era,
+  void call_tool(const Json& id, const Json& params, const Send& out, ReplyRoute route, Era era,
                  const Send& notify);
   // Arms the next progress tick (number `n`, due `n` seconds after `started`) of call `key`.
   void schedule_progress(const std::string& key, Json token, Send notify,

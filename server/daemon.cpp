@@ -14,6 +14,9 @@
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include "gateway/gateway.h"
+#include "gateway/operation_policy.h"
+#include "gateway/request_check.h"
 #include "openapi/describe.h"
 #include "openapi/image.h"
 #include "openapi/operations.h"

@@ -113,10 +113,6 @@ std::optional<std::string_view> header(const http::fields& fields, std::string_v
   return std::string_view(it->value().data(), it->value().size());
 }
 
-bool is_stateless_version(std::string_view header_value) {
-  return decode_header_value(header_value, HeaderEncoding::plain_only) == kStatelessProtocolVersion;
-}
-
 // The longest a connection's peer may send ahead of the answer to its request in flight
 // (pipelined bytes, kept for the next read). Beyond it the client is not waiting for an answer
 // the way HTTP/1.1 has it wait: the call is cancelled and the connection closed.
@@ -336,65 +332,55 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
     if (auto* error = std::get_if<JsonRpcError>(&message)) {
       return write(json_response(http::status::bad_request, serialize_error(*error)));
     }
-    // The era rule (docs/mcp-2026-07-28.md §7): a request whose body claims a version in
-    // `_meta`, or that names 2026-07-28 in MCP-Protocol-Version, is served statelessly by that
-    // revision; everything else (initialize, session traffic) by the 2025 rules below.
     const auto* rpc_request = std::get_if<Request>(&message);
     const auto version = header(request, "MCP-Protocol-Version");
-    const bool stateless_header = version && is_stateless_version(*version);
-    if (rpc_request && (stateless_header || claims_stateless_revision(rpc_request->params))) {
-      const RevisionHeaders headers{version, header(request, "Mcp-Method"),
-                                    header(request, "Mcp-Name")};
-      if (auto refusal = check_stateless_request(*rpc_request, headers)) {
-        spdlog::info("http {} from {}: {}", http_status_of(*refusal), client_,
-                     escape_log_text(refusal->message));
-        return write(json_response(static_cast<http::status>(http_status_of(*refusal)),
-                                   serialize_error(*refusal)));
-      }
-      // Any Mcp-Session-Id is ignored: a fresh session serves the one request and is dropped.
-      return dispatch(state_->make_session(asio::make_strand(state_->io)), std::move(message),
-                      format, std::nullopt, Era::stateless);
-    }
-    if (!rpc_request && stateless_header) {
-      // The revision has no client notification over HTTP and no sessions to tell: accepted.
-      return write(empty_response(http::status::accepted));
-    }
-    const bool initialize = rpc_request && rpc_request->method == "initialize";
     const auto session_id = header(request, "Mcp-Session-Id");
-
-    std::shared_ptr<McpSession> session;
-    std::optional<std::string> new_id;
-    if (state_->options.mode == HttpMode::stateful) {
-      if (initialize) {
-        if (session_id) {
-          return refuse({400,
-                         "bad request: initialize starts a new session; send it without "
-                         "Mcp-Session-Id"});
+    const PostPlan plan = plan_post(PostFacts{
+        .mode = state_->options.mode,
+        .is_request = rpc_request != nullptr,
+        .initialize = rpc_request && rpc_request->method == "initialize",
+        .claims_revision = rpc_request && claims_stateless_revision(rpc_request->params),
+        .has_session_id = session_id.has_value(),
+        .version = version,
+    });
+    switch (plan.route) {
+      case PostRoute::refused:
+        return refuse(*plan.refusal);
+      case PostRoute::accepted:
+        return write(empty_response(http::status::accepted));
+      case PostRoute::stateless_revision: {
+        const RevisionHeaders headers{version, header(request, "Mcp-Method"),
+                                      header(request, "Mcp-Name")};
+        if (auto refusal = check_stateless_request(*rpc_request, headers)) {
+          spdlog::info("http {} from {}: {}", http_status_of(*refusal), client_,
+                       escape_log_text(refusal->message));
+          return write(json_response(static_cast<http::status>(http_status_of(*refusal)),
+                                     serialize_error(*refusal)));
         }
-        session = state_->make_session(asio::make_strand(state_->io));
-        new_id = new_session_id();
-      } else {
-        if (!session_id) {
-          return refuse({400,
-                         "bad request: Mcp-Session-Id header is required (initialize "
-                         "first)"});
-        }
-        session = state_->sessions.find(*session_id, principal_);
+        // A fresh session serves the one request and is dropped.
+        return dispatch(state_->make_session(asio::make_strand(state_->io)), std::move(message),
+                        format, std::nullopt, Era::stateless);
+      }
+      case PostRoute::new_session:
+        return dispatch(state_->make_session(asio::make_strand(state_->io)), std::move(message),
+                        format, new_session_id(), Era::negotiated);
+      case PostRoute::named_session: {
+        auto session = state_->sessions.find(*session_id, principal_);
         if (!session) return refuse({404, "not found: no session with this Mcp-Session-Id"});
         if (auto refusal = check_protocol_version(version)) return refuse(*refusal);
+        return dispatch(std::move(session), std::move(message), format, std::nullopt,
+                        Era::negotiated);
       }
-    } else {
-      if (!initialize) {
-        if (auto refusal = check_protocol_version(version)) return refuse(*refusal);
-      }
-      session = state_->make_session(asio::make_strand(state_->io));
-      // Fresh and not yet shared with any other executor: set up before the first post.
-      if (!initialize) {
-        session->assume_initialized(std::string(version.value_or(kDefaultHttpProtocolVersion)));
+      case PostRoute::fresh_session: {
+        auto session = state_->make_session(asio::make_strand(state_->io));
+        // Fresh and not yet shared with any other executor: set up before the first post.
+        if (!rpc_request || rpc_request->method != "initialize") {
+          session->assume_initialized(std::string(version.value_or(kDefaultHttpProtocolVersion)));
+        }
+        return dispatch(std::move(session), std::move(message), format, std::nullopt,
+                        Era::negotiated);
       }
     }
-
-    dispatch(std::move(session), std::move(message), format, std::move(new_id), Era::negotiated);
   }
 
   // Hands a message that passed the transport's checks to `session`; a request's answer comes

@@ -57,11 +57,10 @@
 #include <boost/asio/ip/tcp.hpp>
 
 #include "server/http_policy.h"
+#include "server/http_routing.h"
 #include "server/mcp_session.h"
 
 namespace codemode::server {
-
-enum class HttpMode { stateful, stateless };
 
 struct HttpOptions {
   HttpEndpoint endpoint;

@@ -24,6 +24,7 @@
 #include <variant>
 #include <vector>
 
+#include "base/check.h"
 #include "sandbox/spec_view.h"
 #include "sandbox/v8_platform.h"
 
@@ -909,20 +910,19 @@ class GlobalsSnapshot {
         v8::TryCatch try_catch(isolate);
         v8::Local<v8::Function> serialize;
         if (!install_globals(context, fetch).ToLocal(&serialize)) {
-          // The build's own scripts are broken: nothing could ever run.
           (void)std::fprintf(stderr, "codemode-mcp: the sandbox's scripts failed to set up: %s\n",
                              try_catch.HasCaught()
                                  ? describe_exception(isolate, try_catch.Exception()).c_str()
                                  : "no exception");
-          std::abort();
+          CODEMODE_CHECK(false, "the build's own scripts set up a context");
         }
         creator.AddData(context, serialize);
         const std::size_t index = creator.AddContext(context);
-        if (index != context_index(fetch)) std::abort();  // indexes are assigned in order
+        CODEMODE_CHECK(index == context_index(fetch), "V8 assigns context indexes in order");
       }
     }
     blob_ = creator.CreateBlob(v8::SnapshotCreator::FunctionCodeHandling::kKeep);
-    if (blob_.data == nullptr || blob_.raw_size <= 0) std::abort();
+    CODEMODE_CHECK(blob_.data != nullptr && blob_.raw_size > 0, "V8 made the snapshot");
   }
   v8::StartupData blob_{};
 };

@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 #include <boost/asio/post.hpp>
 
+#include "base/check.h"
 #include "server/log_text.h"
 #include "server/stateless_revision.h"
 
@@ -250,11 +251,7 @@ void McpSession::call_tool(const Json& id, const Json& params, const Send& out, 
 
 void McpSession::finish_call(const Json& id, const sandbox::Outcome& outcome) {
   auto call = calls_.find(id_key(id));
-  if (call == calls_.end()) {
-    // A call stays in calls_ until its one completion arrives; anything else is a bug here.
-    spdlog::critical("a completion for call {} that is not running", dump(id));
-    std::abort();
-  }
+  CODEMODE_CHECK(call != calls_.end(), "a call stays in calls_ until its one completion arrives");
   CallState state = std::move(call->second);
   calls_.erase(call);
   if (state.progress) state.progress->cancel();  // no progress after the answer

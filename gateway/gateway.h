@@ -1,4 +1,5 @@
-// The gateway: the only way out of an `execute` isolate (DESIGN.md section 3.4).
+// The gateway: the only way out of an `execute` isolate (docs/architecture.md, "Security
+// layers", layer 6).
 //
 // A request from the code arrives as plain data and goes through, in order: method check, URL
 // normalisation and the origin allowlist, body and header checks, the call's subrequest

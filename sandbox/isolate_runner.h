@@ -1,11 +1,11 @@
 // The V8 core of the sandbox: one tool call's code, run in a fresh isolate on the calling thread.
 //
-// run_in_fresh_isolate() creates an isolate, gives it the globals of DESIGN.md (console,
-// timers, URL, ...; for `search` also `spec`), compiles the code as exactly one expression,
-// calls the function it evaluates to, drives microtasks and timers until the returned promise
-// settles or a limit trips, serialises the value and disposes the isolate. An isolate is never
-// reused, so nothing a call does (mutating `spec`, Object.prototype, globalThis) is seen by the
-// next one.
+// run_in_fresh_isolate() creates an isolate, gives it the globals of the tools' contract
+// (README.md, "What the code sees": console, timers, URL, ...; for `search` also `spec`),
+// compiles the code as exactly one expression, calls the function it evaluates to, drives
+// microtasks and timers until the returned promise settles or a limit trips, serialises the
+// value and disposes the isolate. An isolate is never reused, so nothing a call does (mutating
+// `spec`, Object.prototype, globalThis) is seen by the next one.
 //
 // Threads: the call runs entirely on the thread that calls it (a Sandbox worker); V8 objects
 // never leave it. While it runs, the calling thread's watchdog (two POSIX timers and a thread

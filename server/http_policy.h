@@ -1,4 +1,5 @@
-// The rules of the HTTP boundary (DESIGN.md §3.1), as pure functions and one immutable policy
+// The rules of the HTTP boundary (docs/http.md, "Security, in the order checked"; layer 1 of
+// docs/architecture.md, "Security layers"), as pure functions and one immutable policy
 // object, so they are tested without sockets:
 //   - where to listen (`--http HOST:PORT`) and whether that address is loopback;
 //   - `Host` on a loopback bind (DNS-rebinding defence), `Origin` against the allowlist,

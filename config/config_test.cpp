@@ -127,7 +127,7 @@ TEST_CASE("a minimal config takes every default", "[config]") {
   CHECK(config.http.bearer_tokens.empty());
 }
 
-TEST_CASE("the example config from DESIGN.md loads as written", "[config]") {
+TEST_CASE("a full config with ${ENV} references loads as written", "[config]") {
   const TempDir dir;
   dir.write("fixtures/markethub/openapi.json", "{}");
   const fs::path file = dir.write("conf/codemode.json", R"({

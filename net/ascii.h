@@ -1,0 +1,39 @@
+// ASCII character classes and case folding, as HTTP, URLs and our config read them.
+//
+// Protocol text is compared byte by byte in ASCII, whatever the process locale: <cctype> would
+// fold per locale and is undefined for negative chars, so these never call it. Bytes >= 0x80 are
+// neither letters nor digits and are never folded. Pure functions; any thread.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace codemode::net {
+
+constexpr bool is_alpha(char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z'); }
+constexpr bool is_digit(char c) { return c >= '0' && c <= '9'; }
+constexpr bool is_hex_digit(char c) {
+  return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+
+constexpr char ascii_lower(char c) {
+  return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+}
+
+// `text` with A-Z lowered; every other byte as it was.
+std::string lower(std::string_view text);
+
+// Equal ignoring ASCII case (header names, schemes, methods, tokens).
+constexpr bool iequals(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (ascii_lower(a[i]) != ascii_lower(b[i])) return false;
+  }
+  return true;
+}
+
+constexpr bool istarts_with(std::string_view text, std::string_view prefix) {
+  return text.size() >= prefix.size() && iequals(text.substr(0, prefix.size()), prefix);
+}
+
+}  // namespace codemode::net

@@ -9,8 +9,12 @@
 #include <memory>
 #include <span>
 #include <system_error>
+#include <variant>
 
 #include <nlohmann/json.hpp>
+
+#include "net/http_token.h"
+#include "net/origin.h"
 
 namespace codemode::config {
 namespace {
@@ -28,16 +32,9 @@ constexpr std::string_view kNameSyntax = "[A-Za-z_][A-Za-z0-9_]*";
 // ---------------------------------------------------------------------------------------------
 // Small text helpers.
 
-char ascii_lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
-
-std::string lower(std::string_view text) {
-  std::string out(text);
-  std::transform(out.begin(), out.end(), out.begin(), ascii_lower);
-  return out;
-}
-
-bool is_alpha(char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z'); }
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
+using net::is_alpha;
+using net::is_digit;
+using net::lower;
 
 // Characters (UTF-8 code points) in text[0, offset), so positions match what an editor shows.
 std::size_t code_points(std::string_view text, std::size_t offset) {
@@ -280,108 +277,52 @@ struct OriginCheck {
   std::string problem;
 };
 
-bool is_host_char(char c) { return is_alpha(c) || is_digit(c) || c == '-' || c == '_'; }
+// The grammar is net::parse_origin's, shared with the Origin header check so that both sides
+// write the same origin the same way; the words are the config's.
+std::string_view describe(net::OriginError error) {
+  switch (error) {
+    case net::OriginError::no_separator:
+      return "expected scheme://host[:port], e.g. https://api.example.com";
+    case net::OriginError::scheme:
+      return "scheme must be http or https";
+    case net::OriginError::path:
+      return "must not contain a path (only scheme://host[:port])";
+    case net::OriginError::query:
+      return "must not contain a query";
+    case net::OriginError::fragment:
+      return "must not contain a fragment";
+    case net::OriginError::userinfo:
+      return "must not contain userinfo (user@)";
+    case net::OriginError::unterminated_ipv6:
+      return "unterminated IPv6 address";
+    case net::OriginError::invalid_ipv6:
+      return "invalid IPv6 address";
+    case net::OriginError::after_ipv6:
+      return "unexpected characters after the IPv6 address";
+    case net::OriginError::missing_host:
+      return "missing host";
+    case net::OriginError::empty_label:
+      return "host has an empty label";
+    case net::OriginError::host_character:
+      return "host may contain only ASCII letters, digits, '-', '_' and '.' (write international "
+             "names in their xn-- form)";
+    case net::OriginError::port:
+      return "port must be a number from 1 to 65535";
+  }
+  return "is not an origin";
+}
 
+// A trailing "/" is accepted: people write "https://api.example.com/" for the same origin.
 OriginCheck normalise_origin(std::string_view text) {
-  const auto fail = [](std::string why) { return OriginCheck{{}, std::move(why)}; };
-  const std::size_t separator = text.find("://");
-  if (separator == std::string_view::npos) {
-    return fail("expected scheme://host[:port], e.g. https://api.example.com");
+  const auto result = net::parse_origin(text, net::OriginForm::trailing_slash);
+  if (const auto* error = std::get_if<net::OriginError>(&result)) {
+    return OriginCheck{{}, std::string(describe(*error))};
   }
-  const std::string scheme = lower(text.substr(0, separator));
-  if (scheme != "http" && scheme != "https") return fail("scheme must be http or https");
-
-  const std::string_view rest = text.substr(separator + 3);
-  const std::size_t authority_end = rest.find_first_of("/?#");
-  const std::string_view authority = rest.substr(0, authority_end);
-  if (authority_end != std::string_view::npos) {
-    const std::string_view tail = rest.substr(authority_end);
-    const std::size_t path_end = tail.find_first_of("?#");
-    const std::string_view path = tail.substr(0, path_end);
-    if (!path.empty() && path != "/") {
-      return fail("must not contain a path (only scheme://host[:port])");
-    }
-    if (path_end != std::string_view::npos) {
-      return fail(tail[path_end] == '?' ? "must not contain a query"
-                                        : "must not contain a fragment");
-    }
-  }
-  if (authority.find('@') != std::string_view::npos) {
-    return fail("must not contain userinfo (user@)");
-  }
-
-  std::string_view host;
-  std::string_view port_text;
-  bool has_port = false;
-  if (!authority.empty() && authority.front() == '[') {
-    const std::size_t close = authority.find(']');
-    if (close == std::string_view::npos) return fail("unterminated IPv6 address");
-    host = authority.substr(0, close + 1);
-    const std::string_view inner = host.substr(1, host.size() - 2);
-    const bool valid = !inner.empty() && std::all_of(inner.begin(), inner.end(), [](char c) {
-      return is_digit(c) || (ascii_lower(c) >= 'a' && ascii_lower(c) <= 'f') || c == ':' ||
-             c == '.';
-    });
-    if (!valid) return fail("invalid IPv6 address");
-    const std::string_view after = authority.substr(close + 1);
-    if (!after.empty()) {
-      if (after.front() != ':') return fail("unexpected characters after the IPv6 address");
-      has_port = true;
-      port_text = after.substr(1);
-    }
-  } else {
-    const std::size_t colon = authority.find(':');
-    host = authority.substr(0, colon);
-    if (colon != std::string_view::npos) {
-      has_port = true;
-      port_text = authority.substr(colon + 1);
-    }
-    if (host.empty()) return fail("missing host");
-    // Dot-separated labels, none empty: a trailing dot or ".." would make the origin compare
-    // unequal to the same host written normally.
-    std::size_t label_length = 0;
-    for (const char c : host) {
-      if (c == '.') {
-        if (label_length == 0) return fail("host has an empty label");
-        label_length = 0;
-      } else if (is_host_char(c)) {
-        ++label_length;
-      } else {
-        return fail(
-            "host may contain only ASCII letters, digits, '-', '_' and '.' (write international "
-            "names in their xn-- form)");
-      }
-    }
-    if (label_length == 0) return fail("host has an empty label");
-  }
-
-  std::uint32_t port = 0;
-  if (has_port) {
-    const bool digits =
-        !port_text.empty() && std::all_of(port_text.begin(), port_text.end(), is_digit);
-    for (const char c : port_text) {
-      if (!digits || port > 65535) break;
-      port = port * 10 + static_cast<std::uint32_t>(c - '0');
-    }
-    if (!digits || port == 0 || port > 65535) return fail("port must be a number from 1 to 65535");
-  }
-  const std::uint32_t default_port = scheme == "http" ? 80 : 443;
-  std::string origin = scheme + "://" + lower(host);
-  if (has_port && port != default_port) origin += ":" + std::to_string(port);
-  return OriginCheck{std::move(origin), {}};
+  return OriginCheck{std::get<net::Origin>(result).serialised(), {}};
 }
 
 // ---------------------------------------------------------------------------------------------
 // Headers.
-
-bool is_tchar(char c) {
-  static constexpr std::string_view kSymbols = "!#$%&'*+-.^_`|~";
-  return is_alpha(c) || is_digit(c) || kSymbols.find(c) != std::string_view::npos;
-}
-
-bool is_header_name(std::string_view name) {
-  return !name.empty() && std::all_of(name.begin(), name.end(), is_tchar);
-}
 
 // The gateway owns these: Host follows from the origin, the others frame the message, and
 // letting configuration set them would allow request smuggling.
@@ -660,7 +601,7 @@ class Loader {
     for (const auto& [name, field] : value.items()) {
       const std::string header_path = child_path(path, name);
       bool name_ok = false;
-      if (!is_header_name(name)) {
+      if (!net::is_token(name)) {
         add(header_path, "not a valid header name (letters, digits and !#$%&'*+-.^_`|~ only)");
       } else if (const auto reason = reserved_header_reason(name)) {
         add(header_path, *reason);

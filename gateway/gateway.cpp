@@ -6,6 +6,7 @@
 #include <boost/asio/post.hpp>
 
 #include "gateway/request_check.h"
+#include "net/ascii.h"
 
 namespace codemode::gateway {
 namespace {
@@ -15,13 +16,7 @@ namespace net = boost::asio;
 constexpr std::size_t kMinSecretFragment = 8;  // shorter words are too common to withhold text
 constexpr std::size_t kMaxQuotedMethod = 32;
 
-char ascii_lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
-
-bool iequals(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return ascii_lower(x) == ascii_lower(y);
-         });
-}
+using codemode::net::iequals;
 
 GatewayError policy_error(std::string message) {
   return GatewayError{ErrorKind::policy, std::move(message)};

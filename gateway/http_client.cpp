@@ -14,6 +14,8 @@
 #include <boost/beast/ssl.hpp>
 #include <map>
 
+#include "net/ascii.h"
+
 namespace codemode::gateway {
 namespace {
 
@@ -32,13 +34,8 @@ constexpr unsigned kMaxInterimResponses = 16;
 // Content codings undone on one body; every layer may inflate up to the body cap.
 constexpr std::size_t kMaxContentCodings = 4;
 
-char ascii_lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
-
-bool iequals(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return ascii_lower(x) == ascii_lower(y);
-         });
-}
+using codemode::net::ascii_lower;
+using codemode::net::iequals;
 
 http::verb to_verb(Method method) {
   switch (method) {

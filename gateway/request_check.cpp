@@ -3,33 +3,15 @@
 #include <algorithm>
 #include <array>
 
+#include "net/ascii.h"
+#include "net/http_token.h"
+
 namespace codemode::gateway {
 namespace {
 
-char ascii_lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
-
-bool iequals(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return ascii_lower(x) == ascii_lower(y);
-         });
-}
-
-bool istarts_with(std::string_view text, std::string_view prefix) {
-  return text.size() >= prefix.size() && iequals(text.substr(0, prefix.size()), prefix);
-}
-
-bool is_tchar(char c) {
-  static constexpr std::string_view kSymbols = "!#$%&'*+-.^_`|~";
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-         kSymbols.find(c) != std::string_view::npos;
-}
-
-std::string_view trim(std::string_view value) {
-  const auto is_space = [](char c) { return c == ' ' || c == '\t'; };
-  while (!value.empty() && is_space(value.front())) value.remove_prefix(1);
-  while (!value.empty() && is_space(value.back())) value.remove_suffix(1);
-  return value;
-}
+using net::iequals;
+using net::istarts_with;
+using net::trim_ows;
 
 // A name the code wrote, safe to quote in a message: it is a token (checked first) and bounded.
 std::string quoted_name(std::string_view name) {
@@ -71,9 +53,7 @@ std::optional<Method> parse_method(std::string_view text) {
   return std::nullopt;
 }
 
-bool is_header_name(std::string_view name) {
-  return !name.empty() && std::all_of(name.begin(), name.end(), is_tchar);
-}
+bool is_header_name(std::string_view name) { return net::is_token(name); }
 
 bool is_header_value(std::string_view value) {
   return std::none_of(value.begin(), value.end(), [](char c) {
@@ -110,7 +90,7 @@ std::variant<CheckedHeaders, GatewayError> check_headers(const Headers& headers)
       return policy_error(name.empty() ? std::string("empty header name")
                                        : "invalid header name (not an HTTP token)");
     }
-    const std::string_view trimmed = trim(value);
+    const std::string_view trimmed = trim_ows(value);
     if (!is_header_value(trimmed)) {
       return policy_error("header " + quoted_name(name) +
                           " has an invalid value (CR, LF, NUL or another control character)");

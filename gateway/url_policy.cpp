@@ -7,6 +7,8 @@
 #include <boost/url.hpp>
 #include <cstdlib>
 
+#include "net/ascii.h"
+
 namespace codemode::gateway {
 namespace {
 
@@ -15,18 +17,12 @@ namespace urls = boost::urls;
 constexpr std::size_t kMaxHostChars = 253;  // DNS name limit; longer names cannot resolve
 constexpr std::size_t kMaxUrlChars = 64 * 1024;
 
-char ascii_lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
-bool is_alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+using net::default_port;
+using net::is_alpha;
+using net::is_digit;
+using net::lower;
+
 bool is_control(unsigned char c) { return c < 0x20 || c == 0x7F; }
-
-std::string lower(std::string_view text) {
-  std::string out(text);
-  std::transform(out.begin(), out.end(), out.begin(), ascii_lower);
-  return out;
-}
-
-std::uint16_t default_port(Scheme scheme) { return scheme == Scheme::http ? 80 : 443; }
 
 // ---------------------------------------------------------------------------------------------
 // Before RFC 3986 parsing: the WHATWG leniencies browsers (and so models) rely on, applied so
@@ -317,14 +313,12 @@ UrlResult normalise_url(std::string_view input, std::string_view base) {
   }
 
   NormalisedUrl out;
-  const std::string scheme = lower(resolved.scheme());
-  if (scheme == "http") {
-    out.scheme = Scheme::http;
-  } else if (scheme == "https") {
-    out.scheme = Scheme::https;
-  } else {
-    return refuse("URL scheme " + scheme + " is not allowed (only http and https)");
+  const std::optional<Scheme> scheme = net::parse_scheme(resolved.scheme());
+  if (!scheme) {
+    return refuse("URL scheme " + lower(resolved.scheme()) +
+                  " is not allowed (only http and https)");
   }
+  out.scheme = *scheme;
   if (!resolved.has_authority()) return refuse("URL has no host");
   if (resolved.has_userinfo()) return refuse("URL must not contain userinfo (user:password@)");
 
@@ -360,7 +354,7 @@ UrlResult normalise_url(std::string_view input, std::string_view base) {
     out.port = static_cast<std::uint16_t>(port);
   }
 
-  out.origin = std::string(to_string(out.scheme)) + "://" + out.host_header();
+  out.origin = net::serialise_origin(out.scheme, out.host, out.port);
   resolved.normalize_path();
   out.target = resolved.encoded_path().empty() ? "/" : remove_dot_segments(resolved.encoded_path());
   if (resolved.has_query()) out.target += "?" + std::string(resolved.encoded_query());

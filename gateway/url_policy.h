@@ -21,14 +21,14 @@
 #include <vector>
 
 #include "config/config.h"
+#include "net/origin.h"
 
 namespace codemode::gateway {
 
-enum class Scheme { http, https };
-
-constexpr std::string_view to_string(Scheme scheme) {
-  return scheme == Scheme::http ? "http" : "https";
-}
+// The origin grammar's scheme, so that URL origins are written by net::serialise_origin in the
+// same form as the config's and the HTTP boundary's origins. to_string() comes with it.
+using Scheme = net::Scheme;
+using net::to_string;
 
 struct NormalisedUrl {
   Scheme scheme = Scheme::http;

@@ -1,32 +1,25 @@
 #include "server/http_policy.h"
 
 #include <algorithm>
-#include <cctype>
 #include <charconv>
+#include <variant>
 
 #include <openssl/crypto.h>
 #include <openssl/rand.h>
 #include <openssl/sha.h>
 #include <boost/asio/ip/address.hpp>
 
+#include "net/ascii.h"
+#include "net/http_token.h"
+#include "net/origin.h"
 #include "server/mcp_session.h"
 
 namespace codemode::server {
 
 namespace {
 
-std::string lower(std::string_view text) {
-  std::string out(text);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
-
-std::string_view trim(std::string_view text) {
-  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
-  while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
-  return text;
-}
+using net::lower;
+using net::trim_ows;
 
 std::optional<std::uint16_t> parse_port(std::string_view text) {
   if (text.empty() || text.size() > 5) return std::nullopt;
@@ -65,8 +58,7 @@ std::optional<Authority> split_authority(std::string_view text) {
   }
   if (out.host.empty()) return std::nullopt;
   for (const char c : out.host) {
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_' ||
-          c == ':')) {
+    if (!(net::is_alpha(c) || net::is_digit(c) || c == '.' || c == '-' || c == '_' || c == ':')) {
       return std::nullopt;
     }
   }
@@ -93,7 +85,7 @@ bool accepts_type(std::string_view header, std::string_view type) {
     std::string_view item = header.substr(0, comma);
     header = comma == std::string_view::npos ? std::string_view() : header.substr(comma + 1);
     const auto semicolon = item.find(';');
-    const std::string range = lower(trim(item.substr(0, semicolon)));
+    const std::string range = lower(trim_ows(item.substr(0, semicolon)));
     bool zero_q = false;
     if (semicolon != std::string_view::npos) {
       std::string params = lower(item.substr(semicolon + 1));
@@ -143,21 +135,10 @@ bool is_loopback(std::string_view ip_literal) {
 }
 
 std::optional<std::string> normalize_origin(std::string_view origin) {
-  const auto separator = origin.find("://");
-  if (separator == std::string_view::npos) return std::nullopt;
-  const std::string scheme = lower(origin.substr(0, separator));
-  if (scheme != "http" && scheme != "https") return std::nullopt;
-  const auto authority_text = origin.substr(separator + 3);
-  if (authority_text.find_first_of("/?#@") != std::string_view::npos) return std::nullopt;
-  const auto authority = split_authority(authority_text);
-  if (!authority) return std::nullopt;
-  const bool v6 = authority->host.find(':') != std::string::npos;
-  std::string out = scheme + "://" + (v6 ? "[" + authority->host + "]" : authority->host);
-  const std::uint16_t default_port = scheme == "http" ? 80 : 443;
-  if (authority->port && *authority->port != default_port) {
-    out += ":" + std::to_string(*authority->port);
-  }
-  return out;
+  const auto result = net::parse_origin(origin, net::OriginForm::header);
+  const auto* parsed = std::get_if<net::Origin>(&result);
+  if (parsed == nullptr) return std::nullopt;
+  return parsed->serialised();
 }
 
 bool tokens_equal(std::string_view presented, std::string_view expected) {
@@ -183,12 +164,12 @@ HttpPolicy::HttpPolicy(HttpPolicyOptions options)
 std::optional<HttpRefusal> HttpPolicy::check_host(std::optional<std::string_view> host) const {
   if (!loopback_) return std::nullopt;
   if (!host) return HttpRefusal{403, "forbidden: a Host header is required"};
-  const auto authority = split_authority(trim(*host));
+  const auto authority = split_authority(trim_ows(*host));
   const bool loopback_name =
       authority && (authority->host == "localhost" || is_loopback(authority->host));
   const bool right_port = authority && authority->port.value_or(80) == options_.bound_port;
   if (!loopback_name || !right_port) {
-    return HttpRefusal{403, "forbidden: host " + std::string(trim(*host)) +
+    return HttpRefusal{403, "forbidden: host " + std::string(trim_ows(*host)) +
                                 " is not this server (DNS rebinding?)"};
   }
   return std::nullopt;
@@ -196,14 +177,14 @@ std::optional<HttpRefusal> HttpPolicy::check_host(std::optional<std::string_view
 
 std::optional<HttpRefusal> HttpPolicy::check_origin(std::optional<std::string_view> origin) const {
   if (!origin) return std::nullopt;
-  const auto normal = normalize_origin(trim(*origin));
+  const auto normal = normalize_origin(trim_ows(*origin));
   const auto listed = [&](const std::vector<std::string>& origins) {
     return std::find(origins.begin(), origins.end(), *normal) != origins.end();
   };
   if (normal && (listed(options_.allowed_origins) || listed(own_origins_))) return std::nullopt;
   // The Origin is printable by construction of the parser; cap it so a log line stays short.
-  return HttpRefusal{
-      403, "forbidden: origin " + std::string(trim(*origin).substr(0, 200)) + " is not allowed"};
+  return HttpRefusal{403, "forbidden: origin " + std::string(trim_ows(*origin).substr(0, 200)) +
+                              " is not allowed"};
 }
 
 std::optional<HttpRefusal> HttpPolicy::check_bearer(
@@ -217,9 +198,9 @@ HttpPolicy::Authentication HttpPolicy::authenticate(
   const Authentication refused{HttpRefusal{401, "unauthorized: a valid bearer token is required"},
                                ""};
   if (!authorization) return refused;
-  const std::string_view value = trim(*authorization);
-  if (value.size() < 7 || lower(value.substr(0, 7)) != "bearer ") return refused;
-  const std::string presented = sha256(trim(value.substr(7)));
+  const std::string_view value = trim_ows(*authorization);
+  if (!net::istarts_with(value, "bearer ")) return refused;
+  const std::string presented = sha256(trim_ows(value.substr(7)));
   std::size_t matched = token_digests_.size();
   for (std::size_t i = 0; i < token_digests_.size(); ++i) {  // no early exit: all are compared
     const bool equal =
@@ -249,7 +230,7 @@ std::optional<HttpRefusal> check_repeated_headers(const std::vector<std::string_
 }
 
 ResponseFormat choose_format(std::optional<std::string_view> accept) {
-  if (!accept || trim(*accept).empty()) return ResponseFormat::json;
+  if (!accept || trim_ows(*accept).empty()) return ResponseFormat::json;
   if (accepts_type(*accept, "application/json")) return ResponseFormat::json;
   if (accepts_type(*accept, "text/event-stream")) return ResponseFormat::event_stream;
   return ResponseFormat::none;
@@ -262,12 +243,12 @@ bool accepts_event_stream(std::optional<std::string_view> accept) {
 bool is_json_content_type(std::optional<std::string_view> content_type) {
   if (!content_type) return false;
   const auto semicolon = content_type->find(';');
-  return lower(trim(content_type->substr(0, semicolon))) == "application/json";
+  return lower(trim_ows(content_type->substr(0, semicolon))) == "application/json";
 }
 
 std::optional<HttpRefusal> check_protocol_version(std::optional<std::string_view> header) {
   if (!header) return std::nullopt;
-  const std::string_view version = trim(*header);
+  const std::string_view version = trim_ows(*header);
   if (std::find(std::begin(kProtocolVersions), std::end(kProtocolVersions), version) !=
       std::end(kProtocolVersions)) {
     return std::nullopt;

@@ -77,7 +77,9 @@ class HttpPolicy {
 };
 
 // `scheme://host[:port]` lower-cased with the default port dropped; nullopt when the text is
-// not such an origin (e.g. "null", a path, userinfo).
+// not such an origin (e.g. "null", a path, userinfo). The grammar is net::parse_origin's, the
+// one the config normalises allowed_origins with, so a listed origin and the header a browser
+// sends for it compare equal as strings.
 std::optional<std::string> normalize_origin(std::string_view origin);
 
 // Equal in constant time for equal-length inputs (OpenSSL CRYPTO_memcmp over SHA-256 digests,

@@ -2,15 +2,13 @@
 
 #include <algorithm>
 
+#include "net/http_token.h"
+
 namespace codemode::server {
 
 namespace {
 
-std::string_view trim(std::string_view text) {
-  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
-  while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
-  return text;
-}
+using net::trim_ows;
 
 int base64_value(char c) {
   if (c >= 'A' && c <= 'Z') return c - 'A';
@@ -70,7 +68,7 @@ std::optional<JsonRpcError> check_header(const Request& request, std::string_vie
   if (!value) {
     return refusal(request, ErrorCode::header_mismatch,
                    "header mismatch: the " + std::string(name) + " header value " +
-                       shown(trim(*raw)) + " contains invalid characters");
+                       shown(trim_ows(*raw)) + " contains invalid characters");
   }
   if (*value != expected) {
     return refusal(request, ErrorCode::header_mismatch,
@@ -105,7 +103,7 @@ bool claims_stateless_revision(const Json& params) {
 }
 
 std::optional<std::string> decode_header_value(std::string_view raw, HeaderEncoding encoding) {
-  const std::string_view value = trim(raw);
+  const std::string_view value = trim_ows(raw);
   constexpr std::string_view kPrefix = "=?base64?";
   constexpr std::string_view kSuffix = "?=";
   if (encoding == HeaderEncoding::plain_or_base64 &&

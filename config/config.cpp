@@ -13,6 +13,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "config/expand.h"
+#include "config/json_reader.h"
+#include "config/problem_path.h"
 #include "net/http_token.h"
 #include "net/origin.h"
 
@@ -21,13 +24,16 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Ordered, so that problems come out in the order the author wrote the keys.
-using Json = nlohmann::ordered_json;
+using detail::child_path;
+using detail::element_path;
+using detail::Expanded;
+using detail::Json;
+using detail::printable;
+using detail::type_phrase;
 
 constexpr std::size_t kMaxFileBytes = 16 * 1024 * 1024;
 constexpr std::size_t kMinBearerTokenChars = 16;
 constexpr std::size_t kMaxSuggestionDistance = 2;  // edits between an unknown key and a known one
-constexpr std::string_view kNameSyntax = "[A-Za-z_][A-Za-z0-9_]*";
 
 // ---------------------------------------------------------------------------------------------
 // Small text helpers.
@@ -35,15 +41,6 @@ constexpr std::string_view kNameSyntax = "[A-Za-z_][A-Za-z0-9_]*";
 using net::is_alpha;
 using net::is_digit;
 using net::lower;
-
-// Characters (UTF-8 code points) in text[0, offset), so positions match what an editor shows.
-std::size_t code_points(std::string_view text, std::size_t offset) {
-  std::size_t count = 0;
-  for (std::size_t i = 0; i < offset && i < text.size(); ++i) {
-    if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80) ++count;
-  }
-  return count;
-}
 
 // Optimal string alignment distance, case-insensitive: a transposition counts as one edit.
 std::size_t edit_distance(std::string_view a_text, std::string_view b_text) {
@@ -63,211 +60,6 @@ std::size_t edit_distance(std::string_view a_text, std::string_view b_text) {
   }
   return d[a.size()][b.size()];
 }
-
-// ---------------------------------------------------------------------------------------------
-// Paths name where a problem is: `upstreams[0].headers.Authorization`. Keys that are not plain
-// words are quoted as JSON (`headers["X Y"]`), which also keeps every problem on one line.
-
-bool is_plain_key(std::string_view key) {
-  if (key.empty()) return false;
-  return std::all_of(key.begin(), key.end(),
-                     [](char c) { return is_alpha(c) || is_digit(c) || c == '_' || c == '-'; });
-}
-
-std::string child_path(std::string_view parent, std::string_view key) {
-  if (!is_plain_key(key)) {
-    return std::string(parent) + "[" + Json(std::string(key)).dump(-1, ' ', /*ensure_ascii=*/true) +
-           "]";
-  }
-  if (parent.empty()) return std::string(key);
-  return std::string(parent) + "." + std::string(key);
-}
-
-std::string element_path(std::string_view parent, std::size_t index) {
-  return std::string(parent) + "[" + std::to_string(index) + "]";
-}
-
-std::string printable(const std::string& text) {
-  const bool plain = std::none_of(text.begin(), text.end(), [](char c) {
-    return static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) == 0x7F;
-  });
-  return plain ? text : Json(text).dump(-1, ' ', /*ensure_ascii=*/true);
-}
-
-std::string_view type_phrase(const Json& value) {
-  switch (value.type()) {
-    case Json::value_t::null:
-      return "null";
-    case Json::value_t::boolean:
-      return "a boolean";
-    case Json::value_t::number_integer:
-    case Json::value_t::number_unsigned:
-      return "an integer";
-    case Json::value_t::number_float:
-      return "a floating-point number";
-    case Json::value_t::string:
-      return "a string";
-    case Json::value_t::array:
-      return "an array";
-    case Json::value_t::object:
-      return "an object";
-    default:
-      return "an unsupported value";
-  }
-}
-
-// ---------------------------------------------------------------------------------------------
-// JSON text to a document. A SAX builder instead of json::parse because it sees every error
-// with its byte position (syntax errors and number overflow alike) and sees duplicate keys,
-// which json::parse silently resolves to the last one.
-
-class DocumentBuilder final : public nlohmann::json_sax<Json> {
- public:
-  static constexpr std::size_t kMaxNesting = 64;
-
-  DocumentBuilder(std::string_view text, std::vector<std::string>& problems)
-      : text_(text), problems_(problems) {}
-
-  Json take_root() { return std::move(root_); }
-
-  bool null() override { return add_value(Json(nullptr)); }
-  bool boolean(bool value) override { return add_value(Json(value)); }
-  bool number_integer(number_integer_t value) override { return add_value(Json(value)); }
-  bool number_unsigned(number_unsigned_t value) override { return add_value(Json(value)); }
-  bool number_float(number_float_t value, const string_t& /*text*/) override {
-    return add_value(Json(value));
-  }
-  bool string(string_t& value) override { return add_value(Json(std::move(value))); }
-  bool binary(binary_t& /*value*/) override { return false; }  // not produced by JSON text
-
-  bool start_object(std::size_t /*elements*/) override { return open(Json::object()); }
-  bool key(string_t& key) override {
-    Frame& frame = stack_.back();
-    if (frame.node->contains(key)) {
-      problems_.push_back(child_path(frame.path, key) +
-                          ": duplicate key (a later value would silently replace an earlier one)");
-    }
-    frame.key = std::move(key);
-    return true;
-  }
-  bool end_object() override { return close(); }
-  bool start_array(std::size_t /*elements*/) override { return open(Json::array()); }
-  bool end_array() override { return close(); }
-
-  bool parse_error(std::size_t position, const std::string& /*last_token*/,
-                   const nlohmann::detail::exception& error) override {
-    // `position` counts bytes read, including the offending one (or the end of the input).
-    const std::size_t offset = std::min(position == 0 ? 0 : position - 1, text_.size());
-    const std::string_view before = text_.substr(0, offset);
-    const auto line = 1 + static_cast<std::size_t>(std::count(before.begin(), before.end(), '\n'));
-    const std::size_t newline = before.rfind('\n');
-    const std::size_t line_start = newline == std::string_view::npos ? 0 : newline + 1;
-    const std::size_t column = 1 + code_points(before.substr(line_start), offset - line_start);
-    problems_.push_back("line " + std::to_string(line) + ", column " + std::to_string(column) +
-                        ": " + describe(error));
-    return false;
-  }
-
- private:
-  struct Frame {
-    Json* node;
-    std::string path;  // where `node` sits
-    std::string key;   // for objects: the key whose value comes next
-  };
-
-  // nlohmann's text is "[json.exception.parse_error.101] parse error at line 1, column 2:
-  // syntax error while parsing value - invalid literal; last read: 'tru'; expected ...". The
-  // last-read part echoes file text, which may be a credential written in place, so only the
-  // error and a recognised "; expected <token kind>" tail are kept.
-  static std::string describe(const nlohmann::detail::exception& error) {
-    if (error.id == 406) return "number out of range";
-    const std::string_view text = error.what();
-    const std::size_t start = text.find("syntax error");
-    const std::size_t dash = text.find(" - ", start);
-    if (start == std::string_view::npos || dash == std::string_view::npos) return "syntax error";
-    std::string_view detail = text.substr(dash + 3);
-    std::string_view expected;
-    static constexpr std::array<std::string_view, 16> kTokenKinds = {"<uninitialized>",
-                                                                     "true literal",
-                                                                     "false literal",
-                                                                     "null literal",
-                                                                     "string literal",
-                                                                     "number literal",
-                                                                     "'['",
-                                                                     "'{'",
-                                                                     "']'",
-                                                                     "'}'",
-                                                                     "':'",
-                                                                     "','",
-                                                                     "<parse error>",
-                                                                     "end of input",
-                                                                     "'[', '{', or a literal",
-                                                                     "unknown token"};
-    for (const std::string_view kind : kTokenKinds) {
-      const std::string tail = "; expected " + std::string(kind);
-      if (detail.ends_with(tail)) {
-        expected = detail.substr(detail.size() - tail.size());
-        detail.remove_suffix(tail.size());
-        break;
-      }
-    }
-    detail = detail.substr(0, detail.find("; last read: "));
-    return "syntax error: " + std::string(detail) + std::string(expected);
-  }
-
-  std::string path_of_next_value() const {
-    if (stack_.empty()) return {};
-    const Frame& parent = stack_.back();
-    return parent.node->is_array() ? element_path(parent.path, parent.node->size())
-                                   : child_path(parent.path, parent.key);
-  }
-
-  // Puts a value where the parser is: the root, the next array element, or the pending key.
-  Json* place(Json value) {
-    if (stack_.empty()) {
-      root_ = std::move(value);
-      return &root_;
-    }
-    Json& parent = *stack_.back().node;
-    if (parent.is_array()) {
-      parent.push_back(std::move(value));
-      return &parent.back();
-    }
-    Json& slot = parent[stack_.back().key];
-    slot = std::move(value);
-    return &slot;
-  }
-
-  bool add_value(Json value) {
-    place(std::move(value));
-    return true;
-  }
-
-  bool open(Json container) {
-    // Nothing in the schema nests past a few levels; the bound keeps a hostile file from
-    // growing the frame stack (and each frame's path) without limit.
-    if (stack_.size() >= kMaxNesting) {
-      problems_.push_back(path_of_next_value() + ": nested deeper than " +
-                          std::to_string(kMaxNesting) + " levels");
-      return false;
-    }
-    std::string path = path_of_next_value();
-    // The parent does not grow while this child is open, so the pointer stays valid.
-    Json* node = place(std::move(container));
-    stack_.push_back(Frame{node, std::move(path), {}});
-    return true;
-  }
-
-  bool close() {
-    stack_.pop_back();
-    return true;
-  }
-
-  std::string_view text_;
-  std::vector<std::string>& problems_;
-  Json root_;
-  std::vector<Frame> stack_;
-};
 
 // ---------------------------------------------------------------------------------------------
 // Origins: scheme://host[:port] and nothing else, normalised.
@@ -365,12 +157,6 @@ constexpr std::array<LimitSpec, 7> kLimitSpecs = {{
     {"response_bytes", &Limits::response_bytes, 1, 1073741824},
 }};
 
-// A string value after ${...} expansion.
-struct Expanded {
-  std::string value;
-  bool from_environment = false;  // some ${...} was substituted: never echo `value`
-};
-
 class Loader {
  public:
   Loader(const fs::path& base_dir, const Environment& env, std::vector<std::string>& problems)
@@ -445,65 +231,9 @@ class Loader {
     add(child_path(parent, key), "unknown key (known keys: " + list + ")");
   }
 
-  // ${NAME}, ${NAME:-fallback} and $$; the fallback is literal text up to the first `}`, and
-  // substituted text is never expanded again.
-  std::optional<Expanded> expand(std::string_view raw, std::string_view path) {
-    Expanded out;
-    bool ok = true;
-    std::size_t i = 0;
-    while (i < raw.size()) {
-      const char c = raw[i];
-      if (c != '$' || i + 1 == raw.size() || (raw[i + 1] != '$' && raw[i + 1] != '{')) {
-        out.value += c;
-        ++i;
-        continue;
-      }
-      if (raw[i + 1] == '$') {
-        out.value += '$';
-        i += 2;
-        continue;
-      }
-      const std::string at = " at character " + std::to_string(code_points(raw, i) + 1);
-      const std::size_t close = raw.find('}', i + 2);
-      if (close == std::string_view::npos) {
-        add(path, "unterminated \"${\"" + at);
-        return std::nullopt;
-      }
-      const std::string_view inside = raw.substr(i + 2, close - i - 2);
-      const std::size_t fallback_mark = inside.find(":-");
-      const std::string_view name = inside.substr(0, fallback_mark);
-      if (!is_variable_name(name)) {
-        add(path, "invalid variable reference" + at + " (expected ${NAME} or ${NAME:-fallback}, " +
-                      "NAME matching " + std::string(kNameSyntax) + ")");
-        ok = false;
-      } else {
-        std::optional<std::string> value = env_ ? env_(name) : std::nullopt;
-        if (fallback_mark != std::string_view::npos && (!value || value->empty())) {
-          value = std::string(inside.substr(fallback_mark + 2));
-        }
-        if (!value) {
-          add(path, "environment variable " + std::string(name) + " is not set");
-          ok = false;
-        } else {
-          out.value += *value;
-          out.from_environment = true;
-        }
-      }
-      i = close + 1;
-    }
-    if (!ok) return std::nullopt;
-    return out;
-  }
-
-  static bool is_variable_name(std::string_view name) {
-    if (name.empty() || !(is_alpha(name.front()) || name.front() == '_')) return false;
-    return std::all_of(name.begin(), name.end(),
-                       [](char c) { return is_alpha(c) || is_digit(c) || c == '_'; });
-  }
-
   std::optional<Expanded> read_string(const Json& value, std::string_view path) {
     if (!expect(value, Json::value_t::string, "a string", path)) return std::nullopt;
-    return expand(value.get_ref<const std::string&>(), path);
+    return detail::expand(value.get_ref<const std::string&>(), path, env_, problems_);
   }
 
   // A string that must not be empty once expanded.
@@ -797,10 +527,10 @@ LoadResult parse(std::string_view text, const std::filesystem::path& base_dir,
                  const Environment& env) {
   LoadResult result;
   try {
-    DocumentBuilder builder(text, result.problems);
-    // On a syntax error the builder has reported it; nothing else is worth saying.
-    if (!Json::sax_parse(text.begin(), text.end(), &builder)) return result;
-    const Json root = builder.take_root();
+    // On a syntax error the reader has reported it; nothing else is worth saying.
+    const std::optional<Json> document = detail::read_json(text, result.problems);
+    if (!document) return result;
+    const Json& root = *document;
     if (!root.is_object()) {
       result.problems.push_back("expected a JSON object at the top level, got " +
                                 std::string(type_phrase(root)));

@@ -21,7 +21,7 @@ std::string yaml_error(std::string_view text, std::size_t max_nodes = 1000) {
 }
 }  // namespace
 
-TEST_CASE("plain scalars follow the YAML 1.2 core schema; quoted ones are strings",
+TEST_CASE("plain scalars follow the YAML 1.2 core schema, quoted ones are strings",
           "[openapi][yaml]") {
   CHECK(
       yaml(

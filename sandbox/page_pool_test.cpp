@@ -236,7 +236,7 @@ TEST_CASE("of a big region, only the part that was ever accessible is scrubbed",
   CHECK(pool.stats().scrubbed_bytes == scrubbed);
 }
 
-TEST_CASE("revoking or shrinking a writable data chunk costs nothing; in code it is real",
+TEST_CASE("revoking or shrinking a writable data chunk costs nothing, in code it is real",
           "[sandbox][page_pool]") {
   RecyclingPageAllocator pool(&system_pages(), 64 << 20, 8 << 20);
   char* chunk = dirty_chunk(pool, 9);
@@ -274,7 +274,7 @@ TEST_CASE("revoking or shrinking a writable data chunk costs nothing; in code it
   check_comes_back_zero(pool, code);
 }
 
-TEST_CASE("decommitted pages read as zero when committed again; revoked ones stay resident",
+TEST_CASE("decommitted pages read as zero when committed again, revoked ones stay resident",
           "[sandbox][page_pool]") {
   RecyclingPageAllocator pool(&system_pages(), 64 << 20, 8 << 20);
   char* region = dirty_chunk(pool, 7);

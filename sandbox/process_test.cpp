@@ -170,7 +170,7 @@ TEST_CASE("isolates in a locked-down process reuse the pages of those before the
   CHECK(stats[1].get<double>() > stats[2].get<double>());
 }
 
-TEST_CASE("a layer the kernel refuses is reported off; the others still hold",
+TEST_CASE("a layer the kernel refuses is reported off, the others still hold",
           "[sandbox][process]") {
   const auto limits = test_limits();
   auto options = options_for(limits);

@@ -62,7 +62,7 @@ TEST_CASE("a cyclic ref shows as a $circular marker", "[sandbox][spec]") {
   CHECK_NOTHROW(json::parse(search(doc, "async () => spec")));
 }
 
-TEST_CASE("one object per ref target within a call; siblings override", "[sandbox][spec]") {
+TEST_CASE("one object per ref target within a call, siblings override", "[sandbox][spec]") {
   const auto doc = document(kDoc);
   CHECK(search(doc,
                "async () => spec.paths['/pets'].get.responses['200'] === "

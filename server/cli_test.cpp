@@ -52,7 +52,7 @@ TEST_CASE("every option lands in its field", "[server][cli]") {
   CHECK(options.allow_unauthenticated_network_access);
 }
 
-TEST_CASE("--help and --version win at once; --sandbox-report after the checks", "[server][cli]") {
+TEST_CASE("--help and --version win at once, --sandbox-report after the checks", "[server][cli]") {
   CHECK(std::get<CliAction>(parse({"--help", "--bogus"})) == CliAction::help);
   CHECK(std::get<CliAction>(parse({"-h"})) == CliAction::help);
   CHECK(std::get<CliAction>(parse({"--jitless", "--version"})) == CliAction::version);

@@ -137,7 +137,7 @@ TEST_CASE("MCP-Protocol-Version: absent or supported passes, else 400", "[server
         "2025-06-18, 2025-03-26)");
 }
 
-TEST_CASE("session ids are 128 random bits in visible ASCII; the table forgets ended ones",
+TEST_CASE("session ids are 128 random bits in visible ASCII, the table forgets ended ones",
           "[server][http]") {
   std::set<std::string> ids;
   for (int i = 0; i < 100; ++i) {

@@ -9,6 +9,7 @@
 #include <openssl/sha.h>
 #include <boost/asio/ip/address.hpp>
 
+#include "base/check.h"
 #include "net/ascii.h"
 #include "net/http_token.h"
 #include "net/origin.h"
@@ -264,10 +265,8 @@ std::optional<HttpRefusal> check_protocol_version(std::optional<std::string_view
 
 std::string new_session_id() {
   unsigned char bytes[16];
-  if (RAND_bytes(bytes, sizeof bytes) != 1) {
-    // Without a working CSPRNG no session id is safe to hand out; this is not recoverable.
-    std::abort();
-  }
+  // Without a working CSPRNG no session id is safe to hand out; this is not recoverable.
+  CODEMODE_CHECK(RAND_bytes(bytes, sizeof bytes) == 1, "OpenSSL's CSPRNG gives random bytes");
   constexpr char kHex[] = "0123456789abcdef";
   std::string id;
   for (const unsigned char b : bytes) {

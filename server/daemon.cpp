@@ -5,7 +5,6 @@
 #include <unistd.h>
 
 #include <csignal>
-#include <functional>
 #include <optional>
 
 #include <spdlog/spdlog.h>
@@ -106,20 +105,9 @@ int Daemon::run() {
 
   std::optional<StdioTransport> stdio;
   std::shared_ptr<McpSession> stdio_session;
-  // Once stdout is gone (closed, or a client that left 16 MiB unread) nobody reads what the stdio
-  // session answers: it takes no more lines, and the server stops as at stdin EOF, unless it
-  // serves HTTP as well, which goes on. Set below, once shut_down exists; on the I/O thread.
-  std::function<void()> stdout_lost;
-  bool stdout_gone = false;
+  bool stdout_gone = false;  // the stdio session's answers are lost: see its send, below
   if (options_.serve_stdio) {
     stdio.emplace(io.get_executor(), STDIN_FILENO, STDOUT_FILENO, options_.max_message_bytes);
-    stdio_session = std::make_shared<McpSession>(
-        io.get_executor(), tools, sandbox, options_.info, [&](std::string message) {
-          if (stdio->write_line(message) || stdout_gone) return;
-          stdout_gone = true;
-          spdlog::warn("stdout is gone; stdio answers are lost and stdin is no longer read");
-          boost::asio::post(io, [&] { stdout_lost(); });
-        });
   }
 
   std::optional<HttpServer> http;
@@ -164,13 +152,22 @@ int Daemon::run() {
     if (http) http->drain(one_done);
   };
 
-  stdout_lost = [&] {
-    if (http) {
-      stdio->stop();
-    } else {
-      shut_down("stdout is gone", Grace::unbounded);
-    }
-  };
+  if (stdio) {
+    // Once stdout is gone (closed, or a client that left 16 MiB unread) nobody reads what the
+    // stdio session answers: it takes no more lines, and the server stops as at stdin EOF,
+    // unless it serves HTTP as well, which goes on. Posted: shutting down waits for this
+    // session, which is inside its own send here.
+    stdio_session = std::make_shared<McpSession>(
+        io.get_executor(), tools, sandbox, options_.info, [&](std::string message) {
+          if (stdio->write_line(message) || stdout_gone) return;
+          stdout_gone = true;
+          spdlog::warn("stdout is gone; stdio answers are lost and stdin is no longer read");
+          boost::asio::post(io, [&] {
+            if (http) return stdio->stop();
+            shut_down("stdout is gone", Grace::unbounded);
+          });
+        });
+  }
 
   boost::asio::signal_set signals(io, SIGINT, SIGTERM);
   signals.async_wait([&](boost::system::error_code ec, int signal) {

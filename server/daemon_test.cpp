@@ -12,22 +12,18 @@
 
 #include <spdlog/sinks/base_sink.h>
 #include <spdlog/spdlog.h>
-#include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
 #include <catch2/catch.hpp>
-#include <nlohmann/json.hpp>
 
 #include "fixtures/markethub/fixture_server.h"
 #include "openapi/document.h"
+#include "server/test_http_client.h"
 
 using namespace codemode;
 using namespace codemode::server;
 using namespace std::chrono_literals;
 namespace asio = boost::asio;
-namespace http = boost::beast::http;
 using tcp = asio::ip::tcp;
 
 namespace {
@@ -68,25 +64,8 @@ class ListeningSink : public spdlog::sinks::base_sink<std::mutex> {
 
 // POSTs an initialize; the status, or 0 when nothing answered.
 unsigned initialize(std::uint16_t port) {
-  asio::io_context io;
-  tcp::socket socket(io);
-  boost::system::error_code ec;
-  socket.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port), ec);
-  if (ec) return 0;
-  http::request<http::string_body> request(http::verb::post, "/mcp", 11);
-  request.set(http::field::host, "127.0.0.1:" + std::to_string(port));
-  request.set(http::field::content_type, "application/json");
-  request.set(http::field::accept, "application/json");
-  request.body() =
-      R"({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25",)"
-      R"("capabilities":{},"clientInfo":{"name":"t","version":"1"}}})";
-  request.prepare_payload();
-  http::write(socket, request, ec);
-  if (ec) return 0;
-  boost::beast::flat_buffer buffer;
-  http::response<http::string_body> response;
-  http::read(socket, buffer, response, ec);
-  return ec ? 0 : response.result_int();
+  const auto response = test::try_round_trip(port, test::post(port, test::kInitialize));
+  return response ? response->result_int() : 0;
 }
 
 }  // namespace

@@ -20,8 +20,11 @@
 #include <boost/beast/http.hpp>
 #include <catch2/catch.hpp>
 
+#include "server/test_http_client.h"
+
 using namespace codemode;
 using namespace codemode::server;
+using namespace codemode::server::test;
 using namespace std::chrono_literals;
 namespace asio = boost::asio;
 namespace http = boost::beast::http;
@@ -65,37 +68,6 @@ struct Server {
   }
   std::uint16_t port() const { return http->local_endpoint().port(); }
 };
-
-tcp::socket connect_to(std::uint16_t port, asio::io_context& io) {
-  tcp::socket socket(io);
-  socket.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
-  return socket;
-}
-
-http::request<http::string_body> post(std::uint16_t port, std::string body,
-                                      std::string token = {}) {
-  http::request<http::string_body> request(http::verb::post, "/mcp", 11);
-  request.set(http::field::host, "127.0.0.1:" + std::to_string(port));
-  request.set(http::field::content_type, "application/json");
-  request.set(http::field::accept, "application/json, text/event-stream");
-  if (!token.empty()) request.set(http::field::authorization, "Bearer " + token);
-  request.body() = std::move(body);
-  request.prepare_payload();
-  return request;
-}
-
-http::response<http::string_body> round_trip(tcp::socket& socket,
-                                             const http::request<http::string_body>& request) {
-  http::write(socket, request);
-  boost::beast::flat_buffer buffer;
-  http::response<http::string_body> response;
-  http::read(socket, buffer, response);
-  return response;
-}
-
-constexpr const char* kInitialize =
-    R"({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25",)"
-    R"("capabilities":{},"clientInfo":{"name":"t","version":"1"}}})";
 
 // True when the server closes `socket` (EOF or reset) within `limit`.
 bool closed_within(tcp::socket& socket, std::chrono::milliseconds limit) {

@@ -132,12 +132,32 @@ std::optional<std::string_view> reserved_header_reason(std::string_view name) {
 
 constexpr std::array<std::string_view, 7> kTopKeys = {"openapi", "upstreams", "ca_file", "policy",
                                                       "limits",  "http",      "sandbox"};
-constexpr std::array<std::string_view, 1> kSandboxKeys = {"jitless"};
+constexpr std::array<std::string_view, 8> kSandboxKeys = {
+    "jitless",      "process_calls",   "max_processes",   "spare_processes",
+    "idle_seconds", "principal_calls", "principal_queue", "memory_mb"};
 constexpr std::array<std::string_view, 2> kPolicyKeys = {"operations", "methods"};
 constexpr std::array<std::string_view, 6> kMethods = {"GET", "HEAD",  "POST",
                                                       "PUT", "PATCH", "DELETE"};
 constexpr std::array<std::string_view, 2> kUpstreamKeys = {"origin", "headers"};
 constexpr std::array<std::string_view, 2> kHttpKeys = {"allowed_origins", "bearer_tokens"};
+
+// The sandbox section's integers, each with its range (inclusive).
+struct SandboxSpec {
+  std::string_view name;
+  std::uint32_t SandboxSettings::*field;
+  std::uint64_t min;
+  std::uint64_t max;
+};
+
+constexpr std::array<SandboxSpec, 7> kSandboxSpecs = {{
+    {"process_calls", &SandboxSettings::process_calls, 1, 1024},
+    {"max_processes", &SandboxSettings::max_processes, 1, 1024},
+    {"spare_processes", &SandboxSettings::spare_processes, 0, 64},
+    {"idle_seconds", &SandboxSettings::idle_seconds, 1, 86400},
+    {"principal_calls", &SandboxSettings::principal_calls, 1, 100000},
+    {"principal_queue", &SandboxSettings::principal_queue, 0, 100000},
+    {"memory_mb", &SandboxSettings::memory_mb, 0, 16777216},
+}};
 
 struct LimitSpec {
   std::string_view name;
@@ -363,6 +383,27 @@ class Loader {
     }
   }
 
+  // An integer in the JSON (not a float, not a string) within min..max.
+  std::optional<std::uint64_t> read_integer(const Json& field, const std::string& path,
+                                            std::uint64_t min, std::uint64_t max) {
+    if (!field.is_number_integer()) {
+      add(path, "expected an integer, got " + std::string(type_phrase(field)));
+      return std::nullopt;
+    }
+    const std::string range =
+        " is out of range " + std::to_string(min) + ".." + std::to_string(max);
+    if (!field.is_number_unsigned()) {  // nlohmann stores only negative integers as signed
+      add(path, std::to_string(field.get<std::int64_t>()) + range);
+      return std::nullopt;
+    }
+    const auto number = field.get<std::uint64_t>();
+    if (number < min || number > max) {
+      add(path, std::to_string(number) + range);
+      return std::nullopt;
+    }
+    return number;
+  }
+
   void load_limits(const Json& value, Limits& limits) {
     if (!expect_object(value, "limits")) return;
     std::vector<std::string_view> known;
@@ -377,22 +418,9 @@ class Loader {
       }
       const std::string path = child_path("limits", key);
       valid[spec->name] = false;
-      if (!field.is_number_integer()) {
-        add(path, "expected an integer, got " + std::string(type_phrase(field)));
-        continue;
-      }
-      const std::string range =
-          " is out of range " + std::to_string(spec->min) + ".." + std::to_string(spec->max);
-      if (!field.is_number_unsigned()) {  // nlohmann stores only negative integers as signed
-        add(path, std::to_string(field.get<std::int64_t>()) + range);
-        continue;
-      }
-      const auto number = field.get<std::uint64_t>();
-      if (number < spec->min || number > spec->max) {
-        add(path, std::to_string(number) + range);
-        continue;
-      }
-      limits.*(spec->field) = static_cast<std::uint32_t>(number);
+      const std::optional<std::uint64_t> number = read_integer(field, path, spec->min, spec->max);
+      if (!number) continue;
+      limits.*(spec->field) = static_cast<std::uint32_t>(*number);
       valid[spec->name] = true;
     }
     const auto usable = [&valid](std::string_view name) {
@@ -447,9 +475,15 @@ class Loader {
     if (!expect_object(value, "sandbox")) return;
     for (const auto& [key, field] : value.items()) {
       const std::string path = child_path("sandbox", key);
+      const auto spec = std::find_if(kSandboxSpecs.begin(), kSandboxSpecs.end(),
+                                     [&key = key](const SandboxSpec& s) { return s.name == key; });
       if (key == "jitless") {
         if (expect(field, Json::value_t::boolean, "true or false", path)) {
           sandbox.jitless = field.get<bool>();
+        }
+      } else if (spec != kSandboxSpecs.end()) {
+        if (auto number = read_integer(field, path, spec->min, spec->max)) {
+          sandbox.*(spec->field) = static_cast<std::uint32_t>(*number);
         }
       } else {
         unknown_key("sandbox", key, kSandboxKeys);

@@ -615,9 +615,42 @@ TEST_CASE("sandbox.jitless turns V8's JIT off, absent, it stays on", "[config][s
   CHECK(workspace.problems(R"({"openapi": "openapi.json", "sandbox": {"jitless": "yes",
                                "jit": false}})") ==
         Problems{"sandbox.jitless: expected true or false, got a string",
-                 "sandbox.jit: unknown key (known keys: jitless)"});
+                 "sandbox.jit: unknown key (known keys: jitless, process_calls, max_processes, "
+                 "spare_processes, idle_seconds, principal_calls, principal_queue, memory_mb)"});
   CHECK(workspace.problems(R"({"openapi": "openapi.json", "sandbox": []})") ==
         Problems{"sandbox: expected an object, got an array"});
+}
+
+TEST_CASE("the sandbox's sharing settings have defaults and ranges", "[config][sandbox]") {
+  const Workspace workspace;
+  const config::SandboxSettings defaults = workspace.load(R"({"openapi": "openapi.json"})").sandbox;
+  CHECK(defaults.process_calls == 64);
+  CHECK(defaults.max_processes == 32);
+  CHECK(defaults.spare_processes == 1);
+  CHECK(defaults.idle_seconds == 60);
+  CHECK(defaults.principal_calls == 256);
+  CHECK(defaults.principal_queue == 256);
+  CHECK(defaults.memory_mb == 0);
+  const config::SandboxSettings set = workspace
+                                          .load(R"({"openapi": "openapi.json", "sandbox": {
+      "process_calls": 8, "max_processes": 4, "spare_processes": 0, "idle_seconds": 5,
+      "principal_calls": 16, "principal_queue": 0, "memory_mb": 2048}})")
+                                          .sandbox;
+  CHECK(set.process_calls == 8);
+  CHECK(set.max_processes == 4);
+  CHECK(set.spare_processes == 0);
+  CHECK(set.idle_seconds == 5);
+  CHECK(set.principal_calls == 16);
+  CHECK(set.principal_queue == 0);
+  CHECK(set.memory_mb == 2048);
+  CHECK(workspace.problems(R"({"openapi": "openapi.json", "sandbox": {"process_calls": 0,
+      "max_processes": 1025, "idle_seconds": -1, "principal_calls": 1.5,
+      "principal_queue": "10"}})") ==
+        Problems{"sandbox.process_calls: 0 is out of range 1..1024",
+                 "sandbox.max_processes: 1025 is out of range 1..1024",
+                 "sandbox.idle_seconds: -1 is out of range 1..86400",
+                 "sandbox.principal_calls: expected an integer, got a floating-point number",
+                 "sandbox.principal_queue: expected an integer, got a string"});
 }
 
 // ---------------------------------------------------------------------------------------------

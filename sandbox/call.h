@@ -18,6 +18,9 @@ class CancelToken;
 struct Call {
   Tool tool = Tool::search;
   std::string code;
+  // Who calls (a token's name, an MCP session, the stdio client). Calls of different principals
+  // never share a sandbox process, and the pool shares processes and turns fairly between them.
+  std::string principal;
   // Lets the submitter stop the call from its own thread (notifications/cancelled, shutdown).
   std::shared_ptr<CancelToken> cancel;
 };

@@ -170,7 +170,8 @@ struct Encoder {
             {"fetch", m.fetch},
             {"limits", limits_json(m.limits)},
             {"cpu_seconds", m.cpu_seconds},
-            {"jitless", m.jitless}};
+            {"jitless", m.jitless},
+            {"concurrency", m.concurrency}};
   }
   json operator()(const Ready& m) const { return {{"t", "ready"}, {"layers", m.layers}}; }
   json operator()(const Run& m) const {
@@ -244,6 +245,7 @@ std::variant<Message, DecodeError> decode_object(const json& body) {
     m.fetch = f.boolean("fetch");
     m.cpu_seconds = f.u32("cpu_seconds");
     m.jitless = f.boolean("jitless");
+    m.concurrency = f.u32("concurrency");
     if (const json* limits = f.get("limits", json::value_t::array)) {
       auto parsed = limits_from(*limits);
       if (!parsed) return DecodeError{"message \"init\": field \"limits\" is malformed"};

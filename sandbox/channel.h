@@ -3,9 +3,9 @@
 // A frame is a 4-byte little-endian body length followed by the body, a MessagePack map with a
 // string "t" naming the message and the fields below. Nothing else crosses: the parent sends a
 // sandbox process its settings once (Init; the document comes as a mapped image), then one call at
-// a time (Run, maybe Cancel, and the answers to its fetches); the process answers Ready once, then
-// FetchRequests and one Result per call. Plain data, no V8, no Asio: both sides and the fuzzer use
-// the same decoder.
+// up to Init::concurrency at a time (Run, maybe Cancel, and the answers to its fetches); the
+// process answers Ready once, then FetchRequests and one Result per call, the calls' frames
+// interleaved. Plain data, no V8, no Asio: both sides and the fuzzer use the same decoder.
 //
 // Trust: the parent treats every byte from a sandbox process as hostile (it may be running
 // compromised code). decode() never throws and never trusts a length: a frame longer than the
@@ -34,13 +34,14 @@ namespace codemode::sandbox::channel {
 // Parent -> process, first frame: whether `search` code has a `spec` (its document image is
 // then descriptor kImageFd, a sealed memfd the process maps: openapi/image.h), whether `execute`
 // code gets fetch(), the limits every call runs under (they size the process's address-space
-// cap) and the process's total CPU allowance in seconds.
+// cap), the process's total CPU allowance in seconds, and how many calls it runs at once.
 struct Init {
   bool spec = false;
   bool fetch = false;
   config::Limits limits;
   std::uint32_t cpu_seconds = 0;
-  bool jitless = false;  // config's sandbox.jitless: V8 starts with --jitless
+  bool jitless = false;           // config's sandbox.jitless: V8 starts with --jitless
+  std::uint32_t concurrency = 1;  // calls at once (config's sandbox.process_calls); >= 1
 };
 
 // Process -> parent, once, when the process is locked down and ready for calls. `layers` is one
@@ -51,7 +52,7 @@ struct Ready {
 };
 
 // Parent -> process: run one call. `id` is chosen by the parent and echoed in every message of
-// the call; a process runs one call at a time.
+// the call; a process runs up to Init::concurrency calls at once.
 struct Run {
   std::uint64_t id = 0;
   Tool tool = Tool::search;

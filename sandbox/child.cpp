@@ -1,16 +1,16 @@
 #include "sandbox/child.h"
 
-#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
-#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <v8.h>
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -39,48 +39,40 @@ constexpr std::size_t kMB = 1024 * 1024;
 // The daemon is trusted; its largest frames are the document and upstream bodies.
 constexpr std::size_t kMaxInboundFrame = std::size_t{3} << 30;
 
-// The channel as the main thread reads it. Only the main thread reads it, between calls and
-// while a call waits for its fetches, so a frame reaches the isolate without a thread hop.
+// The channel as the main thread reads it: only the main thread reads it, and it does nothing
+// else, so a fetch reply or a Cancel reaches its call however busy the calls are.
 class Inbound {
  public:
   // The next frame, however long it takes; nullopt: the channel closed. Exits on a malformed
   // frame.
   std::optional<channel::Message> next() {
     for (;;) {
-      if (auto message = take()) return message;
-      if (!fill(-1, -1)) return std::nullopt;
+      auto next = reader_.next();
+      if (std::holds_alternative<channel::DecodeError>(next)) ::_exit(kExitBadMessage);
+      if (auto& body = std::get<std::optional<std::string>>(next)) {
+        auto decoded = channel::decode(*body);
+        if (std::holds_alternative<channel::DecodeError>(decoded)) ::_exit(kExitBadMessage);
+        return std::get<channel::Message>(std::move(decoded));
+      }
+      char buffer[65536];
+      const long got = channel::read_some(kChannelFd, buffer, sizeof buffer);
+      if (got <= 0) return std::nullopt;
+      reader_.append(std::string_view(buffer, static_cast<std::size_t>(got)));
     }
-  }
-  // Reads what arrives within `timeout_ms` (-1: no limit), or until `wake_fd` (-1: none) is
-  // readable. False when the channel closed.
-  bool fill(int timeout_ms, int wake_fd) {
-    pollfd fds[2] = {{kChannelFd, POLLIN, 0}, {wake_fd, POLLIN, 0}};
-    if (::poll(fds, wake_fd >= 0 ? 2 : 1, timeout_ms) <= 0) return true;  // timeout, EINTR
-    if (fds[0].revents == 0) return true;
-    char buffer[65536];
-    const long got = channel::read_some(kChannelFd, buffer, sizeof buffer);
-    if (got <= 0) return false;
-    reader_.append(std::string_view(buffer, static_cast<std::size_t>(got)));
-    return true;
-  }
-  // A frame already read whole, if there is one.
-  std::optional<channel::Message> take() {
-    auto next = reader_.next();
-    if (std::holds_alternative<channel::DecodeError>(next)) ::_exit(kExitBadMessage);
-    auto& body = std::get<std::optional<std::string>>(next);
-    if (!body) return std::nullopt;
-    auto decoded = channel::decode(*body);
-    if (std::holds_alternative<channel::DecodeError>(decoded)) ::_exit(kExitBadMessage);
-    return std::get<channel::Message>(std::move(decoded));
   }
 
  private:
   channel::FrameReader reader_{kMaxInboundFrame};
 };
 
+// Frames to the daemon come from every call's thread: one at a time, each whole.
+std::mutex send_mutex;
+
 void send(const channel::Message& message) {
+  const std::string frame = channel::encode_frame(message);
+  std::lock_guard lock(send_mutex);
   // Nobody to answer to when the daemon is gone.
-  if (!channel::send_all(kChannelFd, channel::encode_frame(message))) ::_exit(0);
+  if (!channel::send_all(kChannelFd, frame)) ::_exit(0);
 }
 
 [[noreturn]] void out_of_memory(const char*, bool) { ::_exit(kExitOutOfMemory); }
@@ -122,15 +114,19 @@ void on_v8_fatal() {
   }
 }
 
-// The fetches of the running call that wait for their replies. Main thread only.
+// The fetches of the running calls that wait for their replies. A reply is delivered under the
+// mutex, and a call forgets its fetches under it before its waiter is gone, so a late reply
+// never reaches a call that has ended.
 class Fetches {
  public:
   std::uint64_t expect(std::uint64_t call_id, std::function<void(gateway::FetchResult)> done) {
+    std::lock_guard lock(mutex_);
     const std::uint64_t fetch_id = ++last_fetch_id_;
     waiting_.emplace(fetch_id, Waiting{call_id, std::move(done)});
     return fetch_id;
   }
   void deliver(channel::FetchReply reply) {
+    std::lock_guard lock(mutex_);
     const auto it = waiting_.find(reply.fetch_id);
     if (it == waiting_.end() || it->second.call_id != reply.call_id) return;
     auto done = std::move(it->second.done);
@@ -138,90 +134,210 @@ class Fetches {
     done(std::move(reply.result));
   }
   // Replies that arrive after their call ended have nobody to go to.
-  void forget() { waiting_.clear(); }
+  void forget(std::uint64_t call_id) {
+    std::lock_guard lock(mutex_);
+    std::erase_if(waiting_,
+                  [call_id](const auto& entry) { return entry.second.call_id == call_id; });
+  }
 
  private:
   struct Waiting {
     std::uint64_t call_id;
     std::function<void(gateway::FetchResult)> done;
   };
+  std::mutex mutex_;
   std::uint64_t last_fetch_id_ = 0;
   std::map<std::uint64_t, Waiting> waiting_;
 };
 
-// Which call runs now, for the thread that receives the daemon's cancel signal: code that never
-// waits never reads the channel, so a Cancel frame alone would reach it only after it ended.
-class CurrentCall {
+// How one call waits for its fetches and timers: on its own thread, until the main thread
+// delivers a reply (then wake()), a limit trips, or the deadline passes.
+class CallWaiter final : public Waiter {
  public:
-  void start(std::uint64_t id, CancelToken* token) {
-    std::lock_guard lock(mutex_);
-    id_ = id;
-    token_ = token;
+  void wait_until(std::chrono::steady_clock::time_point deadline) override {
+    std::unique_lock lock(mutex_);
+    wake_.wait_until(lock, deadline, [this] { return woken_; });
+    woken_ = false;
   }
-  // After end(), no cancel reaches the token.
-  void end() {
+  void wake() override {
     std::lock_guard lock(mutex_);
-    token_ = nullptr;
-  }
-  // `id` as the signal carries it: the low 32 bits of the call id.
-  void cancel(std::uint32_t id) {
-    std::lock_guard lock(mutex_);
-    if (token_ != nullptr && static_cast<std::uint32_t>(id_) == id) token_->cancel();
+    woken_ = true;
+    wake_.notify_one();
   }
 
  private:
   std::mutex mutex_;
-  std::uint64_t id_ = 0;
-  CancelToken* token_ = nullptr;
+  std::condition_variable wake_;
+  bool woken_ = false;  // a wake() not yet seen by a wait: the next one returns at once
 };
 
-// How a call in this process waits: on the channel itself (fetch replies, Cancel), and on an
-// eventfd that a tripped limit or a cancel writes.
-class ChannelWaiter final : public Waiter {
+// The calls of this process and the threads that run them. The main thread hands each Run to a
+// worker thread; a worker runs one call at a time, each in its own fresh isolate, and while it
+// is idle keeps one isolate ready (created, given its context and globals, rehearsed) for the
+// tool that has none ready, so that a call usually finds its set-up done. Isolates are never
+// reused; threads are (each keeps its watchdog, which costs a thread and two timers to make).
+// At most `concurrency` calls run at once; more wait here (the daemon sends no more than that).
+class Calls {
  public:
-  ChannelWaiter(Inbound& inbound, Fetches& fetches, CurrentCall& current)
-      : inbound_(inbound),
-        fetches_(fetches),
-        current_(current),
-        wake_fd_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {}
-  ~ChannelWaiter() override { ::close(wake_fd_); }
-  ChannelWaiter(const ChannelWaiter&) = delete;
-  ChannelWaiter& operator=(const ChannelWaiter&) = delete;
+  using Prepare = std::function<std::unique_ptr<PreparedIsolate>(Tool, const config::Limits&)>;
 
-  bool usable() const { return wake_fd_ >= 0; }
-  // Before a call: a wake left over from the last one must not end this one's first wait.
-  void reset() {
-    std::uint64_t count;
-    while (::read(wake_fd_, &count, sizeof count) > 0) {
-    }
+  // `limits`: the process's (Init); an isolate made ahead of its call is made for them.
+  Calls(const config::Limits& limits, unsigned concurrency, bool fetch, Prepare prepare,
+        Fetches& fetches)
+      : limits_(limits),
+        concurrency_(std::max(1u, concurrency)),
+        fetch_(fetch),
+        prepare_(std::move(prepare)),
+        fetches_(fetches) {}
+
+  // Main thread, before any call: one worker per tool, each getting an isolate ready.
+  void start() {
+    std::lock_guard lock(mutex_);
+    spawn(std::nullopt);
+    spawn(std::nullopt);
   }
 
-  void wait_until(std::chrono::steady_clock::time_point deadline) override {
-    using namespace std::chrono;
-    const auto left = duration_cast<milliseconds>(deadline - steady_clock::now()) + 1ms;
-    const int timeout = static_cast<int>(std::clamp<long long>(left.count(), 0, 60'000));
-    if (!inbound_.fill(timeout, wake_fd_)) ::_exit(0);  // the daemon is gone
-    reset();
-    while (auto message = inbound_.take()) {
-      if (auto* reply = std::get_if<channel::FetchReply>(&*message)) {
-        fetches_.deliver(std::move(*reply));
-      } else if (auto* cancel = std::get_if<channel::Cancel>(&*message)) {
-        current_.cancel(static_cast<std::uint32_t>(cancel->id));
-      } else {
-        ::_exit(kExitBadMessage);  // a Run during a call, or a message only a process sends
+  // Main thread.
+  void run(channel::Run run) {
+    std::lock_guard lock(mutex_);
+    Worker* chosen = nullptr;
+    for (Worker* worker : idle_) {  // an isolate ready for the tool, else one with none
+      if (worker->holds == run.tool) {
+        chosen = worker;
+        break;
       }
+      if (!worker->holds && chosen == nullptr) chosen = worker;
     }
+    // Threads: one per call that may run, and two more for the isolates kept ready.
+    if (chosen == nullptr && workers_.size() < concurrency_ + 2) return spawn(std::move(run));
+    if (chosen == nullptr && !idle_.empty()) chosen = idle_.front();  // re-prepares for the tool
+    if (chosen == nullptr) {
+      pending_.push_back(std::move(run));
+      return;
+    }
+    std::erase(idle_, chosen);
+    chosen->job = std::move(run);
+    chosen->wake.notify_one();
   }
-  void wake() override {
-    const std::uint64_t one = 1;
-    [[maybe_unused]] const ssize_t ignored = ::write(wake_fd_, &one, sizeof one);
+
+  // Main thread: stops call `id`, or answers it at once when it has not started.
+  void cancel(std::uint64_t id) {
+    std::lock_guard lock(mutex_);
+    if (auto it = running_.find(id); it != running_.end()) {
+      it->second->cancel();
+      return;
+    }
+    const auto queued = std::find_if(pending_.begin(), pending_.end(),
+                                     [id](const channel::Run& run) { return run.id == id; });
+    if (queued == pending_.end()) return;  // already over: its Result is on its way
+    pending_.erase(queued);
+    send(channel::Result{id, Outcome::failure(ErrorKind::runtime, "cancelled")});
   }
 
  private:
-  Inbound& inbound_;
+  struct Worker {
+    std::condition_variable wake;
+    std::optional<channel::Run> job;
+    std::optional<Tool> holds;  // while idle: the tool its ready isolate is for
+    std::thread thread;
+  };
+
+  // Under mutex_: a new worker thread, with its first call or none.
+  void spawn(std::optional<channel::Run> first) {
+    auto worker = std::make_unique<Worker>();
+    worker->job = std::move(first);
+    Worker* raw = worker.get();
+    raw->thread = std::thread([this, raw] { loop(*raw); });
+    raw->thread.detach();  // ends with the process
+    workers_.push_back(std::move(worker));
+  }
+
+  // The tool an idle worker should get an isolate ready for: one that has none ready or on its
+  // way (search first), else none.
+  std::optional<Tool> wanted() const {
+    for (Tool tool : {Tool::search, Tool::execute}) {
+      if (ready_[index(tool)] == 0) return tool;
+    }
+    return std::nullopt;
+  }
+  static std::size_t index(Tool tool) { return tool == Tool::search ? 0 : 1; }
+
+  void loop(Worker& self) {
+    std::unique_ptr<PreparedIsolate> isolate;
+    std::unique_lock lock(mutex_);
+    for (;;) {
+      if (!self.job && !pending_.empty()) {
+        self.job = std::move(pending_.front());
+        pending_.pop_front();
+      }
+      if (!self.job) {
+        if (auto tool = wanted()) {
+          ++ready_[index(*tool)];  // counted from now, so no other worker makes one too
+          lock.unlock();
+          isolate = prepare_(*tool, limits_);
+          lock.lock();
+          self.holds = tool;
+        }
+        if (!self.job && pending_.empty()) {
+          idle_.push_back(&self);
+          self.wake.wait(lock, [&] { return self.job.has_value(); });
+        }
+        if (self.holds) --ready_[index(*self.holds)];
+        self.holds.reset();
+        continue;
+      }
+      channel::Run run = std::move(*self.job);
+      self.job.reset();
+      CancelToken cancel;
+      running_.emplace(run.id, &cancel);
+      lock.unlock();
+      serve(run, isolate, cancel);
+      lock.lock();
+      running_.erase(run.id);
+    }
+  }
+
+  // Worker thread: one call, from its Run to its Result; the isolate is disposed after.
+  void serve(const channel::Run& run, std::unique_ptr<PreparedIsolate>& isolate,
+             CancelToken& cancel) {
+    const auto started = std::chrono::steady_clock::now();
+    if (!isolate || !isolate->suits(run.tool, run.limits)) {
+      isolate.reset();  // `spec` allows one isolate per thread at a time
+      isolate = prepare_(run.tool, run.limits);
+    }
+    CallWaiter waiter;
+    const std::uint64_t call_id = run.id;
+    const Fetcher fetcher = [this, call_id, &waiter](
+                                gateway::OutboundRequest outbound,
+                                std::function<void(gateway::FetchResult)> done) {
+      const std::uint64_t fetch_id =
+          fetches_.expect(call_id, [done = std::move(done), &waiter](gateway::FetchResult result) {
+            done(std::move(result));
+            waiter.wake();
+          });
+      send(channel::FetchRequest{call_id, fetch_id, std::move(outbound)});
+    };
+    Outcome outcome = isolate->run(run.code, &cancel, fetch_ ? &fetcher : nullptr, &waiter);
+    fetches_.forget(call_id);
+    outcome.sandbox_us =
+        static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
+                                       std::chrono::steady_clock::now() - started)
+                                       .count());
+    send(channel::Result{call_id, std::move(outcome)});
+    isolate.reset();
+  }
+
+  const config::Limits limits_;
+  const unsigned concurrency_;
+  const bool fetch_;
+  const Prepare prepare_;
   Fetches& fetches_;
-  CurrentCall& current_;
-  int wake_fd_;
+  std::mutex mutex_;
+  std::vector<std::unique_ptr<Worker>> workers_;
+  std::vector<Worker*> idle_;
+  std::deque<channel::Run> pending_;
+  std::map<std::uint64_t, CancelToken*> running_;
+  std::size_t ready_[2] = {0, 0};  // isolates ready or being made, per tool
 };
 
 // Touches what a call may touch for the first time (bootstrap, fetch.js, spec, Date, Intl), so
@@ -240,13 +356,6 @@ void warm_up(const config::Limits& limits, const openapi::DocumentImage* api) {
 }  // namespace
 
 int child_main(const ChildOptions& options) {
-  // Blocked in every thread (V8's, started later, inherit the mask), so that only the cancel
-  // thread below receives it.
-  sigset_t cancel_signals;
-  ::sigemptyset(&cancel_signals);
-  ::sigaddset(&cancel_signals, cancel_signal());
-  ::pthread_sigmask(SIG_BLOCK, &cancel_signals, nullptr);
-
   // Memory runs out when the address-space cap is reached; V8 then calls out_of_memory(), but
   // an allocation through operator new (V8 uses std containers too) would throw into code that
   // cannot catch, and abort. Either way it is the same fact, reported the same way.
@@ -274,44 +383,27 @@ int child_main(const ChildOptions& options) {
   v8::base::SetPrintStackTrace(on_v8_fatal);  // after V8::Initialize, which sets its own
   warm_up(init.limits, api ? &*api : nullptr);
 
-  // One fresh isolate per tool, made ready while the process waits, so a call finds its set-up
-  // done; each is used by one call and replaced after the call's result has been sent.
   const openapi::DocumentImage* document = api ? &*api : nullptr;
-  auto prepare = [&](Tool tool, const config::Limits& limits) {
-    const FetchGlobal fetch =
-        tool == Tool::execute && init.fetch ? FetchGlobal::present : FetchGlobal::absent;
-    return std::make_unique<PreparedIsolate>(
-        PrepareRequest{tool, limits, document, fetch, options.extend_context});
-  };
-  std::unique_ptr<PreparedIsolate> ready[2];
-  auto slot = [&](Tool tool) -> std::unique_ptr<PreparedIsolate>& {
-    return ready[tool == Tool::search ? 0 : 1];
-  };
-  // Search first: `spec` keeps a per-thread pointer to its view, so views end in reverse order
-  // of creation; an execute isolate has none.
-  slot(Tool::search) = prepare(Tool::search, init.limits);
-  slot(Tool::execute) = prepare(Tool::execute, init.limits);
-
   Fetches fetches;
-  CurrentCall current;
-  ChannelWaiter waiter(inbound, fetches, current);
-  if (!waiter.usable()) return kExitStartFailed;
-  // The daemon cancels a running call with this signal (and a Cancel frame, for a call that
-  // waits); its value is the call id. The thread sleeps until one comes.
-  std::thread canceller([&current, cancel_signals] {
-    for (;;) {
-      siginfo_t info{};
-      if (::sigwaitinfo(&cancel_signals, &info) == cancel_signal()) {
-        current.cancel(static_cast<std::uint32_t>(info.si_value.sival_int));
-      }
-    }
-  });
-  canceller.detach();  // ends with the process
+  Calls calls(
+      init.limits, init.concurrency, init.fetch,
+      [&](Tool tool, const config::Limits& limits) {
+        const FetchGlobal fetch =
+            tool == Tool::execute && init.fetch ? FetchGlobal::present : FetchGlobal::absent;
+        return std::make_unique<PreparedIsolate>(
+            PrepareRequest{tool, limits, document, fetch, options.extend_context});
+      },
+      fetches);
 
-  // Beyond the two ready isolates: one call's heap and ArrayBuffers, the near-heap-limit grant,
-  // what the page pool may keep, and slack.
+  // One call's heap and ArrayBuffers, the near-heap-limit grant, what the page pool may keep, and
+  // slack; then for each further call that may run at once its heap and ArrayBuffers, V8's code
+  // range and two thread stacks. A call past its own caps is stopped by them; this cap is the
+  // process's backstop, and what the calls of one principal in one process can take together.
+  const std::size_t heap_mb = init.limits.heap_mb;
+  const std::size_t more_calls = std::max<std::size_t>(init.concurrency, 1) - 1;
   lockdown::limit_address_space(
-      (std::size_t{init.limits.heap_mb} * 4 + 512) * kMB + kPagePoolAddressSpace, report);
+      (heap_mb * 4 + 512 + more_calls * (heap_mb * 2 + 64 + 16)) * kMB + kPagePoolAddressSpace,
+      report);
   lockdown::empty_root(report);
   lockdown::restrict_syscalls(report);
   report.insert(report.begin(), "process: on (no environment, only the channel descriptor)");
@@ -320,46 +412,21 @@ int child_main(const ChildOptions& options) {
                        : "jitless: no (V8's JIT compilers run; sandbox.jitless turns them off)");
   send(channel::Ready{report});
 
+  calls.start();
+
   while (auto message = inbound.next()) {
-    auto* run = std::get_if<channel::Run>(&*message);
-    if (run == nullptr) {
-      // A Cancel or a fetch reply that arrived after its call ended: nothing to do.
-      if (std::holds_alternative<channel::Cancel>(*message) ||
-          std::holds_alternative<channel::FetchReply>(*message)) {
-        continue;
-      }
+    if (auto* run = std::get_if<channel::Run>(&*message)) {
+      calls.run(std::move(*run));
+    } else if (auto* reply = std::get_if<channel::FetchReply>(&*message)) {
+      fetches.deliver(std::move(*reply));
+    } else if (auto* cancel = std::get_if<channel::Cancel>(&*message)) {
+      calls.cancel(cancel->id);
+    } else {
       ::_exit(kExitBadMessage);  // Init again, or a message only a process sends
     }
-    const std::uint64_t call_id = run->id;
-    const Fetcher fetcher = [&fetches, call_id](gateway::OutboundRequest outbound,
-                                                std::function<void(gateway::FetchResult)> done) {
-      const std::uint64_t fetch_id = fetches.expect(call_id, std::move(done));
-      send(channel::FetchRequest{call_id, fetch_id, std::move(outbound)});
-    };
-    auto& isolate = slot(run->tool);
-    if (!isolate->suits(run->tool, run->limits)) {
-      // Limits other than the process's own: set up now (never the case for the daemon's calls).
-      isolate.reset();
-      isolate = prepare(run->tool, run->limits);
-    }
-    const auto started = std::chrono::steady_clock::now();
-    CancelToken cancel;
-    current.start(call_id, &cancel);
-    waiter.reset();
-    Outcome outcome = isolate->run(run->code, &cancel, init.fetch ? &fetcher : nullptr, &waiter);
-    current.end();
-    fetches.forget();
-    outcome.sandbox_us =
-        static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
-                                       std::chrono::steady_clock::now() - started)
-                                       .count());
-    send(channel::Result{call_id, std::move(outcome)});
-    isolate.reset();  // disposed before its successor exists (see above)
-    for (Tool tool : {Tool::search, Tool::execute}) {
-      if (!slot(tool)) slot(tool) = prepare(tool, init.limits);
-    }
   }
-  return 0;
+  // The daemon is gone. Not a return: the call threads still use what this frame holds.
+  ::_exit(0);
 }
 
 }  // namespace codemode::sandbox

@@ -4,14 +4,14 @@
 // and (unless it logs at debug level) stderr, its end of a socketpair as descriptor 3 and, when
 // there is a document, its sealed image as descriptor 4; every other descriptor is closed
 // before exec. The process then locks itself down (lockdown.h),
-// starts V8, and serves one call at a time over the channel (channel.h) until the channel
+// starts V8, and serves calls over the channel (channel.h) until the channel
 // closes. It never sees a credential or a socket of the daemon: its only way out is a
 // FetchRequest that the daemon's gateway judges.
 //
-// Threads: the main thread reads the channel and runs calls; it reads frames itself both
-// between calls and while a call waits, so nothing crosses a thread on the way in. A canceller
-// thread sleeps until the daemon's cancel signal (which reaches code that never waits), V8 has
-// its workers, and the watchdog enforces the limits. Exit status: 0 when the channel closes, or
+// Threads: the main thread reads the channel and does nothing else: it hands each Run to a call
+// thread, each fetch reply to the call that waits for it, each Cancel to the call's token. A call
+// thread runs one call at a time in a fresh isolate, and up to Init::concurrency run at once;
+// each has its watchdog thread, and V8 has its workers. Exit status: 0 when the channel closes, or
 // one of the codes below, which the daemon turns into the call's error.
 #pragma once
 
@@ -24,10 +24,6 @@ namespace codemode::sandbox {
 inline constexpr int kChannelFd = 3;
 // The document image (openapi/image.h), a sealed memfd, when Init says there is one.
 inline constexpr int kImageFd = 4;
-
-// The daemon sends it, with the call id's low 32 bits as the value (sigqueue), to cancel the
-// call a process runs; a real-time signal, so two cancels are never merged into one.
-inline int cancel_signal() { return SIGRTMIN; }
 
 inline constexpr int kExitOutOfMemory = 86;  // V8 could not get memory (address-space rlimit)
 inline constexpr int kExitBadMessage = 87;   // the daemon sent something undecodable

@@ -53,6 +53,9 @@ struct Outcome {
   // the Result ready (microseconds; 0 when not measured). The rest of a call's time is the
   // daemon's and the channel's.
   std::uint64_t sandbox_us = 0;
+  // For the log: how long the call waited for a sandbox process before it started
+  // (microseconds). Not part of wall_ms, which counts from the start.
+  std::uint64_t queued_us = 0;
 
   static Outcome success(std::string json, std::vector<std::string> logs = {}) {
     Outcome o;

@@ -89,34 +89,35 @@ std::string signal_name(int signal) {
 
 }  // namespace
 
-// The channel, on the executor: the socket (owning the descriptor), the call's deadline, the
-// frames waiting to be written, and the bytes of the frame being read.
+// The channel, on the executor: the socket (owning the descriptor), the frames waiting to be
+// written, and the bytes of the frames being read (all calls' frames share the stream).
 struct SandboxProcess::Channel {
   Channel(int fd, boost::asio::any_io_executor executor)
-      : executor(executor), socket(executor, fd), deadline(executor) {}
+      : executor(executor), socket(executor, fd) {}
   boost::asio::any_io_executor executor;
   boost::asio::posix::stream_descriptor socket;
-  boost::asio::steady_timer deadline;
   std::deque<std::string> writes;  // the front one is being written
   bool reading = false;
   std::array<char, 65536> buffer;
+  std::optional<channel::FrameReader> reader;  // sized by the first call's limits
 };
 
-struct SandboxProcess::CurrentCall {
-  CurrentCall(std::uint64_t id, Completion done, Fetcher fetch, const config::Limits& limits)
+struct SandboxProcess::RunningCall {
+  RunningCall(std::uint64_t id, Completion done, Fetcher fetch, const config::Limits& limits,
+              boost::asio::any_io_executor executor)
       : id(id),
         done(std::move(done)),
         fetch(std::move(fetch)),
         limits(limits),
-        reader(max_frame_from_process(limits)) {}
+        deadline_timer(std::move(executor)) {}
   std::uint64_t id;
   Completion done;
   Fetcher fetch;
   config::Limits limits;
-  channel::FrameReader reader;
   std::optional<CancelRegistration> cancel;  // reset before the call ends
   bool cancel_sent = false;
   Clock::time_point deadline;
+  boost::asio::steady_timer deadline_timer;
 };
 
 SandboxProcess::SandboxProcess(pid_t pid, int fd, boost::asio::any_io_executor executor)
@@ -258,31 +259,36 @@ void SandboxProcess::watch() {
 
 void SandboxProcess::run(const Call& call, const config::Limits& limits, Fetcher fetch,
                          Completion done) {
-  if (!usable_ || current_) {
+  if (!usable_) {
     boost::asio::post(channel_->executor, [done = std::move(done)] {
       done(Outcome::failure(ErrorKind::runtime, "the sandbox process is not usable"));
     });
     return;
   }
+  if (!channel_->reader) channel_->reader.emplace(max_frame_from_process(limits));
   ++calls_;
   const std::uint64_t id = ++last_call_id_;
-  current_ = std::make_unique<CurrentCall>(id, std::move(done), std::move(fetch), limits);
+  auto& running =
+      *calls_running_
+           .emplace(id, std::make_unique<RunningCall>(id, std::move(done), std::move(fetch), limits,
+                                                      channel_->executor))
+           .first->second;
   if (call.cancel) {
     // Runs on the canceller's thread, under the token's lock: only a post may leave it.
-    current_->cancel.emplace(call.cancel.get(),
-                             [weak = weak_from_this(), executor = channel_->executor, id] {
-                               boost::asio::post(executor, [weak, id] {
-                                 if (auto self = weak.lock()) self->cancel_current(id);
-                               });
+    running.cancel.emplace(call.cancel.get(),
+                           [weak = weak_from_this(), executor = channel_->executor, id] {
+                             boost::asio::post(executor, [weak, id] {
+                               if (auto self = weak.lock()) self->cancel_call(id);
                              });
+                           });
   }
-  arm_deadline(Clock::now() + std::chrono::milliseconds(limits.wall_ms) + kGrace);
+  arm_deadline(running, Clock::now() + std::chrono::milliseconds(limits.wall_ms) + kGrace);
   watch();
   send(channel::encode_frame(channel::Run{id, call.tool, call.code, limits}));
 }
 
 void SandboxProcess::kill(ErrorKind kind, std::string message) {
-  if (current_) {
+  if (!calls_running_.empty()) {
     fail(kind, std::move(message));
   } else {
     usable_ = false;
@@ -294,7 +300,6 @@ pid_t SandboxProcess::release() {
   usable_ = false;
   boost::system::error_code ignored;
   channel_->socket.close(ignored);  // the pending read ends with operation_aborted
-  channel_->deadline.cancel();
   return std::exchange(pid_, -1);
 }
 
@@ -304,13 +309,13 @@ void SandboxProcess::read_more() {
       [self = shared_from_this()](boost::system::error_code error, std::size_t got) {
         if (error == boost::asio::error::operation_aborted || self->pid_ < 0) return;
         if (error || got == 0) return self->on_closed();
-        if (!self->current_) {
-          // Bytes between calls: nothing a process may send; it is broken or compromised.
+        if (self->calls_running_.empty()) {
+          // Bytes while no call runs: nothing a process may send; it is broken or compromised.
           self->usable_ = false;
           self->kill_and_reap();
           return;
         }
-        self->current_->reader.append(std::string_view(self->channel_->buffer.data(), got));
+        self->channel_->reader->append(std::string_view(self->channel_->buffer.data(), got));
         self->on_frames();
         if (self->usable_) self->read_more();
       });
@@ -320,61 +325,66 @@ void SandboxProcess::on_frames() {
   auto malformed = [this](const std::string& what) {
     fail(ErrorKind::runtime, "the sandbox process sent " + what + "; it was killed and replaced");
   };
-  while (current_) {
-    auto next = current_->reader.next();
+  while (usable_ && !calls_running_.empty()) {
+    auto next = channel_->reader->next();
     if (auto* error = std::get_if<channel::DecodeError>(&next)) return malformed(error->message);
     auto& body = std::get<std::optional<std::string>>(next);
     if (!body) return;
     auto decoded = channel::decode(*body);
     if (auto* error = std::get_if<channel::DecodeError>(&decoded)) return malformed(error->message);
     auto& message = std::get<channel::Message>(decoded);
-    if (auto* result = std::get_if<channel::Result>(&message);
-        result && result->id == current_->id) {
-      // A process sends nothing after its Result until the next Run.
-      if (current_->reader.buffered() != 0) return malformed("bytes after its result");
-      return finish(std::move(result->outcome));
+    if (auto* result = std::get_if<channel::Result>(&message)) {
+      if (!calls_running_.contains(result->id)) {
+        return malformed("a result for a call it does not run");
+      }
+      finish(result->id, std::move(result->outcome));
+      continue;
     }
     auto* request = std::get_if<channel::FetchRequest>(&message);
-    if (request && request->call_id == current_->id && current_->cancel_sent) {
+    const auto call = request ? calls_running_.find(request->call_id) : calls_running_.end();
+    if (call != calls_running_.end() && call->second->cancel_sent) {
       continue;  // a fetch racing the Cancel: it will not be served
     }
-    if (!request || request->call_id != current_->id || !current_->fetch) {
-      return malformed("a message that does not belong to the call");
+    if (call == calls_running_.end() || !call->second->fetch) {
+      return malformed("a message that does not belong to a call it runs");
     }
-    current_->fetch(std::move(request->request), [weak = weak_from_this(),
-                                                  executor = channel_->executor, id = current_->id,
-                                                  fetch_id = request->fetch_id](
-                                                     gateway::FetchResult result) {
-      // The gateway completes on its I/O thread: this one in the daemon.
-      boost::asio::dispatch(executor, [weak, id, fetch_id, result = std::move(result)]() mutable {
-        auto self = weak.lock();
-        if (!self || !self->current_ || self->current_->id != id) return;
-        self->send(channel::encode_frame(channel::FetchReply{id, fetch_id, std::move(result)}));
-      });
-    });
+    call->second->fetch(
+        std::move(request->request),
+        [weak = weak_from_this(), executor = channel_->executor, id = call->first,
+         fetch_id = request->fetch_id](gateway::FetchResult result) {
+          // The gateway completes on its I/O thread: this one in the daemon.
+          boost::asio::dispatch(executor, [weak, id, fetch_id,
+                                           result = std::move(result)]() mutable {
+            auto self = weak.lock();
+            if (!self || !self->usable_ || !self->calls_running_.contains(id)) return;
+            self->send(channel::encode_frame(channel::FetchReply{id, fetch_id, std::move(result)}));
+          });
+        });
   }
 }
 
 void SandboxProcess::on_closed() {
-  if (!current_) {
+  if (calls_running_.empty()) {
     usable_ = false;
     kill_and_reap();
     return;
   }
-  // Frames that arrived with the end of the stream still count (a Result, then exit).
-  auto next = current_->reader.next();
-  if (auto* body = std::get_if<std::optional<std::string>>(&next); body && *body) {
+  // Frames that arrived with the end of the stream still count (a Result, then exit: a call
+  // that ran away in a builtin is answered, then its process ends).
+  while (!calls_running_.empty()) {
+    auto next = channel_->reader->next();
+    auto* body = std::get_if<std::optional<std::string>>(&next);
+    if (!body || !*body) break;
     auto decoded = channel::decode(**body);
-    if (auto* message = std::get_if<channel::Message>(&decoded)) {
-      if (auto* result = std::get_if<channel::Result>(message);
-          result && result->id == current_->id) {
-        Outcome outcome = std::move(result->outcome);
-        died();
-        return finish(std::move(outcome));
-      }
-    }
+    auto* message = std::get_if<channel::Message>(&decoded);
+    auto* result = message ? std::get_if<channel::Result>(message) : nullptr;
+    if (result == nullptr || !calls_running_.contains(result->id)) continue;
+    const Outcome ended = died();
+    finish(result->id, std::move(result->outcome));
+    fail_all(ended);
+    return;
   }
-  finish(died());
+  fail_all(died());
 }
 
 void SandboxProcess::send(std::string frame) {
@@ -406,43 +416,65 @@ void SandboxProcess::write_front() {
       });
 }
 
-void SandboxProcess::cancel_current(std::uint64_t id) {
-  if (!current_ || current_->id != id || current_->cancel_sent) return;
-  current_->cancel_sent = true;
-  // The frame reaches code that waits; the signal code that runs (child.h).
+void SandboxProcess::cancel_call(std::uint64_t id) {
+  const auto it = calls_running_.find(id);
+  if (it == calls_running_.end() || it->second->cancel_sent || !usable_) return;
+  RunningCall& call = *it->second;
+  call.cancel_sent = true;
+  // The process's main thread only reads the channel, so the frame reaches the call at once.
   send(channel::encode_frame(channel::Cancel{id}));
-  sigval value{};
-  value.sival_int = static_cast<int>(static_cast<std::uint32_t>(id));
-  ::sigqueue(pid_, cancel_signal(), value);
-  arm_deadline(std::min(current_->deadline, Clock::now() + kCancelGrace));
+  arm_deadline(call, std::min(call.deadline, Clock::now() + kCancelGrace));
 }
 
-void SandboxProcess::arm_deadline(Clock::time_point deadline) {
-  current_->deadline = deadline;
-  channel_->deadline.expires_at(deadline);
-  channel_->deadline.async_wait([weak = weak_from_this(),
-                                 id = current_->id](boost::system::error_code error) {
-    auto self = weak.lock();
-    if (error || !self || !self->current_ || self->current_->id != id) return;
-    if (self->current_->deadline > Clock::now()) return;  // re-armed for a later time
-    if (self->current_->cancel_sent) return self->fail(ErrorKind::runtime, "cancelled");
-    self->fail(ErrorKind::timeout, "wall limit " + std::to_string(self->current_->limits.wall_ms) +
-                                       " ms exceeded; the sandbox process did not stop and "
-                                       "was killed and replaced");
-  });
+void SandboxProcess::arm_deadline(RunningCall& call, Clock::time_point deadline) {
+  call.deadline = deadline;
+  call.deadline_timer.expires_at(deadline);
+  call.deadline_timer.async_wait(
+      [weak = weak_from_this(), id = call.id](boost::system::error_code error) {
+        auto self = weak.lock();
+        if (error || !self) return;
+        const auto it = self->calls_running_.find(id);
+        if (it == self->calls_running_.end()) return;
+        const RunningCall& call = *it->second;
+        if (call.deadline > Clock::now()) return;  // re-armed for a later time
+        // The process did not answer one of its calls in time: it is stuck or compromised, and
+        // every call in it ends with it (they are all of one principal).
+        const Outcome outcome =
+            call.cancel_sent
+                ? Outcome::failure(ErrorKind::runtime,
+                                   "cancelled; the sandbox process did not stop and was killed and "
+                                   "replaced")
+                : Outcome::failure(ErrorKind::timeout,
+                                   "wall limit " + std::to_string(call.limits.wall_ms) +
+                                       " ms exceeded; the sandbox process did not stop and was "
+                                       "killed and replaced");
+        self->usable_ = false;
+        self->kill_and_reap();
+        self->finish(id, outcome);
+        self->fail_all(Outcome::failure(
+            ErrorKind::runtime,
+            "the sandbox process was killed and replaced: another call in it did not stop"));
+      });
 }
 
-void SandboxProcess::finish(Outcome outcome) {
-  std::unique_ptr<CurrentCall> call = std::move(current_);
+void SandboxProcess::finish(std::uint64_t id, Outcome outcome) {
+  auto node = calls_running_.extract(id);
+  if (node.empty()) return;
+  std::unique_ptr<RunningCall> call = std::move(node.mapped());
   call->cancel.reset();  // no cancel reaches a call that has ended
-  channel_->deadline.cancel();
+  call->deadline_timer.cancel();
   call->done(std::move(outcome));
 }
 
 void SandboxProcess::fail(ErrorKind kind, std::string message) {
   usable_ = false;
   kill_and_reap();
-  if (current_) finish(Outcome::failure(kind, std::move(message)));
+  fail_all(Outcome::failure(kind, std::move(message)));
+}
+
+void SandboxProcess::fail_all(const Outcome& outcome) {
+  usable_ = false;
+  while (!calls_running_.empty()) finish(calls_running_.begin()->first, outcome);
 }
 
 }  // namespace codemode::sandbox

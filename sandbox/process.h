@@ -4,18 +4,20 @@
 // may wait; everything else runs on one executor, the I/O thread that owns the process's
 // channel: run() writes the Run frame there, the channel is read there as frames arrive, the
 // gateway's fetch completions write their replies there, and a call's completion is invoked
-// there. So a call crosses no thread in the daemon on its way in or out.
+// there. So a call crosses no thread in the daemon on its way in or out. A process runs several
+// calls at once (the Init frame says how many; the owner keeps to it).
 //
-// Every byte from the process is hostile: a malformed or unexpected message, silence past the
-// call's deadline, or death all end with the process killed, the call given an error that says
-// what happened, and usable() false (the owner starts a fresh process for the next call). The
-// last reference's destructor kills the process (SIGKILL) and reaps it.
+// Every byte from the process is hostile: a malformed or unexpected message, silence past a
+// call's deadline, or death all end with the process killed, every call in it given an error
+// that says what happened, and usable() false (the owner starts a fresh process for the next call).
+// The last reference's destructor kills the process (SIGKILL) and reaps it.
 #pragma once
 
 #include <sys/types.h>
 
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <variant>
@@ -64,7 +66,7 @@ class SandboxProcess : public std::enable_shared_from_this<SandboxProcess> {
   SandboxProcess(const SandboxProcess&) = delete;
   SandboxProcess& operator=(const SandboxProcess&) = delete;
 
-  // On the executor: runs one call (one at a time). `fetch` (the daemon's gateway, see Fetcher)
+  // On the executor: runs one call beside the others. `fetch` (the daemon's gateway, see Fetcher)
   // may be null: no fetch in this call; it is called on the executor and may complete on it.
   // `done` is invoked exactly once, on the executor, never from inside run(). After an Outcome
   // that says the process failed, usable() is false.
@@ -73,21 +75,23 @@ class SandboxProcess : public std::enable_shared_from_this<SandboxProcess> {
   // On the executor: starts reading the channel, so that a process that dies or talks while idle
   // is noticed (run() does it too).
   void watch();
-  // On the executor: kills the process now; a running call completes with `message`.
+  // On the executor: kills the process now; every running call completes with `message`.
   void kill(ErrorKind kind, std::string message);
-  // On the executor, between calls: stops using the process and hands over its pid, for a thread
-  // that may block to kill and reap it (the destructor then does neither). -1: already gone.
+  // On the executor, with no call running: stops using the process and hands over its pid, for a
+  // thread that may block to kill and reap it (the destructor then does neither). -1: already
+  // gone.
   pid_t release();
 
   bool usable() const { return usable_; }
   pid_t pid() const { return pid_; }
-  unsigned calls() const { return calls_; }
+  unsigned calls() const { return calls_; }  // calls started in its life
+  std::size_t running() const { return calls_running_.size(); }
   // The isolation layers the process reported, one line each ("seccomp: on (...)").
   const std::vector<std::string>& layers() const { return layers_; }
 
  private:
   struct Channel;
-  struct CurrentCall;
+  struct RunningCall;
   SandboxProcess(pid_t pid, int fd, boost::asio::any_io_executor executor);
 
   void read_more();
@@ -95,12 +99,13 @@ class SandboxProcess : public std::enable_shared_from_this<SandboxProcess> {
   void on_closed();
   void send(std::string frame);
   void write_front();
-  void cancel_current(std::uint64_t id);
-  void arm_deadline(std::chrono::steady_clock::time_point deadline);
-  // Ends the current call with `outcome`.
-  void finish(Outcome outcome);
-  // Kills the process; a current call ends with the failure.
+  void cancel_call(std::uint64_t id);
+  void arm_deadline(RunningCall& call, std::chrono::steady_clock::time_point deadline);
+  // Ends call `id` with `outcome`.
+  void finish(std::uint64_t id, Outcome outcome);
+  // Kills the process; every running call ends with the failure.
   void fail(ErrorKind kind, std::string message);
+  void fail_all(const Outcome& outcome);
   // sandbox::kill_and_reap() of this process, once; then there is no process left.
   int kill_and_reap();
   // Kills, reaps, and describes how the process ended (for the call's error).
@@ -112,7 +117,7 @@ class SandboxProcess : public std::enable_shared_from_this<SandboxProcess> {
   std::uint64_t last_call_id_ = 0;
   std::vector<std::string> layers_;
   std::unique_ptr<Channel> channel_;
-  std::unique_ptr<CurrentCall> current_;
+  std::map<std::uint64_t, std::unique_ptr<RunningCall>> calls_running_;
 };
 
 }  // namespace codemode::sandbox

@@ -1,48 +1,69 @@
 #include "sandbox/process_pool.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <condition_variable>
+#include <cstdio>
 #include <deque>
 #include <map>
 #include <mutex>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include <spdlog/spdlog.h>
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 namespace codemode::sandbox {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Calls whose ends give the pool's current rate (see calls_ahead()).
-constexpr std::size_t kRateWindow = 64;
+using namespace std::chrono_literals;
+
+// How far past the call's wall deadline the gateway gives up on a fetch: the isolate's watchdog
+// ends the call at its deadline, so a fetch still in flight then is reported as the timeout it
+// is, not as a fetch that failed. (The isolate's deadline counts from the Run frame's arrival,
+// a little after the fetcher was made.)
+constexpr auto kFetchDeadlineSlack = 500ms;
+// How often resident memory is read again from /proc while calls start.
+constexpr auto kMemorySampleEvery = 20ms;
+// How often idle processes are looked at for retirement.
+constexpr auto kSweepEvery = 1s;
 
 Outcome cancelled() { return Outcome::failure(ErrorKind::runtime, "cancelled"); }
 
-// The most calls before its last that a process's successor is asked for: the start of the part
-// of a process's life where a successor may be running beside it.
-unsigned most_calls_ahead(unsigned calls_per_process) { return calls_per_process / 4; }
+std::uint64_t microseconds_since(Clock::time_point then) {
+  return static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - then).count());
+}
+
+// Resident bytes of process `pid` (/proc/<pid>/statm), 0 when it cannot be read.
+std::uint64_t resident_bytes(pid_t pid) {
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/%d/statm", static_cast<int>(pid));
+  std::FILE* file = std::fopen(path, "re");
+  if (file == nullptr) return 0;
+  unsigned long long size = 0, resident = 0;
+  const int got = std::fscanf(file, "%llu %llu", &size, &resident);
+  std::fclose(file);
+  static const long page = ::sysconf(_SC_PAGESIZE);
+  return got == 2 ? resident * static_cast<std::uint64_t>(page) : 0;
+}
 
 }  // namespace
 
 Fetcher gateway_fetcher(gateway::Gateway& gateway, const config::Limits& limits) {
   auto budget = std::make_shared<gateway::CallBudget>(limits.subrequests);
-  const auto deadline = gateway::Clock::now() + std::chrono::milliseconds(limits.wall_ms);
+  const auto deadline =
+      gateway::Clock::now() + std::chrono::milliseconds(limits.wall_ms) + kFetchDeadlineSlack;
   return [gateway = &gateway, budget = std::move(budget), deadline](
              gateway::OutboundRequest outbound, std::function<void(gateway::FetchResult)> done) {
     gateway->fetch(std::move(outbound), *budget, deadline, std::move(done));
   };
-}
-
-unsigned calls_ahead(unsigned calls_per_process, double calls_per_second, double start_seconds) {
-  const unsigned most = most_calls_ahead(calls_per_process);
-  const double wanted = std::ceil(2 * calls_per_second * std::max(0.0, start_seconds));
-  if (!(wanted < most)) return most;  // NaN too
-  return std::min(most, std::max(8u, static_cast<unsigned>(wanted)));
 }
 
 // One thread for what blocks: starting processes, and killing and reaping retired ones.
@@ -105,113 +126,238 @@ struct ProcessPool::State : std::enable_shared_from_this<State> {
   struct Job {
     Call call;
     Completion done;
+    Clock::time_point queued_at = Clock::now();
+    std::uint64_t seq = 0;
+    std::shared_ptr<boost::asio::steady_timer> expiry;  // never started within wall_ms
+  };
+  // A live process and whose it is.
+  struct Proc {
+    std::shared_ptr<SandboxProcess> process;
+    std::string owner;
+    bool spare = true;      // owned by nobody yet
+    bool draining = false;  // takes no more calls; retires when its calls end
+    Clock::time_point idle_since = Clock::now();
+  };
+  struct Principal {
+    std::deque<Job> queue;
+    unsigned running = 0;
+    bool in_turn = false;  // in `turn`
   };
 
   State(ProcessPoolOptions options, boost::asio::any_io_executor executor, Launcher& launcher)
-      : options(std::move(options)), executor(std::move(executor)), launcher(&launcher) {}
+      : options(std::move(options)),
+        executor(executor),
+        launcher(&launcher),
+        sweep_timer(executor) {}
 
   void submit(Job job) {
+    if (stopped) {
+      return job.done(
+          Outcome::failure(ErrorKind::runtime, stop_message + "; the call did not start"));
+    }
     if (closed) return job.done(cancelled());
     if (!job.call.cancel) job.call.cancel = std::make_shared<CancelToken>();
-    queue.push_back(std::move(job));
+    job.seq = ++last_seq;
+    job.queued_at = Clock::now();
+    Principal& principal = principals[job.call.principal];
+    if (!principal.in_turn) {
+      principal.in_turn = true;
+      turn.push_back(job.call.principal);
+    }
+    arm_expiry(job);
+    principal.queue.push_back(std::move(job));
     dispatch();
   }
 
-  void dispatch() {
-    while (!closed && !queue.empty() && !idle.empty()) {
-      std::shared_ptr<SandboxProcess> process = std::move(idle.front());
-      idle.pop_front();
-      if (!process->usable()) {
-        retire(std::move(process));
-        continue;
-      }
-      Job job = std::move(queue.front());
-      queue.pop_front();
-      if (job.call.cancel->cancelled()) {
-        idle.push_front(std::move(process));
-        job.done(cancelled());
-        continue;
-      }
-      run(std::move(process), std::move(job));
-    }
-    retire_surplus();
-    ensure_processes();
-    if (queue.empty() && busy.empty() && drained) std::exchange(drained, nullptr)();
+  // A queued call that has not started by its wall deadline ends as a timeout that says so.
+  void arm_expiry(Job& job) {
+    job.expiry = std::make_shared<boost::asio::steady_timer>(executor);
+    job.expiry->expires_at(job.queued_at + std::chrono::milliseconds(options.limits.wall_ms));
+    job.expiry->async_wait([weak = weak_from_this(), name = job.call.principal,
+                            seq = job.seq](boost::system::error_code error) {
+      auto self = weak.lock();
+      if (error || !self) return;
+      auto found = self->principals.find(name);
+      if (found == self->principals.end()) return;
+      auto& queue = found->second.queue;
+      auto it = std::find_if(queue.begin(), queue.end(),
+                             [seq](const Job& job) { return job.seq == seq; });
+      if (it == queue.end()) return;
+      Job job = std::move(*it);
+      queue.erase(it);
+      const auto waited =
+          std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - job.queued_at);
+      Outcome outcome = Outcome::failure(
+          ErrorKind::timeout, "wall limit " + std::to_string(self->options.limits.wall_ms) +
+                                  " ms exceeded before the call started: it waited " +
+                                  std::to_string(waited.count()) +
+                                  " ms for room in a sandbox process and never ran");
+      outcome.queued_us = microseconds_since(job.queued_at);
+      job.done(std::move(outcome));
+      self->dispatch();
+    });
   }
 
-  void run(std::shared_ptr<SandboxProcess> process, Job job) {
-    busy.emplace(process, job.call.cancel);
+  // Starts what may start, principal by principal, one call each per round.
+  void dispatch() {
+    if (closed) return;
+    bool started = true;
+    while (started && !turn.empty()) {
+      started = false;
+      for (std::size_t n = turn.size(); n > 0; --n) {
+        std::string name = std::move(turn.front());
+        turn.pop_front();
+        Principal& principal = principals[name];
+        while (!principal.queue.empty() && principal.queue.front().call.cancel->cancelled()) {
+          Job job = std::move(principal.queue.front());
+          principal.queue.pop_front();
+          job.expiry->cancel();
+          job.done(cancelled());
+        }
+        if (principal.queue.empty()) {
+          principal.in_turn = false;
+          forget_if_unused(name);
+          continue;
+        }
+        turn.push_back(name);
+        if (principal.running >= options.principal_calls || !memory_allows()) continue;
+        Proc* target = room_for(name);
+        if (target == nullptr) continue;
+        Job job = std::move(principal.queue.front());
+        principal.queue.pop_front();
+        job.expiry->cancel();
+        run(*target, principal, std::move(job));
+        started = true;
+      }
+    }
+    ensure_processes();
+    if (drained && nothing_left()) std::exchange(drained, nullptr)();
+  }
+
+  bool nothing_left() const {
+    for (const auto& [name, principal] : principals) {
+      if (!principal.queue.empty() || principal.running > 0) return false;
+    }
+    return true;
+  }
+
+  void forget_if_unused(const std::string& name) {
+    auto it = principals.find(name);
+    if (it == principals.end() || it->second.running > 0 || !it->second.queue.empty() ||
+        it->second.in_turn) {
+      return;
+    }
+    for (const auto& proc : procs) {
+      if (!proc->spare && proc->owner == name) return;  // its processes still remember it
+    }
+    principals.erase(it);
+  }
+
+  bool takes_calls(const Proc& proc) const {
+    return !proc.draining && proc.process->usable() &&
+           proc.process->running() < options.process_calls &&
+           proc.process->calls() < options.lifetime_calls;
+  }
+
+  // A process of `name` with room (the busiest such, so the others can go idle and retire), else
+  // a spare that becomes `name`'s.
+  Proc* room_for(const std::string& name) {
+    Proc* best = nullptr;
+    for (const auto& proc : procs) {
+      if (proc->spare || proc->owner != name || !takes_calls(*proc)) continue;
+      if (best == nullptr || proc->process->running() > best->process->running()) best = proc.get();
+    }
+    if (best != nullptr) return best;
+    for (const auto& proc : procs) {
+      if (proc->spare && takes_calls(*proc)) {
+        proc->spare = false;
+        proc->owner = name;
+        spdlog::debug("sandbox: process {} now serves {}", proc->process->pid(),
+                      name.empty() ? "the default principal" : "principal " + name);
+        return proc.get();
+      }
+    }
+    return nullptr;
+  }
+
+  void run(Proc& proc, Principal& principal, Job job) {
+    ++principal.running;
     Fetcher fetch;
     if (job.call.tool == Tool::execute && options.gateway != nullptr) {
       fetch = gateway_fetcher(*options.gateway, options.limits);
     }
-    SandboxProcess& target = *process;
-    target.run(job.call, options.limits, std::move(fetch),
-               [self = shared_from_this(), process = std::move(process),
-                done = std::move(job.done)](Outcome outcome) mutable {
-                 self->busy.erase(process);
-                 self->finished.push_back(Clock::now());
-                 if (self->finished.size() > kRateWindow) self->finished.pop_front();
-                 if (!process->usable()) {
-                   spdlog::warn("sandbox: process replaced after a call: {}: {}",
-                                to_string(outcome.error_kind), outcome.error_message);
-                 }
-                 done(std::move(outcome));
-                 if (self->closed) return;
-                 if (process->usable() && process->calls() < self->options.calls_per_process) {
-                   self->idle.push_back(std::move(process));
-                 } else {
-                   self->retire(std::move(process));
-                 }
-                 self->dispatch();
-               });
+    const std::uint64_t queued_us = microseconds_since(job.queued_at);
+    std::shared_ptr<SandboxProcess> process = proc.process;
+    running_tokens.emplace(job.seq, job.call.cancel);
+    process->run(
+        job.call, options.limits, std::move(fetch),
+        [self = shared_from_this(), process, pid = process->pid(), name = job.call.principal,
+         seq = job.seq, queued_us, done = std::move(job.done)](Outcome outcome) mutable {
+          self->running_tokens.erase(seq);
+          if (auto it = self->principals.find(name); it != self->principals.end()) {
+            --it->second.running;
+          }
+          if (!process->usable()) {
+            spdlog::warn("sandbox: process {} ended after a call: {}: {}", pid,
+                         to_string(outcome.error_kind), outcome.error_message);
+          }
+          outcome.queued_us = queued_us;
+          done(std::move(outcome));
+          if (self->closed) return;
+          self->after_call(*process);
+          self->forget_if_unused(name);
+          self->dispatch();
+        });
   }
 
-  // A successor ready while its predecessor still has calls left makes one process too many.
-  // When no call waits and the process with the most calls is idle and in the last quarter of
-  // them (where a successor is asked for), it retires now rather than idling beside its
-  // successor until its last call. (A busy one is looked at again when its call ends.)
-  void retire_surplus() {
-    if (closed || !queue.empty()) return;
-    const unsigned late = options.calls_per_process - most_calls_ahead(options.calls_per_process);
-    while (idle.size() + busy.size() > options.processes) {
-      auto oldest = std::max_element(idle.begin(), idle.end(), [](const auto& a, const auto& b) {
-        return a->calls() < b->calls();
-      });
-      if (oldest == idle.end() || (*oldest)->calls() < late) return;
-      for (const auto& [process, token] : busy) {
-        if (process->calls() > (*oldest)->calls()) return;
-      }
-      std::shared_ptr<SandboxProcess> process = std::move(*oldest);
-      idle.erase(oldest);
-      retire(std::move(process));
+  // A call of `process` ended: it retires now if it is done for, else it may idle.
+  void after_call(const SandboxProcess& process) {
+    auto it = std::find_if(procs.begin(), procs.end(),
+                           [&](const auto& proc) { return proc->process.get() == &process; });
+    if (it == procs.end()) return;
+    Proc& proc = **it;
+    if (proc.process->running() > 0) return;
+    proc.idle_since = Clock::now();
+    if (!proc.process->usable() || proc.draining ||
+        proc.process->calls() >= options.lifetime_calls) {
+      retire(it);
     }
   }
 
-  // Calls per second that each live process serves now: the last calls' ends over the time
-  // since the first of them (so the rate falls while no call ends).
-  double calls_per_second_each() const {
-    const auto live = idle.size() + busy.size();
-    if (finished.empty() || live == 0) return 0;
-    const double seconds = std::chrono::duration<double>(Clock::now() - finished.front()).count();
-    if (seconds <= 0) return 0;
-    return static_cast<double>(finished.size()) / seconds / static_cast<double>(live);
+  void retire(std::vector<std::shared_ptr<Proc>>::iterator it) {
+    std::shared_ptr<Proc> proc = std::move(*it);
+    procs.erase(it);
+    reap(proc->process->release());
   }
 
-  // Processes wanted: the configured number, plus a successor for each that is near its last
-  // call.
+  // Principals that have calls to start and no process with room for them.
+  unsigned principals_without_room() {
+    unsigned count = 0;
+    for (const auto& name : turn) {
+      const Principal& principal = principals[name];
+      if (principal.queue.empty() || principal.running >= options.principal_calls) continue;
+      bool room = false;
+      for (const auto& proc : procs) {
+        if (!proc->spare && proc->owner == name && takes_calls(*proc)) room = true;
+      }
+      if (!room) ++count;
+    }
+    return count;
+  }
+
+  // Spares wanted: the configured number, plus one for each principal without room. At the
+  // bound, an idle process of another principal retires to make room, or, when none is idle, a
+  // process of the principal with the most stops taking calls.
   void ensure_processes() {
     if (closed) return;
-    unsigned near_end = 0;
-    const unsigned ahead =
-        calls_ahead(options.calls_per_process, calls_per_second_each(), start_seconds);
-    auto count = [&](const SandboxProcess& process) {
-      if (ahead > 0 && process.calls() + ahead >= options.calls_per_process) ++near_end;
-    };
-    for (const auto& process : idle) count(*process);
-    for (const auto& [process, token] : busy) count(*process);
-    const auto live = static_cast<unsigned>(idle.size() + busy.size());
-    while (live + starting < options.processes + near_end) {
+    const unsigned waiting = principals_without_room();
+    unsigned spares = 0;
+    for (const auto& proc : procs) {
+      if (proc->spare) ++spares;
+    }
+    const unsigned wanted = options.spare_processes + waiting;
+    while (spares + starting < wanted) {
+      if (procs.size() + starting >= options.max_processes && !make_room()) break;
       ++starting;
       if (launcher == nullptr) return;
       launcher->start([self = shared_from_this(), asked = Clock::now()] {
@@ -221,6 +367,37 @@ struct ProcessPool::State : std::enable_shared_from_this<State> {
         });
       });
     }
+    arm_sweep();
+  }
+
+  // Retires one process for a principal without room; false when none can go now.
+  bool make_room() {
+    auto idle = std::min_element(procs.begin(), procs.end(), [](const auto& a, const auto& b) {
+      const bool a_idle = a->process->running() == 0, b_idle = b->process->running() == 0;
+      if (a_idle != b_idle) return a_idle;
+      return a->idle_since < b->idle_since;
+    });
+    if (idle != procs.end() && (*idle)->process->running() == 0) {
+      spdlog::debug("sandbox: process {} retires to make room for another principal",
+                    (*idle)->process->pid());
+      retire(idle);
+      return true;
+    }
+    // None idle: the principal with the most processes gives one up when its calls end (once).
+    std::map<std::string, unsigned> owned;
+    for (const auto& proc : procs) {
+      if (!proc->spare && !proc->draining) ++owned[proc->owner];
+    }
+    auto most = std::max_element(owned.begin(), owned.end(),
+                                 [](const auto& a, const auto& b) { return a.second < b.second; });
+    if (most == owned.end() || most->second < 2) return false;
+    for (const auto& proc : procs) {
+      if (!proc->spare && !proc->draining && proc->owner == most->first) {
+        proc->draining = true;
+        break;
+      }
+    }
+    return false;
   }
 
   void adopt(std::variant<std::shared_ptr<SandboxProcess>, std::string> started,
@@ -228,12 +405,15 @@ struct ProcessPool::State : std::enable_shared_from_this<State> {
     --starting;
     if (auto* error = std::get_if<std::string>(&started)) {
       spdlog::error("sandbox: a sandbox process could not start: {}", *error);
-      if (idle.empty() && busy.empty() && starting == 0) {
+      if (procs.empty() && starting == 0) {
         // Nothing can serve what waits; a later call tries again.
-        auto waiting = std::exchange(queue, {});
-        for (auto& job : waiting) {
-          job.done(Outcome::failure(
-              ErrorKind::runtime, "the sandbox process could not start (the server log says why)"));
+        for (auto& [name, principal] : principals) {
+          for (auto& job : std::exchange(principal.queue, {})) {
+            job.expiry->cancel();
+            job.done(
+                Outcome::failure(ErrorKind::runtime,
+                                 "the sandbox process could not start (the server log says why)"));
+          }
         }
       }
       return;
@@ -252,16 +432,70 @@ struct ProcessPool::State : std::enable_shared_from_this<State> {
         }
       }
     }
-    // Under load a start takes longer (it shares the CPUs) and may wait for another one.
-    start_seconds = std::chrono::duration<double>(Clock::now() - asked).count();
     spdlog::debug("sandbox: process {} ready {:.0f} ms after it was asked for", process->pid(),
-                  start_seconds * 1000);
+                  std::chrono::duration<double, std::milli>(Clock::now() - asked).count());
     process->watch();
-    idle.push_back(std::move(process));
+    auto proc = std::make_shared<Proc>();
+    proc->process = std::move(process);
+    procs.push_back(std::move(proc));
     dispatch();
   }
 
-  void retire(std::shared_ptr<SandboxProcess> process) { reap(process->release()); }
+  // Idle owned processes retire after idle_retire; so do spares beyond the configured number.
+  void arm_sweep() {
+    if (sweeping || closed) return;
+    sweeping = true;
+    sweep_timer.expires_after(kSweepEvery);
+    sweep_timer.async_wait([weak = weak_from_this()](boost::system::error_code error) {
+      auto self = weak.lock();
+      if (error || !self) return;
+      self->sweeping = false;
+      self->sweep();
+    });
+  }
+
+  void sweep() {
+    if (closed) return;
+    const auto now = Clock::now();
+    unsigned spares = 0;
+    for (std::size_t i = 0; i < procs.size();) {
+      const Proc& proc = *procs[i];
+      const bool idle = proc.process->running() == 0;
+      if (idle && !proc.process->usable()) {
+        retire(procs.begin() + static_cast<std::ptrdiff_t>(i));
+        continue;
+      }
+      if (proc.spare && ++spares <= options.spare_processes) {
+        ++i;
+        continue;
+      }
+      if (idle && now - proc.idle_since >= options.idle_retire) {
+        spdlog::debug("sandbox: process {} retires after {} ms idle", proc.process->pid(),
+                      options.idle_retire.count());
+        retire(procs.begin() + static_cast<std::ptrdiff_t>(i));
+        continue;
+      }
+      ++i;
+    }
+    for (auto it = principals.begin(); it != principals.end();) {
+      const std::string name = (it++)->first;
+      forget_if_unused(name);
+    }
+    dispatch();
+  }
+
+  bool memory_allows() {
+    if (options.memory_bytes == 0) return true;
+    const auto now = Clock::now();
+    if (now - memory_sampled >= kMemorySampleEvery) {
+      memory_sampled = now;
+      resident = 0;
+      for (const auto& proc : procs) resident += resident_bytes(proc->process->pid());
+    }
+    if (resident < options.memory_bytes) return true;
+    return running_tokens.empty();  // nothing runs to free memory: waiting would never end
+  }
+
   void reap(pid_t pid) {
     if (launcher != nullptr) {
       launcher->reap(pid);
@@ -271,31 +505,54 @@ struct ProcessPool::State : std::enable_shared_from_this<State> {
   }
 
   void cancel_all() {
-    auto waiting = std::exchange(queue, {});
-    for (auto& job : waiting) job.done(cancelled());
-    for (const auto& [process, token] : busy) token->cancel();
+    for (auto& [name, principal] : principals) {
+      for (auto& job : std::exchange(principal.queue, {})) {
+        job.expiry->cancel();
+        job.done(cancelled());
+      }
+    }
+    for (const auto& [seq, token] : running_tokens) token->cancel();
+  }
+
+  void stop_all(const std::string& message) {
+    stopped = true;
+    stop_message = message;
+    for (auto& [name, principal] : principals) {
+      for (auto& job : std::exchange(principal.queue, {})) {
+        job.expiry->cancel();
+        job.done(Outcome::failure(ErrorKind::runtime, message + "; the call did not start"));
+      }
+    }
+    for (const auto& proc : std::vector<std::shared_ptr<Proc>>(procs)) {
+      proc->process->kill(ErrorKind::runtime, message + "; the call was stopped");
+    }
   }
 
   void close() {
     closed = true;
     cancel_all();
-    auto running = std::exchange(busy, {});
-    for (auto& [process, token] : running) process->kill(ErrorKind::runtime, "cancelled");
-    for (auto& process : std::exchange(idle, {})) reap(process->release());
-    for (auto& [process, token] : running) reap(process->release());
+    sweep_timer.cancel();
+    for (const auto& proc : procs) proc->process->kill(ErrorKind::runtime, "cancelled");
+    for (const auto& proc : std::exchange(procs, {})) reap(proc->process->release());
     if (drained) std::exchange(drained, nullptr)();
   }
 
   const ProcessPoolOptions options;
   const boost::asio::any_io_executor executor;
   Launcher* launcher;  // null once the pool is gone (then reaps happen here, blocking)
-  std::deque<std::shared_ptr<SandboxProcess>> idle;  // longest idle first
-  std::map<std::shared_ptr<SandboxProcess>, std::shared_ptr<CancelToken>> busy;
-  std::deque<Job> queue;
+  std::vector<std::shared_ptr<Proc>> procs;
+  std::map<std::string, Principal> principals;
+  std::deque<std::string> turn;  // principals with queued calls, whose turn is next first
+  std::map<std::uint64_t, std::shared_ptr<CancelToken>> running_tokens;
+  std::uint64_t last_seq = 0;
   unsigned starting = 0;
-  std::deque<Clock::time_point> finished;  // when the last kRateWindow calls ended
-  double start_seconds = 0;                // how long the last process took to be ready
+  boost::asio::steady_timer sweep_timer;
+  bool sweeping = false;
+  Clock::time_point memory_sampled;
+  std::uint64_t resident = 0;
   bool closed = false;
+  bool stopped = false;
+  std::string stop_message;
   bool layers_logged = false;
   std::function<void()> drained;
 };
@@ -321,6 +578,11 @@ void ProcessPool::submit(Call call, Completion done) {
 
 void ProcessPool::cancel_all() {
   boost::asio::post(state_->executor, [state = state_] { state->cancel_all(); });
+}
+
+void ProcessPool::stop_all(std::string message) {
+  boost::asio::post(state_->executor,
+                    [state = state_, message = std::move(message)] { state->stop_all(message); });
 }
 
 void ProcessPool::when_drained(std::function<void()> then) {

@@ -1,18 +1,31 @@
-// The sandbox processes of a Sandbox, and the calls waiting for one of them.
+// The sandbox processes of a Sandbox, the principals they belong to, and the calls waiting for
+// one of them.
 //
 // Everything happens on one executor (the daemon's I/O thread, or a thread the Sandbox runs for
-// it): a call goes to the process that has been idle longest (it has had the most time to make
-// its next isolate ready), its frames and its fetches' replies are written and read there, and
-// its completion runs there. Starting a process blocks for a while (fork, exec, V8, the
-// document), so a launcher thread does that, and kills and reaps the processes the pool is done
-// with; it never touches the pool's state, only posts results back.
+// it): a call is queued under its principal, principals take turns (one call each per turn), a
+// call goes to a process of its own principal with room for it, and its frames, its fetches'
+// replies and its completion are handled there. Starting a process blocks for a while (fork,
+// exec, V8, the document), so a launcher thread does that, and kills and reaps the processes the
+// pool is done with; it never touches the pool's state, only posts results back.
 //
-// A process is replaced when it fails, and after `calls_per_process` calls; its replacement is
-// started some calls before that (calls_ahead()), so that it is ready when the process retires
-// and the pool keeps its size.
+// Processes: each runs up to `process_calls` calls at once, of one principal only. A process
+// belongs to the principal of its first call until it retires (idle for `idle_retire`, failed,
+// or `lifetime_calls` served); `spare_processes` are kept started and unowned, so a principal's
+// first call usually finds one; at most `max_processes` live at once. When a principal has no
+// process with room and none may start, an idle process of another principal retires for it,
+// or, failing that, one of the principal with the most processes stops taking calls.
+//
+// Fairness: a principal runs at most `principal_calls` calls at once; beyond that its calls
+// queue, and a queued call that cannot start within its wall_ms ends as `timeout` (it never
+// ran). Memory: while the processes' resident memory together is over `memory_bytes`, no call
+// starts (calls wait, bounded as above), unless nothing runs at all.
 #pragma once
 
+#include <chrono>
+#include <cstdint>
+#include <functional>
 #include <memory>
+#include <string>
 
 #include <boost/asio/any_io_executor.hpp>
 
@@ -26,22 +39,22 @@
 namespace codemode::sandbox {
 
 // One execute call's way to the gateway: its own subrequest budget (held by the fetcher; the
-// gateway spends it inside fetch()) and a deadline wall_ms from now.
+// gateway spends it inside fetch()) and a deadline past the call's own wall deadline (the
+// isolate's watchdog stops the call first, so the call reports `timeout`, not a failed fetch).
 Fetcher gateway_fetcher(gateway::Gateway& gateway, const config::Limits& limits);
 
 struct ProcessPoolOptions {
   ProcessOptions process;
-  unsigned processes = 1;
-  unsigned calls_per_process = 1000;
+  unsigned max_processes = 32;
+  unsigned spare_processes = 1;
+  unsigned process_calls = 64;      // calls at once in one process (the Init frame says so too)
+  unsigned principal_calls = 256;   // calls of one principal running at once
+  unsigned lifetime_calls = 10000;  // a process retires after this many
+  std::chrono::milliseconds idle_retire{60000};
+  std::uint64_t memory_bytes = 0;  // 0: no bound
   config::Limits limits;
   gateway::Gateway* gateway = nullptr;  // null: execute code gets no fetch
 };
-
-// How many calls before its last a process's successor is asked for: as many as the process
-// serves, at `calls_per_second`, in twice the time the last start took (a start takes longer
-// under load, and starts run one after another), and at least 8; at most a quarter of its
-// calls (a process that serves a handful is not worth a spare: 0 below 4).
-unsigned calls_ahead(unsigned calls_per_process, double calls_per_second, double start_seconds);
 
 class ProcessPool {
  public:
@@ -55,8 +68,11 @@ class ProcessPool {
 
   // Any thread. `done` runs exactly once, on the executor (or inside close()).
   void submit(Call call, Completion done);
-  // Any thread: cancels every queued and running call.
+  // Any thread: cancels every queued and running call (their tokens; the callers hear nothing).
   void cancel_all();
+  // Any thread: answers every queued call, and ends every running one, with `message`
+  // (`runtime: <message>`), and takes no call any more (each is answered the same way).
+  void stop_all(std::string message);
   // On the executor: `then` runs once nothing is queued or running (at once if so).
   void when_drained(std::function<void()> then);
   // On the executor, or on any thread once the executor has stopped: every call still queued or

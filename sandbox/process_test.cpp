@@ -97,7 +97,7 @@ Outcome run(TestProcess& test, std::string code, const config::Limits& limits,
   if (!cancel) cancel = std::make_shared<CancelToken>();
   const Tool tool = fetch ? Tool::execute : Tool::search;
   std::optional<Outcome> outcome;
-  test.process->run(Call{tool, std::move(code), cancel}, limits, fetch ? *fetch : Fetcher{},
+  test.process->run(Call{tool, std::move(code), "", cancel}, limits, fetch ? *fetch : Fetcher{},
                     [&](Outcome done) { outcome = std::move(done); });
   test.io.restart();
   while (!outcome) test.io.run_one();
@@ -278,8 +278,8 @@ TEST_CASE("a process that crashes, hangs in native code or sends garbage costs o
     const Outcome outcome =
         run(*process, "async () => __native.writeChannel('" + literal + "')", limits);
     CHECK(outcome.error_message ==
-          "the sandbox process sent a message that does not belong to the call; it was killed "
-          "and replaced");
+          "the sandbox process sent a result for a call it does not run; it was killed and "
+          "replaced");
   }
   // Whatever happened above, the next process starts and serves.
   auto next = start(options);
@@ -428,22 +428,34 @@ TEST_CASE("a builtin past V8's own size limits is memory, not a crash, and the n
 
 namespace {
 
-// A Sandbox of one hook-child process, as the pool tests use it.
-SandboxOptions one_process(unsigned calls_per_process = SandboxOptions{}.calls_per_process) {
+// A Sandbox of hook-child processes, as the pool tests use it.
+SandboxOptions pool_options(unsigned calls_per_process = SandboxOptions{}.calls_per_process) {
   SandboxOptions options;
   options.limits = test_limits();
-  options.workers = 1;
   options.child_command = hook_command();
   options.calls_per_process = calls_per_process;
   return options;
 }
 
-// Submits a search call and waits for its outcome.
-Outcome call(Sandbox& sandbox, std::string code) {
+// Submits a search call of `principal` and waits for its outcome.
+Outcome call(Sandbox& sandbox, std::string code, std::string principal = "") {
   std::promise<Outcome> promise;
-  sandbox.submit(Call{Tool::search, std::move(code), nullptr},
+  sandbox.submit(Call{Tool::search, std::move(code), std::move(principal), nullptr},
                  [&](Outcome outcome) { promise.set_value(std::move(outcome)); });
   return promise.get_future().get();
+}
+
+// Submits calls at once and waits for all their outcomes, in submission order.
+std::vector<Outcome> call_all(Sandbox& sandbox,
+                              const std::vector<std::pair<std::string, std::string>>& calls) {
+  std::vector<std::promise<Outcome>> promises(calls.size());
+  for (std::size_t i = 0; i < calls.size(); ++i) {
+    sandbox.submit(Call{Tool::search, calls[i].second, calls[i].first, nullptr},
+                   [&promises, i](Outcome outcome) { promises[i].set_value(std::move(outcome)); });
+  }
+  std::vector<Outcome> outcomes;
+  for (auto& promise : promises) outcomes.push_back(promise.get_future().get());
+  return outcomes;
 }
 
 // Processes this test binary has started (the pool's launcher thread forks them).
@@ -460,7 +472,7 @@ std::size_t children_of_this_process() {
 
 TEST_CASE("the Sandbox replaces a failed process and serves the next call",
           "[sandbox][process][pool]") {
-  Sandbox sandbox(one_process(3));
+  Sandbox sandbox(pool_options(3));
   CHECK(call(sandbox, "async () => __native.crash()").error_kind == ErrorKind::runtime);
   // A new process serves; after calls_per_process calls, another one.
   std::vector<int> pids;
@@ -475,7 +487,7 @@ TEST_CASE("the Sandbox replaces a failed process and serves the next call",
 
 TEST_CASE("a process that dies between calls is replaced before the next call reaches it",
           "[sandbox][process][pool]") {
-  Sandbox sandbox(one_process());
+  Sandbox sandbox(pool_options());
   const int first = result_of(call(sandbox, "async () => __native.pid()"));
   ::kill(first, SIGKILL);
   // The pool sees the channel close and reaps the process: then its /proc entry is gone.
@@ -488,40 +500,98 @@ TEST_CASE("a process that dies between calls is replaced before the next call re
   CHECK(result_of(next) != first);
 }
 
-TEST_CASE("a process's successor is started before it retires", "[sandbox][process][pool]") {
-  Sandbox sandbox(one_process(12));  // a successor is asked for 3 calls before the last
-  auto pid = [&] { return result_of(call(sandbox, "async () => __native.pid()")).get<int>(); };
-  std::vector<int> pids;
-  for (int i = 0; i < 10; ++i) pids.push_back(pid());
-  CHECK(std::count(pids.begin(), pids.end(), pids[0]) == 10);
-  // Ten calls in, two before its last, the first process has a successor on the way.
-  for (int waited = 0; children_of_this_process() < 2; ++waited) {
-    REQUIRE(waited < 30000);
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+// Each call says which process ran it and when it started and ended on that process's clock, so
+// that overlap is seen from inside, whatever the machine's speed.
+constexpr const char* kTimedCall =
+    "async () => { const start = Date.now(); await new Promise(r => setTimeout(r, 300));"
+    " return [__native.pid(), start, Date.now()]; }";
+
+TEST_CASE("calls waiting on timers run at once in one process, principals in their own",
+          "[sandbox][process][pool]") {
+  Sandbox sandbox(pool_options());
+  std::vector<std::pair<std::string, std::string>> calls;
+  for (int i = 0; i < 24; ++i) calls.emplace_back(i % 3 == 2 ? "bob" : "alice", kTimedCall);
+  const auto outcomes = call_all(sandbox, calls);
+  std::set<int> alice_pids, bob_pids;
+  std::vector<std::pair<double, double>> alice_spans;
+  for (std::size_t i = 0; i < outcomes.size(); ++i) {
+    const auto result = result_of(outcomes[i]);
+    if (calls[i].first == "alice") {
+      alice_pids.insert(result[0].get<int>());
+      alice_spans.emplace_back(result[1].get<double>(), result[2].get<double>());
+    } else {
+      bob_pids.insert(result[0].get<int>());
+    }
   }
-  // Once the successor is ready, the first process, idle with no call waiting, retires without
-  // its last two calls: no spare lingers beside its successor.
-  for (int waited = 0; children_of_this_process() > 1; ++waited) {
-    REQUIRE(waited < 30000);
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  CHECK(alice_pids.size() == 1);  // 16 calls fit one process (64 at once by default)
+  CHECK(bob_pids.size() == 1);
+  CHECK(*alice_pids.begin() != *bob_pids.begin());
+  // Every alice call was waiting while most of the others were: they ran side by side.
+  std::size_t most_at_once = 0;
+  for (const auto& [start, end] : alice_spans) {
+    const auto overlapping = std::count_if(alice_spans.begin(), alice_spans.end(), [&](auto& s) {
+      return s.first < end && start < s.second;
+    });
+    most_at_once = std::max(most_at_once, static_cast<std::size_t>(overlapping));
   }
-  for (int i = 0; i < 8; ++i) pids.push_back(pid());  // the successor: 8, no successor yet
-  const std::set<int> distinct(pids.begin(), pids.end());
-  CHECK(distinct.size() == 2);
-  CHECK(std::count(pids.begin(), pids.end(), pids[0]) == 10);
+  CHECK(most_at_once >= 12);
 }
 
-TEST_CASE("a successor is asked for early enough for the rate the calls come at",
-          "[sandbox][pool]") {
-  // Idle or slow: 8 calls before the last (a start takes about 0.1 s).
-  CHECK(calls_ahead(1000, 0, 0) == 8);
-  CHECK(calls_ahead(1000, 5, 0.15) == 8);
-  // Under load: what the process serves in twice the last start's time.
-  CHECK(calls_ahead(1000, 400, 0.15) == 120);
-  CHECK(calls_ahead(1000, 400, 0.5) == 250);  // a quarter at most
-  CHECK(calls_ahead(1000, 1e12, 1e12) == 250);
-  // A process that serves a handful: a quarter of them, and none below 4.
-  CHECK(calls_ahead(12, 0, 0) == 3);
-  CHECK(calls_ahead(3, 400, 0.15) == 0);
-  CHECK(calls_ahead(0, 0, 0) == 0);
+TEST_CASE("a queued call that cannot start within wall_ms ends as a timeout that says so",
+          "[sandbox][process][pool]") {
+  SandboxOptions options = pool_options();
+  options.limits.wall_ms = 1500;
+  options.processes.principal_calls = 1;
+  Sandbox sandbox(options);
+  const auto outcomes =
+      call_all(sandbox, {{"alice", "async () => new Promise(r => setTimeout(r, 1400))"},
+                         {"alice", "async () => 2"},
+                         {"bob", "async () => 3"}});
+  CHECK(outcomes[0].ok);
+  CHECK(outcomes[1].error_kind == ErrorKind::timeout);
+  CHECK_THAT(outcomes[1].error_message,
+             Catch::StartsWith("wall limit 1500 ms exceeded before the call started") &&
+                 Catch::Contains("never ran"));
+  CHECK(result_of(outcomes[2]) == 3);  // another principal is not held up by alice's bound
+}
+
+TEST_CASE("stop_all answers queued and running calls with its message",
+          "[sandbox][process][pool]") {
+  SandboxOptions options = pool_options();
+  options.processes.principal_calls = 1;
+  Sandbox sandbox(options);
+  REQUIRE(call(sandbox, "async () => 0", "a").ok);  // a's process is up
+  std::vector<std::promise<Outcome>> promises(2);
+  sandbox.submit(
+      Call{Tool::search, "async () => new Promise(r => setTimeout(r, 2500))", "a", nullptr},
+      [&](Outcome outcome) { promises[0].set_value(std::move(outcome)); });
+  sandbox.submit(Call{Tool::search, "async () => 1", "a", nullptr},
+                 [&](Outcome outcome) { promises[1].set_value(std::move(outcome)); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  sandbox.stop_all("the server is shutting down");
+  const Outcome running = promises[0].get_future().get();
+  const Outcome queued = promises[1].get_future().get();
+  CHECK(running.error_message == "the server is shutting down; the call was stopped");
+  CHECK(queued.error_message == "the server is shutting down; the call did not start");
+  CHECK(call(sandbox, "async () => 1").error_message ==
+        "the server is shutting down; the call did not start");
+}
+
+TEST_CASE("idle processes retire, and the bound on processes holds across principals",
+          "[sandbox][process][pool]") {
+  SandboxOptions options = pool_options();
+  options.processes.max_processes = 2;
+  options.processes.spare_processes = 0;
+  options.processes.idle_seconds = 1;
+  Sandbox sandbox(options);
+  std::set<int> pids;
+  for (const char* principal : {"a", "b", "c", "a"}) {
+    pids.insert(result_of(call(sandbox, "async () => __native.pid()", principal)).get<int>());
+    CHECK(children_of_this_process() <= 2);
+  }
+  CHECK(pids.size() >= 3);  // c's process took the place of an idle one
+  for (int waited = 0; children_of_this_process() > 0; ++waited) {
+    REQUIRE(waited < 5000);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
 }

@@ -1,15 +1,22 @@
 #include "sandbox/sandbox.h"
 
-#include "sandbox/v8_platform.h"
-
-#include "sandbox/channel.h"
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
+#include <condition_variable>
+#include <deque>
 #include <future>
+#include <mutex>
+#include <thread>
 
 #include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
+
+#include "sandbox/channel.h"
+#include "sandbox/process_pool.h"
+#include "sandbox/v8_platform.h"
 
 namespace codemode::sandbox {
 
@@ -55,37 +62,39 @@ std::shared_ptr<const std::string> init_frame(const SandboxOptions& options) {
   init.limits = options.limits;
   init.cpu_seconds = cpu_allowance_seconds(options.limits, options.calls_per_process);
   init.jitless = options.jit == JitMode::jitless;
+  init.concurrency = std::max(1u, options.processes.process_calls);
   return std::make_shared<const std::string>(channel::encode_frame(init));
 }
 
-}  // namespace
-
-std::variant<std::vector<std::string>, std::string> probe_layers(
-    const std::vector<std::string>& child_command) {
-  SandboxOptions options;
-  ProcessOptions process;
-  process.command = child_command;
-  process.init_frame = init_frame(options);
-  boost::asio::io_context io;
-  auto started = SandboxProcess::start(process, io.get_executor());
-  if (auto* error = std::get_if<std::string>(&started)) return *error;
-  return std::get<std::shared_ptr<SandboxProcess>>(started)->layers();
+// Half the machine's memory, in bytes.
+std::uint64_t half_of_memory() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES);
+  const long page = ::sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) return 0;
+  return static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page) / 2;
 }
 
-Sandbox::Sandbox(SandboxOptions options) : options_(std::move(options)) {
-  unsigned n = options_.workers != 0 ? options_.workers : std::thread::hardware_concurrency();
-  n = std::max(1u, n);
-  if (!options_.child_command.empty()) {
+// Calls in sandbox processes (process_pool.h), on the given executor or an I/O thread of its own.
+class ProcessRunner final : public Sandbox::Runner {
+ public:
+  explicit ProcessRunner(const SandboxOptions& options) {
+    const config::SandboxSettings& settings = options.processes;
     ProcessPoolOptions pool;
-    pool.process.command = options_.child_command;
-    pool.process.init_frame = init_frame(options_);
-    pool.process.image_fd = options_.api != nullptr ? options_.api->fd() : -1;
-    pool.process.child_stderr = options_.child_stderr;
-    pool.processes = n;
-    pool.calls_per_process = std::max(1u, options_.calls_per_process);
-    pool.limits = options_.limits;
-    pool.gateway = options_.gateway;
-    boost::asio::any_io_executor executor = options_.executor;
+    pool.process.command = options.child_command;
+    pool.process.init_frame = init_frame(options);
+    pool.process.image_fd = options.api != nullptr ? options.api->fd() : -1;
+    pool.process.child_stderr = options.child_stderr;
+    pool.max_processes = std::max(1u, settings.max_processes);
+    pool.spare_processes = settings.spare_processes;
+    pool.process_calls = std::max(1u, settings.process_calls);
+    pool.principal_calls = std::max(1u, settings.principal_calls);
+    pool.lifetime_calls = std::max(1u, options.calls_per_process);
+    pool.idle_retire = std::chrono::seconds(std::max(1u, settings.idle_seconds));
+    pool.memory_bytes =
+        settings.memory_mb != 0 ? std::uint64_t{settings.memory_mb} << 20 : half_of_memory();
+    pool.limits = options.limits;
+    pool.gateway = options.gateway;
+    boost::asio::any_io_executor executor = options.executor;
     if (!executor) {
       own_io_ = std::make_unique<boost::asio::io_context>();
       executor = own_io_->get_executor();
@@ -97,16 +106,9 @@ Sandbox::Sandbox(SandboxOptions options) : options_(std::move(options)) {
         io->run();
       });
     }
-    return;
   }
-  ensure_v8_initialized(options_.jit);
-  workers_.reserve(n);
-  running_.resize(n);
-  for (unsigned i = 0; i < n; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
-}
 
-Sandbox::~Sandbox() {
-  if (pool_) {
+  ~ProcessRunner() override {
     if (own_io_) {
       // Let what is queued and running finish, then close, on the pool's own thread.
       std::promise<void> closed;
@@ -122,71 +124,162 @@ Sandbox::~Sandbox() {
     } else {
       pool_->close();  // the daemon's executor has stopped (see sandbox.h)
     }
-    pool_.reset();
-    return;
   }
-  {
-    std::lock_guard lock(mutex_);
-    stopping_ = true;
-  }
-  wake_.notify_all();
-  for (auto& worker : workers_) worker.join();
-}
 
-void Sandbox::submit(Call call, Completion done) {
-  if (pool_) return pool_->submit(std::move(call), std::move(done));
-  {
-    std::lock_guard lock(mutex_);
-    queue_.push_back(Job{std::move(call), std::move(done)});
+  void submit(Call call, Sandbox::Completion done) override {
+    pool_->submit(std::move(call), std::move(done));
   }
-  wake_.notify_all();  // only the longest-idle worker takes it (see worker_loop)
-}
+  void cancel_all() override { pool_->cancel_all(); }
+  void stop_all(std::string message) override { pool_->stop_all(std::move(message)); }
 
-void Sandbox::worker_loop(unsigned slot) {
-  for (;;) {
-    Job job;
-    {
-      std::unique_lock lock(mutex_);
-      idle_.push_back(slot);
-      wake_.wait(lock, [&] { return stopping_ || (!queue_.empty() && idle_.front() == slot); });
-      if (queue_.empty()) return;  // stopping and drained
-      idle_.erase(std::find(idle_.begin(), idle_.end(), slot));
-      job = std::move(queue_.front());
-      queue_.pop_front();
-      if (!queue_.empty()) wake_.notify_all();  // the next idle worker's turn
-      if (!job.call.cancel) job.call.cancel = std::make_shared<CancelToken>();
-      running_[slot] = job.call.cancel;
-    }
-    Outcome outcome = run(job.call);
+ private:
+  std::unique_ptr<boost::asio::io_context> own_io_;
+  std::thread own_io_thread_;
+  std::unique_ptr<ProcessPool> pool_;
+};
+
+// Calls on worker threads of this process, the longest-idle worker first; no principals.
+class ThreadRunner final : public Sandbox::Runner {
+ public:
+  explicit ThreadRunner(const SandboxOptions& options) : options_(options) {
+    unsigned n = options_.workers != 0 ? options_.workers : std::thread::hardware_concurrency();
+    n = std::max(1u, n);
+    ensure_v8_initialized(options_.jit);
+    workers_.reserve(n);
+    running_.resize(n);
+    for (unsigned i = 0; i < n; ++i) workers_.emplace_back([this, i] { loop(i); });
+  }
+
+  ~ThreadRunner() override {
     {
       std::lock_guard lock(mutex_);
-      running_[slot].reset();
+      stopping_ = true;
     }
-    job.done(std::move(outcome));
+    wake_.notify_all();
+    for (auto& worker : workers_) worker.join();
   }
-}
 
-Outcome Sandbox::run(const Call& call) {
-  RunRequest request{call.tool,    call.code,         &options_.limits,
-                     options_.api, call.cancel.get(), nullptr};
-  if (call.tool != Tool::execute || options_.gateway == nullptr) {
+  void submit(Call call, Sandbox::Completion done) override {
+    {
+      std::lock_guard lock(mutex_);
+      if (!stopped_.empty()) {
+        done(Outcome::failure(ErrorKind::runtime, stopped_ + "; the call did not start"));
+        return;
+      }
+      queue_.push_back(Job{std::move(call), std::move(done)});
+    }
+    wake_.notify_all();  // only the longest-idle worker takes it (see loop)
+  }
+
+  void cancel_all() override {
+    std::lock_guard lock(mutex_);
+    for (auto& job : queue_) {
+      if (!job.call.cancel) job.call.cancel = std::make_shared<CancelToken>();
+      job.call.cancel->cancel();
+    }
+    for (auto& token : running_) {
+      if (token) token->cancel();
+    }
+  }
+
+  void stop_all(std::string message) override {
+    std::deque<Job> waiting;
+    {
+      std::lock_guard lock(mutex_);
+      stopped_ = message;
+      waiting = std::exchange(queue_, {});
+      // A running call ends as cancelled (its token says so); in-process workers are for tests.
+      for (auto& token : running_) {
+        if (token) token->cancel();
+      }
+    }
+    for (auto& job : waiting) {
+      job.done(Outcome::failure(ErrorKind::runtime, message + "; the call did not start"));
+    }
+  }
+
+ private:
+  struct Job {
+    Call call;
+    Sandbox::Completion done;
+  };
+
+  void loop(unsigned slot) {
+    for (;;) {
+      Job job;
+      {
+        std::unique_lock lock(mutex_);
+        idle_.push_back(slot);
+        wake_.wait(lock, [&] { return stopping_ || (!queue_.empty() && idle_.front() == slot); });
+        if (queue_.empty()) return;  // stopping and drained
+        idle_.erase(std::find(idle_.begin(), idle_.end(), slot));
+        job = std::move(queue_.front());
+        queue_.pop_front();
+        if (!queue_.empty()) wake_.notify_all();  // the next idle worker's turn
+        if (!job.call.cancel) job.call.cancel = std::make_shared<CancelToken>();
+        running_[slot] = job.call.cancel;
+      }
+      Outcome outcome = run(job.call);
+      {
+        std::lock_guard lock(mutex_);
+        running_[slot].reset();
+      }
+      job.done(std::move(outcome));
+    }
+  }
+
+  Outcome run(const Call& call) {
+    RunRequest request{call.tool,    call.code,         &options_.limits,
+                       options_.api, call.cancel.get(), nullptr};
+    if (call.tool != Tool::execute || options_.gateway == nullptr) {
+      return run_in_fresh_isolate(request);
+    }
+    const Fetcher fetcher = gateway_fetcher(*options_.gateway, options_.limits);
+    request.fetcher = &fetcher;
     return run_in_fresh_isolate(request);
   }
-  const Fetcher fetcher = gateway_fetcher(*options_.gateway, options_.limits);
-  request.fetcher = &fetcher;
-  return run_in_fresh_isolate(request);
+
+  const SandboxOptions options_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<Job> queue_;
+  std::deque<unsigned> idle_;                          // waiting workers, longest-idle first
+  std::vector<std::shared_ptr<CancelToken>> running_;  // one slot per worker, under mutex_
+  bool stopping_ = false;
+  std::string stopped_;  // stop_all()'s message, once it ran
+  std::vector<std::thread> workers_;
+};
+
+}  // namespace
+
+std::variant<std::vector<std::string>, std::string> probe_layers(
+    const std::vector<std::string>& child_command) {
+  SandboxOptions options;
+  ProcessOptions process;
+  process.command = child_command;
+  process.init_frame = init_frame(options);
+  boost::asio::io_context io;
+  auto started = SandboxProcess::start(process, io.get_executor());
+  if (auto* error = std::get_if<std::string>(&started)) return *error;
+  return std::get<std::shared_ptr<SandboxProcess>>(started)->layers();
 }
 
-void Sandbox::cancel_all() {
-  if (pool_) return pool_->cancel_all();
-  std::lock_guard lock(mutex_);
-  for (auto& job : queue_) {
-    if (!job.call.cancel) job.call.cancel = std::make_shared<CancelToken>();
-    job.call.cancel->cancel();
-  }
-  for (auto& token : running_) {
-    if (token) token->cancel();
+Sandbox::Sandbox(SandboxOptions options) : limits_(options.limits) {
+  if (options.child_command.empty()) {
+    runner_ = std::make_unique<ThreadRunner>(options);
+  } else {
+    runner_ = std::make_unique<ProcessRunner>(options);
   }
 }
+
+Sandbox::~Sandbox() = default;
+
+void Sandbox::submit(Call call, Completion done) {
+  runner_->submit(std::move(call), std::move(done));
+}
+
+void Sandbox::cancel_all() { runner_->cancel_all(); }
+
+void Sandbox::stop_all(std::string message) { runner_->stop_all(std::move(message)); }
 
 }  // namespace codemode::sandbox

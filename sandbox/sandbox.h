@@ -13,23 +13,21 @@
 // calls; with workers or an I/O thread of its own it finishes the queued and running calls
 // first; with the daemon's executor it must run after that executor stopped, and completes
 // what is left with `runtime: cancelled`.
+//
+// Two implementations of Runner (sandbox.cpp): ProcessRunner (the pool of sandbox processes)
+// and ThreadRunner (worker threads, for tests of the layers above).
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
-#include <thread>
 #include <variant>
 #include <vector>
 
 #include <boost/asio/any_io_executor.hpp>
-#include <boost/asio/io_context.hpp>
 
 #include "config/config.h"
 #include "gateway/gateway.h"
@@ -38,7 +36,6 @@
 #include "sandbox/isolate_runner.h"
 #include "sandbox/outcome.h"
 #include "sandbox/process.h"
-#include "sandbox/process_pool.h"
 #include "sandbox/v8_platform.h"
 
 namespace codemode::sandbox {
@@ -51,21 +48,24 @@ std::size_t count_code_points(std::string_view utf8);
 
 struct SandboxOptions {
   config::Limits limits;
-  unsigned workers = 0;  // 0: one per hardware thread
+  // Without child_command: the worker threads calls run on (0: one per hardware thread).
+  unsigned workers = 0;
   // The document `search` code sees as `spec`; must outlive the Sandbox. Null: no `spec`.
   const openapi::DocumentImage* api = nullptr;
   // Where `execute` code's fetch() goes; must outlive the Sandbox. Null: no `fetch` global.
   gateway::Gateway* gateway = nullptr;
-  // The sandbox process program (child.h); the daemon passes daemon_child_command(). `workers`
-  // processes are kept ready; one is replaced when it fails or has served `calls_per_process`
-  // calls. Empty: calls run on `workers` worker threads of this process, which only tests of
-  // the layers above the sandbox do.
+  // The sandbox process program (child.h); the daemon passes daemon_child_command(). Calls run in
+  // sandbox processes, each of one principal (process_pool.h). Empty: calls run on `workers`
+  // worker threads of this process, which only tests of the layers above the sandbox do.
   std::vector<std::string> child_command;
   // With child_command: where the processes' channels are served and completions run. Empty:
   // an I/O thread of the Sandbox's own.
   boost::asio::any_io_executor executor;
   ChildStderr child_stderr = ChildStderr::discard;
-  unsigned calls_per_process = 1000;
+  // With child_command: how processes are shared (config's sandbox section; process_pool.h).
+  config::SandboxSettings processes;
+  // A process retires after this many calls (a fresh one replaces it).
+  unsigned calls_per_process = 10000;
   // config's sandbox.jitless. In-process workers (no child_command) share the process's V8,
   // whose mode the first initialisation fixed.
   JitMode jit = JitMode::enabled;
@@ -92,32 +92,29 @@ class Sandbox {
   // cancelled completes with `runtime: cancelled`, at once if it has not started.
   void submit(Call call, Completion done);
 
-  // Cancels every queued and running call (shutdown when the grace period is over).
+  // Cancels every queued and running call; their callers hear nothing of them (the tokens say
+  // why).
   void cancel_all();
 
-  const config::Limits& limits() const { return options_.limits; }
+  // Answers every queued call, and ends every running one, with `runtime: <message>`, and answers
+  // every later call the same way (shutdown when the grace period is over: every accepted call
+  // gets an answer).
+  void stop_all(std::string message);
+
+  const config::Limits& limits() const { return limits_; }
+
+  // Where calls run: sandbox processes, or (tests of the layers above) worker threads.
+  class Runner {
+   public:
+    virtual ~Runner() = default;
+    virtual void submit(Call call, Completion done) = 0;
+    virtual void cancel_all() = 0;
+    virtual void stop_all(std::string message) = 0;
+  };
 
  private:
-  struct Job {
-    Call call;
-    Completion done;
-  };
-  void worker_loop(unsigned slot);
-  Outcome run(const Call& call);
-
-  SandboxOptions options_;
-  // With processes: the pool, and the I/O thread it runs on when the Sandbox has its own.
-  std::unique_ptr<boost::asio::io_context> own_io_;
-  std::thread own_io_thread_;
-  std::unique_ptr<ProcessPool> pool_;
-  // Without: the worker threads and their queue.
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  std::deque<Job> queue_;
-  std::deque<unsigned> idle_;                          // waiting workers, longest-idle first
-  std::vector<std::shared_ptr<CancelToken>> running_;  // one slot per worker, under mutex_
-  bool stopping_ = false;
-  std::vector<std::thread> workers_;
+  config::Limits limits_;
+  std::unique_ptr<Runner> runner_;
 };
 
 }  // namespace codemode::sandbox

@@ -32,7 +32,8 @@ TEST_CASE("every submitted call completes exactly once, also at shutdown", "[san
     options.workers = 2;
     Sandbox sandbox(options);
     for (int i = 0; i < 50; ++i) {
-      sandbox.submit(Call{Tool::search, "async () => 1", nullptr}, [&](Outcome) { ++completed; });
+      sandbox.submit(Call{Tool::search, "async () => 1", "", nullptr},
+                     [&](Outcome) { ++completed; });
     }
   }  // the destructor drains the queue
   CHECK(completed == 50);

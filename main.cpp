@@ -140,6 +140,8 @@ int main(int argc, char** argv) {
         .allowed_origins = config.http.allowed_origins,
         .bearer_tokens = config.http.bearer_tokens,
     };
+    http->max_requests_per_principal =
+        std::size_t{config.sandbox.principal_calls} + config.sandbox.principal_queue;
   }
 
   if (serve_stdio && ::isatty(STDIN_FILENO)) {

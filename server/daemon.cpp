@@ -25,6 +25,9 @@ namespace codemode::server {
 
 namespace {
 
+// After the grace period has ended the calls: how long their answers may take to be written.
+constexpr std::chrono::milliseconds kAnswerFlush{2000};
+
 // How long a shutdown lets running calls finish: a signal gives them the shutdown grace
 // (an orchestrator waits for the process), stdin closing lets them all answer.
 enum class Grace { bounded, unbounded };
@@ -99,9 +102,14 @@ int Daemon::run() {
                                                    .child_command = options_.sandbox_command,
                                                    .executor = io.get_executor(),
                                                    .child_stderr = options_.sandbox_stderr,
+                                                   .processes = options_.config.sandbox,
                                                    .jit = options_.config.sandbox.jitless
                                                               ? sandbox::JitMode::jitless
                                                               : sandbox::JitMode::enabled});
+
+  // One principal's tool calls in flight, running or queued.
+  const std::size_t max_calls = std::size_t{options_.config.sandbox.principal_calls} +
+                                options_.config.sandbox.principal_queue;
 
   std::optional<StdioTransport> stdio;
   std::shared_ptr<McpSession> stdio_session;
@@ -113,10 +121,12 @@ int Daemon::run() {
   std::optional<HttpServer> http;
   if (options_.http) {
     // Each HTTP session answers every message on the exchange that carried it: no default Send.
-    http.emplace(io, *options_.http, [&](boost::asio::any_io_executor executor) {
-      return std::make_shared<McpSession>(std::move(executor), tools, sandbox, options_.info,
-                                          [](std::string) {});
-    });
+    http.emplace(io, *options_.http,
+                 [&](boost::asio::any_io_executor executor, std::string principal) {
+                   return std::make_shared<McpSession>(
+                       std::move(executor), tools, sandbox, options_.info, [](std::string) {},
+                       std::move(principal), max_calls);
+                 });
     if (auto problem = http->start()) {
       spdlog::error("http: {}", *problem);
       return 2;
@@ -142,9 +152,16 @@ int Daemon::run() {
       grace.expires_after(options_.shutdown_grace);
       grace.async_wait([&](boost::system::error_code ec) {
         if (ec) return;
-        spdlog::warn("shutdown grace period over; cancelling running calls");
-        sandbox.cancel_all();  // the workers finish at once; their answers are not awaited
-        io.stop();
+        // Every accepted call is answered: the queued ones and the running ones end now with an
+        // error that says why, and the transports send those answers before the server stops.
+        spdlog::warn("shutdown grace period over; ending the calls still running or queued");
+        sandbox.stop_all("the server is shutting down");
+        grace.expires_after(kAnswerFlush);
+        grace.async_wait([&](boost::system::error_code ec) {
+          if (ec) return;
+          spdlog::warn("answers not sent within {} ms of shutdown; stopping", kAnswerFlush.count());
+          io.stop();
+        });
       });
     }
     busy = (stdio_session ? 1 : 0) + (http ? 1 : 0);
@@ -158,7 +175,8 @@ int Daemon::run() {
     // unless it serves HTTP as well, which goes on. Posted: shutting down waits for this
     // session, which is inside its own send here.
     stdio_session = std::make_shared<McpSession>(
-        io.get_executor(), tools, sandbox, options_.info, [&](std::string message) {
+        io.get_executor(), tools, sandbox, options_.info,
+        [&](std::string message) {
           if (stdio->write_line(message) || stdout_gone) return;
           stdout_gone = true;
           spdlog::warn("stdout is gone; stdio answers are lost and stdin is no longer read");
@@ -166,7 +184,8 @@ int Daemon::run() {
             if (http) return stdio->stop();
             shut_down("stdout is gone", Grace::unbounded);
           });
-        });
+        },
+        "stdio", max_calls);
   }
 
   boost::asio::signal_set signals(io, SIGINT, SIGTERM);

@@ -12,6 +12,7 @@
 #include <spdlog/spdlog.h>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
@@ -46,18 +47,23 @@ bool is_http_parse_error(const boost::system::error_code& ec) {
   return ec.category() == http::make_error_code(http::error::bad_target).category();
 }
 
+// How long a new connection may go unadmitted before it counts as waiting (http_server_state.h).
+constexpr std::chrono::milliseconds kWaitingGrace{200};
+
 // One TCP connection: reads a request, answers it, reads the next (keep-alive). At most one
 // request is in flight per connection (HTTP/1.1 without pipelining); while it runs, the socket is
 // watched so that a client that hangs up cancels the call.
 // A request is read in two steps: the header block, which is checked (repeated headers, Host,
 // Origin, the bearer token) before a byte of the body is read, so an unauthenticated client never
-// makes the server hold a body; then the body. A connection starts waiting (State::Waiting) with
-// a short deadline for each header block, and is admitted (one of max_connections) by its first
-// authenticated /mcp request.
+// makes the server hold a body; then the body. A connection not admitted within kWaitingGrace
+// starts waiting (State::Waiting); until admitted it has a short deadline for each header block,
+// and is admitted (one of max_connections) by its first authenticated /mcp request.
 class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
  public:
   HttpConnection(tcp::socket socket, std::shared_ptr<State> state)
-      : stream_(std::move(socket)), state_(std::move(state)) {
+      : stream_(std::move(socket)),
+        state_(std::move(state)),
+        waiting_timer_(stream_.get_executor()) {
     boost::system::error_code ec;
     client_ = stream_.socket().remote_endpoint(ec).address().to_string();
   }
@@ -67,12 +73,20 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   }
 
   void run() {
-    std::weak_ptr<HttpConnection> weak = shared_from_this();
-    waiting_ = state_->start_waiting(client_, [weak] {
-      if (auto self = weak.lock()) {
-        self->waiting_.reset();  // already off the list (the state's one thread runs this)
-        asio::post(self->stream_.get_executor(), [self] { self->close(); });
-      }
+    // A connection joins the waiting list (and its caps) only if it is still not admitted a
+    // moment after it came: a client that opens many connections at once and sends a request
+    // on each (a burst of calls in flight) is not mistaken for idle sockets, while sockets that
+    // stay idle are capped as before.
+    waiting_timer_.expires_after(kWaitingGrace);
+    waiting_timer_.async_wait([weak = weak_from_this()](boost::system::error_code ec) {
+      auto self = weak.lock();
+      if (ec || !self || self->admitted_ || self->closed_) return;
+      self->waiting_ = self->state_->start_waiting(self->client_, [weak] {
+        if (auto self = weak.lock()) {
+          self->waiting_.reset();  // already off the list (the state's one thread runs this)
+          asio::post(self->stream_.get_executor(), [self] { self->close(); });
+        }
+      });
     });
     asio::dispatch(stream_.get_executor(),
                    beast::bind_front_handler(&HttpConnection::do_read, shared_from_this()));
@@ -87,7 +101,13 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
     Era era;
     std::uint64_t generation;
     bool streaming = false;  // answered as an SSE stream: progress events, then the response
+    std::string principal;   // whose in-flight count it holds
   };
+
+  // Who a request is that no stateful session carries: its token's name, else its address.
+  std::string sessionless_principal() const {
+    return principal_.empty() ? "client " + client_ : principal_;
+  }
 
   void do_read() {
     if (closed_) return;
@@ -183,6 +203,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
       }
       admitted_ = true;
       ++state_->admitted;
+      waiting_timer_.cancel();
       if (waiting_) state_->stop_waiting(*std::exchange(waiting_, std::nullopt));
     }
     return std::nullopt;
@@ -282,12 +303,20 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
                                      serialize_error(*refusal)));
         }
         // A fresh session serves the one request and is dropped.
-        return dispatch(state_->make_session(asio::make_strand(state_->io)), std::move(message),
-                        format, std::nullopt, Era::stateless);
+        return dispatch(
+            state_->make_session(asio::make_strand(state_->io), sessionless_principal()),
+            std::move(message), format, std::nullopt, Era::stateless);
       }
-      case PostRoute::new_session:
-        return dispatch(state_->make_session(asio::make_strand(state_->io)), std::move(message),
-                        format, new_session_id(), Era::negotiated);
+      case PostRoute::new_session: {
+        std::string id = new_session_id();
+        // Without tokens, each session is a principal of its own (named by a count: the id is
+        // the session's only credential, and principals are logged).
+        std::string principal = principal_.empty()
+                                    ? "session-" + std::to_string(++state_->sessions_started)
+                                    : principal_;
+        return dispatch(state_->make_session(asio::make_strand(state_->io), std::move(principal)),
+                        std::move(message), format, std::move(id), Era::negotiated);
+      }
       case PostRoute::named_session: {
         auto session = state_->sessions.find(*session_id, principal_);
         if (!session) return refuse({404, "not found: no session with this Mcp-Session-Id"});
@@ -296,7 +325,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
                         Era::negotiated);
       }
       case PostRoute::fresh_session: {
-        auto session = state_->make_session(asio::make_strand(state_->io));
+        auto session = state_->make_session(asio::make_strand(state_->io), sessionless_principal());
         // Fresh and not yet shared with any other executor: set up before the first post.
         if (!rpc_request || rpc_request->method != "initialize") {
           session->assume_initialized(std::string(version.value_or(kDefaultHttpProtocolVersion)));
@@ -319,19 +348,21 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
       return write(empty_response(http::status::accepted));
     }
 
-    auto& by_client = state_->in_flight_by_client[client_];
-    if (by_client >= state_->options.max_requests_per_client) {
-      return refuse({429, "too many requests: " + std::to_string(by_client) +
-                              " requests from this client are in flight"});
+    auto& by_principal = state_->in_flight_by_principal[session->principal()];
+    if (by_principal >= state_->options.max_requests_per_principal) {
+      if (by_principal == 0) state_->in_flight_by_principal.erase(session->principal());
+      return refuse({429, "too many requests: " + std::to_string(by_principal) +
+                              " calls of this client are in flight or queued; retry when one has "
+                              "finished"});
     }
-    ++by_client;
+    ++by_principal;
     ++state_->in_flight;
     // A tools/call with a progress token, from a client that takes event streams, is answered
     // as a stream at once: its progress notifications, then its response.
     const bool streaming = event_stream_ok_ && rpc_request->method == "tools/call" &&
                            progress_token(rpc_request->params).has_value();
-    pending_ =
-        Pending{session, rpc_request->id, format, std::move(new_id), era, ++generation_, streaming};
+    pending_ = Pending{session, rpc_request->id, format,    std::move(new_id),
+                       era,     ++generation_,   streaming, session->principal()};
     McpSession::Send reply_to = [self = shared_from_this(),
                                  generation = generation_](std::string answer) {
       asio::post(self->stream_.get_executor(),
@@ -372,7 +403,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
     if (closed_ || !pending_ || pending_->generation != generation) return;  // the client left
     Pending pending = std::move(*pending_);
     pending_.reset();
-    state_->request_done(client_);
+    state_->request_done(pending.principal);
     if (pending.streaming) {
       if (!answer.empty()) send_event(answer);  // empty: cancelled, the stream just ends
       return end_stream();
@@ -583,6 +614,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
     HttpResponse response = json_response(
         status, serialize_error(nullptr, ErrorCode::transport_refused, refusal.message));
     if (refusal.status == 401) response.set(http::field::www_authenticate, "Bearer");
+    if (refusal.status == 429) response.set(http::field::retry_after, "1");
     return response;
   }
 
@@ -646,7 +678,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   void close() {
     closed_ = true;
     if (pending_) {  // a read or write failed while a call ran: nobody reads its answer now
-      state_->request_done(client_);
+      state_->request_done(pending_->principal);
       asio::post(pending_->session->executor(),
                  [session = pending_->session, id = pending_->id] { session->cancel(id); });
       pending_.reset();
@@ -660,6 +692,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   std::optional<http::request_parser<http::string_body>> parser_;
   std::shared_ptr<State> state_;
   std::string client_;  // the peer's IP address: the unit of the per-client request limit
+  asio::steady_timer waiting_timer_;  // until it expires, a new connection is not yet waiting
   std::optional<State::WaitingList::iterator> waiting_;  // set while not admitted
   bool admitted_ = false;                                // counted in State::admitted
   std::string principal_;  // who the current request's token names (HttpPolicy::authenticate)

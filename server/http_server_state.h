@@ -29,11 +29,11 @@ struct HttpServer::State {
         acceptor(io_context),
         sessions(options.max_sessions, options.max_sessions_per_owner) {}
 
-  // One POST request fewer in flight for `client`; tells a drain when none is left.
-  void request_done(const std::string& client) {
+  // One POST request fewer in flight for `principal`; tells a drain when none is left.
+  void request_done(const std::string& principal) {
     --in_flight;
-    if (auto it = in_flight_by_client.find(client); it != in_flight_by_client.end()) {
-      if (--it->second == 0) in_flight_by_client.erase(it);
+    if (auto it = in_flight_by_principal.find(principal); it != in_flight_by_principal.end()) {
+      if (--it->second == 0) in_flight_by_principal.erase(it);
     }
     maybe_drained();
   }
@@ -90,7 +90,8 @@ struct HttpServer::State {
   WaitingList waiting;       // the others, oldest first
   std::map<std::string, std::size_t> waiting_by_address;
   std::size_t in_flight = 0;
-  std::map<std::string, std::size_t> in_flight_by_client;
+  std::map<std::string, std::size_t> in_flight_by_principal;  // McpSession::principal()
+  std::uint64_t sessions_started = 0;  // names the principals of sessions without tokens
   bool draining = false;
   std::function<void()> on_drained;
 };

@@ -80,7 +80,10 @@ struct HttpOptions {
   // waiting one (of that address, or of all).
   std::size_t max_waiting_connections = 128;
   std::size_t max_waiting_per_address = 32;
-  std::size_t max_requests_per_client = 16;  // POSTs in flight per client IP; beyond: 429
+  // Requests in flight per principal (a token's name; without tokens a session, or the peer
+  // address for requests outside a session): the config's sandbox.principal_calls +
+  // principal_queue. One more: 429 with Retry-After.
+  std::size_t max_requests_per_principal = 512;
   // Stateful sessions kept, and per owner (bearer token, or peer address without tokens); one
   // more evicts the owner's least recently used, or in a full table that of the owner holding
   // the most (its client gets 404 and initializes again, as the transport spec has clients do).
@@ -88,9 +91,10 @@ struct HttpOptions {
   std::size_t max_sessions_per_owner = 256;
 };
 
-// Makes a fresh McpSession running on `executor`, whose every message comes with its own Send.
-using SessionFactory =
-    std::function<std::shared_ptr<McpSession>(boost::asio::any_io_executor executor)>;
+// Makes a fresh McpSession for `principal` running on `executor`, whose every message comes with
+// its own Send.
+using SessionFactory = std::function<std::shared_ptr<McpSession>(
+    boost::asio::any_io_executor executor, std::string principal)>;
 
 class HttpServer {
  public:

@@ -49,11 +49,12 @@ struct Server {
 
   explicit Server(HttpOptions options) {
     options.endpoint = HttpEndpoint{"127.0.0.1", 0};
-    http.emplace(io, std::move(options), [this](asio::any_io_executor executor) {
-      return std::make_shared<McpSession>(std::move(executor), tools, sandbox,
-                                          ServerInfo{"codemode-mcp", "9.9.9", ""},
-                                          [](std::string) {});
-    });
+    http.emplace(io, std::move(options),
+                 [this](asio::any_io_executor executor, std::string principal) {
+                   return std::make_shared<McpSession>(
+                       std::move(executor), tools, sandbox, ServerInfo{"codemode-mcp", "9.9.9", ""},
+                       [](std::string) {}, std::move(principal));
+                 });
     REQUIRE_FALSE(http->start());
     work.emplace(io.get_executor());
     thread = std::thread([this] { io.run(); });

@@ -26,6 +26,9 @@ enum class ErrorCode : int {
   // The implementation-defined range: the HTTP transport refused the request before any
   // session saw it (bad origin, token, session id, header); the HTTP status says which.
   transport_refused = -32000,
+  // A tools/call over the bound on one principal's calls in flight and queued (the config's
+  // sandbox.principal_calls + principal_queue); retry once one has finished.
+  too_many_calls = -32001,
   // MCP 2026-07-28's own block (stateless_revision.h): an HTTP header disagrees with the body
   // or is missing/invalid; a client capability the request needs was not declared; the
   // requested protocol version is not served here.

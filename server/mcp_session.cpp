@@ -36,12 +36,15 @@ std::optional<Json> progress_token(const Json& params) {
 }
 
 McpSession::McpSession(boost::asio::any_io_executor executor, const ToolCatalog& tools,
-                       sandbox::Sandbox& sandbox, ServerInfo info, Send send)
+                       sandbox::Sandbox& sandbox, ServerInfo info, Send send, std::string principal,
+                       std::size_t max_calls)
     : executor_(std::move(executor)),
       tools_(tools),
       sandbox_(sandbox),
       info_(std::move(info)),
-      send_(std::move(send)) {}
+      send_(std::move(send)),
+      principal_(std::move(principal)),
+      max_calls_(max_calls) {}
 
 void McpSession::handle(std::string_view message) {
   dispatch(parse_message(message), send_, ReplyRoute::session, send_);
@@ -203,6 +206,12 @@ void McpSession::call_tool(const Json& id, const Json& params, const Send& out, 
     return reply_error(out, id, ErrorCode::invalid_request,
                        "invalid request: id " + key + " is already in use by a running call");
   }
+  if (max_calls_ != 0 && calls_.size() >= max_calls_) {
+    return reply_error(out, id, ErrorCode::too_many_calls,
+                       "too many calls: " + std::to_string(calls_.size()) +
+                           " tool calls of this client are running or queued; retry when one "
+                           "has finished");
+  }
 
   // Argument problems are tool results, not protocol errors, so the model can correct itself.
   const Json arguments = params.value("arguments", Json::object());
@@ -227,7 +236,7 @@ void McpSession::call_tool(const Json& id, const Json& params, const Send& out, 
     schedule_progress(key, std::move(*token), notify, started, 1);
   }
   sandbox_.submit(
-      sandbox::Call{*tool, std::move(code), std::move(cancel)},
+      sandbox::Call{*tool, std::move(code), principal_, std::move(cancel)},
       [self = shared_from_this(), id, name, started](sandbox::Outcome outcome) {
         boost::asio::post(self->executor_, [self, id, name, started, outcome = std::move(outcome)] {
           const double ms =
@@ -237,10 +246,13 @@ void McpSession::call_tool(const Json& id, const Json& params, const Send& out, 
           // too, and its wake-up would come ahead of the answer's.
           self->finish_call(id, outcome);
           if (outcome.sandbox_us > 0) {
-            spdlog::info("tools/call {} id={}: {} in {:.2f} ms (sandbox process {:.2f} ms)", name,
-                         escape_log_text(dump(id)),
-                         outcome.ok ? "ok" : sandbox::to_string(outcome.error_kind), ms,
-                         static_cast<double>(outcome.sandbox_us) / 1000);
+            spdlog::info(
+                "tools/call {} id={}: {} in {:.2f} ms (queued {:.2f} ms, sandbox process {:.2f} "
+                "ms)",
+                name, escape_log_text(dump(id)),
+                outcome.ok ? "ok" : sandbox::to_string(outcome.error_kind), ms,
+                static_cast<double>(outcome.queued_us) / 1000,
+                static_cast<double>(outcome.sandbox_us) / 1000);
           } else {
             spdlog::info("tools/call {} id={}: {} in {:.2f} ms", name, escape_log_text(dump(id)),
                          outcome.ok ? "ok" : sandbox::to_string(outcome.error_kind), ms);

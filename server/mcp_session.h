@@ -66,8 +66,12 @@ class McpSession : public std::enable_shared_from_this<McpSession> {
  public:
   using Send = std::function<void(std::string message)>;
 
+  // `principal`: who the session's calls belong to (sandbox::Call::principal). `max_calls`: its
+  // tool calls in flight at once, queued ones included; one more is refused with
+  // ErrorCode::too_many_calls (0: no bound).
   McpSession(boost::asio::any_io_executor executor, const ToolCatalog& tools,
-             sandbox::Sandbox& sandbox, ServerInfo info, Send send);
+             sandbox::Sandbox& sandbox, ServerInfo info, Send send, std::string principal = {},
+             std::size_t max_calls = 0);
 
   // One message from the peer (a line without its newline, or an HTTP body).
   void handle(std::string_view message);
@@ -94,6 +98,7 @@ class McpSession : public std::enable_shared_from_this<McpSession> {
   void when_idle(std::function<void()> on_idle);
 
   std::size_t in_flight() const { return calls_.size(); }
+  const std::string& principal() const { return principal_; }
   const boost::asio::any_io_executor& executor() const { return executor_; }
 
  private:
@@ -129,6 +134,8 @@ class McpSession : public std::enable_shared_from_this<McpSession> {
   sandbox::Sandbox& sandbox_;
   ServerInfo info_;
   Send send_;
+  const std::string principal_;
+  const std::size_t max_calls_;
   bool initialized_ = false;
   std::string protocol_version_;
   std::map<std::string, CallState> calls_;  // key: dumped id, so 1 and "1" stay distinct

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { BIN, RawServer } from './harness.mjs';
-import { post, provesServing, rawExchange, startHttpServer } from './http_harness.mjs';
+import { post, provesServing, rawExchange, startHttpServer, writeConfig } from './http_harness.mjs';
 
 // A tools/call whose params nest `depth` objects deep: ~600 KB for the review's 100,000.
 function deepCall(id, depth) {
@@ -99,8 +99,10 @@ test('--http --stdio: a stdio peer that stops reading stdout never holds up HTTP
 });
 
 test('stdio: a client that leaves 16 MiB of answers unread is treated as gone, and the server exits 0', async () => {
-  // stdout is a pipe nobody reads; ~24 KB per answer, 1,000 answers.
-  const proc = spawn(BIN, [], { stdio: ['pipe', 'pipe', 'pipe'] });
+  // stdout is a pipe nobody reads; ~60 KB per answer, up to 512 of them accepted at once (the
+  // client's bound on calls in flight; the others are refused with small answers).
+  const config = writeConfig({ limits: { result_chars: 30000 } });
+  const proc = spawn(BIN, ['--config', config], { stdio: ['pipe', 'pipe', 'pipe'] });
   proc.stdin.on('error', () => {});
   let stderr = '';
   proc.stderr.on('data', (d) => { stderr += d; });
@@ -109,7 +111,7 @@ test('stdio: a client that leaves 16 MiB of answers unread is treated as gone, a
     params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'mute', version: '1' } } }) + '\n');
   for (let i = 1; i <= 1000; i++) {
     proc.stdin.write(JSON.stringify({ jsonrpc: '2.0', id: i, method: 'tools/call',
-      params: { name: 'search', arguments: { code: `async () => "${i}".padEnd(11000, "x")` } } }) + '\n');
+      params: { name: 'search', arguments: { code: `async () => "${i}".padEnd(29000, "x")` } } }) + '\n');
   }
   // stdin stays open: only the overflow can end the server.
   let timer;

@@ -1,5 +1,5 @@
 // --http as a process: flags, the refusal to serve a network address unauthenticated, limits
-// (body, header, requests in flight per client), client disconnect = cancellation, and the
+// (body, header, calls in flight per principal), client disconnect = cancellation, and the
 // graceful drain on SIGTERM. Every adversarial case ends with proof the server still serves.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -8,6 +8,7 @@ import { connect } from 'node:net';
 import { run } from './harness.mjs';
 import {
   startHttpServer, RawConnection, rawExchange, post, provesServing, INITIALIZE, hangUpDuring,
+  writeConfig,
 } from './http_harness.mjs';
 
 const slowCall = (id, ms) => ({
@@ -113,8 +114,10 @@ test('a client that disconnects during tools/call cancels it', async () => {
   }
 });
 
-test('more than 16 requests in flight from one client: 429, and the server serves on', async () => {
-  const server = await startHttpServer();
+test('more calls in flight than a principal may have: 429 with Retry-After, other principals served', async () => {
+  // 10 running and 6 queued: the 17th of one session (without tokens, a session is a principal).
+  const config = writeConfig({ sandbox: { principal_calls: 10, principal_queue: 6 } });
+  const server = await startHttpServer(['--http', ':0', '--config', config]);
   try {
     const headers = await session(server.port);
     const connections = [];
@@ -130,7 +133,9 @@ test('more than 16 requests in flight from one client: 429, and the server serve
       if (refused.status === 429) break;
     }
     assert.equal(refused.status, 429);
-    assert.match(refused.body, /too many requests: 16 requests from this client are in flight/);
+    assert.equal(refused.headers['retry-after'], '1');
+    assert.match(refused.body, /too many requests: 16 calls of this client are in flight or queued/);
+    await provesServing(server.port);  // a new session is another principal, from the same address
     for (const connection of connections) connection.destroy();
     await server.waitFor(/call 16 cancelled: the client went away/);
     await provesServing(server.port);

@@ -3,7 +3,7 @@
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, readdirSync, writeFileSync, mkdtempSync } from 'node:fs';
-import { tmpdir, availableParallelism } from 'node:os';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { RawServer, SOURCE_DIR, run } from './harness.mjs';
 
@@ -73,12 +73,11 @@ describe('sandbox processes of a running server', () => {
 
   const call = (id, code) => server.request({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'search', arguments: { code } } }, 30000);
 
-  test('one locked-down process per core, with no environment', async () => {
-    const workers = availableParallelism();
+  test('a spare process waits, locked down, with no environment', async () => {
     // Ready means locked down: a process that is still starting has no filter yet.
     const pids = await until('the sandbox processes, ready', () => {
       const found = childrenOf(server.proc.pid);
-      return found.length === workers && found.every((pid) => status(pid).Seccomp === '2') && found;
+      return found.length >= 1 && found.every((pid) => status(pid).Seccomp === '2') && found;
     });
     for (const pid of pids) {
       const s = status(pid);
@@ -94,7 +93,7 @@ describe('sandbox processes of a running server', () => {
   test('SIGKILL to the process running a call is that call\'s error; the next call is served', async () => {
     const before = await until('the sandbox processes', () => {
       const found = childrenOf(server.proc.pid);
-      return found.length === availableParallelism() && found;
+      return found.length >= 1 && found;
     });
     const start = Object.fromEntries(before.map((pid) => [pid, cpuTicks(pid)]));
     const pending = call(1, 'async () => { for (;;) {} }');
@@ -109,10 +108,10 @@ describe('sandbox processes of a running server', () => {
     assert.equal(next.result.content[0].text, '11');
     const after = await until('a replacement process', () => {
       const found = childrenOf(server.proc.pid);
-      return found.length === availableParallelism() && !found.includes(busy) && found;
+      return found.length >= 1 && !found.includes(busy) && found;
     });
     assert.ok(!after.includes(busy));
-    assert.match(server.stderr, /sandbox: process replaced after a call: runtime: the sandbox process was killed by SIGKILL/);
+    assert.match(server.stderr, new RegExp(`sandbox: process ${busy} ended after a call: runtime: the sandbox process was killed by SIGKILL`));
     assert.ok(!server.stderr.includes('proc-secret-never-in-a-child'));
   });
 });
@@ -151,7 +150,8 @@ test('sandbox.jitless and --jitless: processes hold no executable memory of thei
       }
       const pids = await until('the sandbox processes', () => {
         const found = childrenOf(server.proc.pid);
-        return found.length === availableParallelism() && found.every((pid) => status(pid).Seccomp === '2') && found;
+        // The process that ran the calls, and the spare started after it.
+        return found.length === 2 && found.every((pid) => status(pid).Seccomp === '2') && found;
       });
       counts[jitless].push(...pids.map((pid) => anonymousExecutableMappings(pid).length));
       assert.match(server.stderr, jitless ? /sandbox layer jitless: on/ : /sandbox layer jitless: no/);

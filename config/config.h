@@ -50,14 +50,36 @@ struct Limits {
   std::uint32_t response_bytes = 1048576;  // 1..1073741824: largest upstream body accepted
 };
 
+// A token the HTTP transport accepts, and the principal it stands for. The name is who the
+// caller is: stateful sessions are bound to it, and it is what logs, metrics and audit records
+// may show of a caller (unlike the token, it is no secret).
+struct BearerToken {
+  // 1..64 characters of [A-Za-z0-9._-], so that it is safe in a log line, a metric label and an
+  // audit record without quoting. Unique among all the tokens ignoring ASCII case ("alice" and
+  // "Alice" would be one person to a reader of the logs); stored as written.
+  std::string name;
+  // At least 16 visible ASCII characters (short tokens are guessable), no whitespace. Unique
+  // among all the tokens: one token stands for one principal. Never logged, never shown.
+  std::string token;
+
+  bool operator==(const BearerToken&) const = default;
+};
+
 // The Streamable HTTP transport (used only with --http).
 struct Http {
   // Browser Origins allowed to call /mcp (DNS-rebinding defence). Default: http://localhost.
   // Same syntax and normalisation as Upstream::origin; a list in the file replaces the default.
   std::vector<std::string> allowed_origins = {"http://localhost"};
-  // Accepted bearer tokens. Empty: no authentication (allowed on loopback binds only).
-  // Each is at least 16 visible ASCII characters (short tokens are guessable), no whitespace.
-  std::vector<std::string> bearer_tokens;
+  // Every accepted bearer token with its name: the one list the transport authenticates with.
+  // The file may give tokens under two keys, either, both or neither:
+  //   "tokens": [{"name": "alice", "token": "${ALICE_TOKEN}"}, ...]   named by the author;
+  //   "bearer_tokens": ["${TOKEN}", ...]    named "token-1", "token-2", ... by their 1-based
+  //                                         position in that list (a given name may not
+  //                                         take one of these).
+  // Held in that order: `tokens` in file order, then `bearer_tokens` in file order; the order
+  // carries no meaning, every token is compared on every request.
+  // Empty: no authentication (allowed on loopback binds only).
+  std::vector<BearerToken> bearer_tokens;
 };
 
 // What `execute` may call beyond the origin allowlist. Absent: any path, any method.

@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <ostream>
 #include <random>
 #include <string>
 #include <utility>
@@ -11,11 +12,19 @@
 #include <catch2/catch.hpp>
 
 namespace codemode::config {
+
+// How Catch2 shows a token in a failed check (found by argument-dependent lookup); a test's
+// tokens are no secret.
+std::ostream& operator<<(std::ostream& out, const BearerToken& token) {
+  return out << "{" << token.name << ", " << token.token << "}";
+}
+
 namespace {
 
 namespace fs = std::filesystem;
 using Problems = std::vector<std::string>;
 using Headers = std::vector<std::pair<std::string, std::string>>;
+using Tokens = std::vector<BearerToken>;
 
 // A fresh directory under the system temp dir, removed with everything in it.
 class TempDir {
@@ -150,7 +159,7 @@ TEST_CASE("a full config with ${ENV} references loads as written", "[config]") {
   CHECK(config.upstreams[0].headers == Headers{{"Authorization", "Bearer mh-demo-token"}});
   check_default_limits(config.limits);
   CHECK(config.http.allowed_origins == std::vector<std::string>{"http://localhost"});
-  CHECK(config.http.bearer_tokens == std::vector<std::string>{"codemode-token-0123456789"});
+  CHECK(config.http.bearer_tokens == Tokens{{"token-1", "codemode-token-0123456789"}});
 }
 
 TEST_CASE("present keys replace defaults and absent ones keep them", "[config][limits]") {
@@ -162,8 +171,9 @@ TEST_CASE("present keys replace defaults and absent ones keep them", "[config][l
   CHECK(partial.limits.wall_ms == 10000);
   CHECK(partial.limits.heap_mb == 64);
 
-  const Config tokens_only = workspace.load(with_http(R"({"bearer_tokens": []})"));
+  const Config tokens_only = workspace.load(with_http(R"({"bearer_tokens": [], "tokens": []})"));
   CHECK(tokens_only.http.allowed_origins == std::vector<std::string>{"http://localhost"});
+  CHECK(tokens_only.http.bearer_tokens.empty());
 
   const Config no_origins = workspace.load(with_http(R"({"allowed_origins": []})"));
   CHECK(no_origins.http.allowed_origins.empty());
@@ -269,9 +279,11 @@ TEST_CASE("unknown keys are problems, with a suggestion when one is close", "[co
   CHECK(workspace.problems(R"({"openapi": "openapi.json",
                                "upstreams": [{"origin": "http://a", "header": {}}]})") ==
         Problems{R"(upstreams[0].header: unknown key (did you mean "headers"?))"});
-  CHECK(workspace.problems(with_http(R"({"bearer_token": [], "allowed_origin": []})")) ==
-        Problems{R"(http.bearer_token: unknown key (did you mean "bearer_tokens"?))",
-                 R"(http.allowed_origin: unknown key (did you mean "allowed_origins"?))"});
+  CHECK(
+      workspace.problems(with_http(R"({"bearer_token": [], "allowed_origin": [], "token": []})")) ==
+      Problems{R"(http.bearer_token: unknown key (did you mean "bearer_tokens"?))",
+               R"(http.allowed_origin: unknown key (did you mean "allowed_origins"?))",
+               R"(http.token: unknown key (did you mean "tokens"?))"});
 }
 
 TEST_CASE("unknown keys far from any known key list the known keys", "[config][keys]") {
@@ -332,10 +344,12 @@ TEST_CASE("values of the wrong type name the path and the expected type", "[conf
             "upstreams[2].headers: expected an object, got an array",
             "upstreams[3].headers.X-Count: expected a string, got an integer",
         });
-  CHECK(workspace.problems(with_http(R"({"allowed_origins": [null], "bearer_tokens": "x"})")) ==
+  CHECK(workspace.problems(
+            with_http(R"({"allowed_origins": [null], "bearer_tokens": "x", "tokens": {}})")) ==
         Problems{
             "http.allowed_origins[0]: expected a string, got null",
             "http.bearer_tokens: expected an array, got a string",
+            "http.tokens: expected an array, got an object",
         });
 }
 
@@ -406,7 +420,7 @@ TEST_CASE("${NAME} and ${NAME:-fallback} expand in every string value", "[config
                                                {"X-Empty-Falls-Back", "fallback"},
                                                {"X-Set-Wins", "alpha"}});
   CHECK(config.http.allowed_origins == std::vector<std::string>{"http://localhost:5173"});
-  CHECK(config.http.bearer_tokens == std::vector<std::string>{"abcdefghijklmnopqrstuvwxyz"});
+  CHECK(config.http.bearer_tokens == Tokens{{"token-1", "abcdefghijklmnopqrstuvwxyz"}});
 
   const Config port_set =
       workspace.load(with_origin("http://127.0.0.1:${PORT:-8788}"), {{"PORT", "9000"}});
@@ -804,7 +818,7 @@ TEST_CASE("bearer tokens are long, visible ASCII, without whitespace", "[config]
   const Workspace workspace;
   CHECK(
       workspace.load(with_http(R"({"bearer_tokens": ["0123456789abcdef"]})")).http.bearer_tokens ==
-      std::vector<std::string>{"0123456789abcdef"});
+      Tokens{{"token-1", "0123456789abcdef"}});
   CHECK(workspace.problems(with_http(R"({"bearer_tokens": ["0123456789abcde", "",
           "0123456789 abcdef", "0123456789abcdef\t", "0123456789abcdef\u00e9"]})")) ==
         Problems{
@@ -814,6 +828,202 @@ TEST_CASE("bearer tokens are long, visible ASCII, without whitespace", "[config]
             "http.bearer_tokens[3]: contains whitespace",
             "http.bearer_tokens[4]: may contain only visible ASCII characters",
         });
+}
+
+TEST_CASE("named tokens and plain bearer_tokens make one list, plain ones named token-N",
+          "[config][http][tokens]") {
+  const Workspace workspace;
+  // Named entries first, then the plain ones, whichever key the file writes first.
+  const Config both = workspace.load(with_http(R"({
+      "bearer_tokens": ["plain-one-0123456789", "plain-two-0123456789"],
+      "tokens": [{"name": "alice", "token": "alice-0123456789abc"},
+                 {"token": "bob-0123456789abcdef", "name": "Bob.ops_2"}]})"));
+  CHECK(both.http.bearer_tokens == Tokens{{"alice", "alice-0123456789abc"},
+                                          {"Bob.ops_2", "bob-0123456789abcdef"},
+                                          {"token-1", "plain-one-0123456789"},
+                                          {"token-2", "plain-two-0123456789"}});
+  const Config named_only = workspace.load(
+      with_http(R"({"tokens": [{"name": "ci-runner", "token": "ci-runner-0123456789"}]})"));
+  CHECK(named_only.http.bearer_tokens == Tokens{{"ci-runner", "ci-runner-0123456789"}});
+  // A given name may look like a generated one that no plain entry takes.
+  const Config free_name = workspace.load(with_http(R"({
+      "tokens": [{"name": "token-2", "token": "given-0123456789abc"}],
+      "bearer_tokens": ["plain-one-0123456789"]})"));
+  CHECK(free_name.http.bearer_tokens ==
+        Tokens{{"token-2", "given-0123456789abc"}, {"token-1", "plain-one-0123456789"}});
+}
+
+TEST_CASE("a named token and its name expand ${VAR} like every string value",
+          "[config][http][tokens][env]") {
+  const Workspace workspace;
+  const Config config = workspace.load(with_http(R"({"tokens": [
+      {"name": "${WHO}", "token": "${ALICE_TOKEN}"},
+      {"name": "bob", "token": "$${literal}-0123456789"}]})"),
+                                       {{"WHO", "alice"}, {"ALICE_TOKEN", "from-env-0123456789"}});
+  CHECK(config.http.bearer_tokens ==
+        Tokens{{"alice", "from-env-0123456789"}, {"bob", "${literal}-0123456789"}});
+  CHECK(workspace.problems(with_http(R"({"tokens": [{"name": "a", "token": "${UNSET}"}]})")) ==
+        Problems{"http.tokens[0].token: environment variable UNSET is not set"});
+  CHECK(workspace.problems(with_http(R"({"tokens": [{"name": "a", "token": "${EMPTY}"}]})"),
+                           {{"EMPTY", ""}}) ==
+        Problems{"http.tokens[0].token: is empty after environment variable expansion"});
+}
+
+TEST_CASE("a token entry needs a string name and token and no other key",
+          "[config][http][tokens][keys]") {
+  const Workspace workspace;
+  CHECK(workspace.problems(with_http(R"({"tokens": [
+      {"token": "zero-0123456789abcdef"},
+      {"name": "one"},
+      {},
+      {"name": "three", "token": "three-0123456789abc", "tokn": "x", "role": "admin"},
+      "four-0123456789abcdef",
+      {"name": 5, "token": ["five-0123456789abcdef"]}]})")) ==
+        Problems{
+            "http.tokens[0].name: required key is missing",
+            "http.tokens[1].token: required key is missing",
+            "http.tokens[2].name: required key is missing",
+            "http.tokens[2].token: required key is missing",
+            R"(http.tokens[3].tokn: unknown key (did you mean "token"?))",
+            "http.tokens[3].role: unknown key (known keys: name, token)",
+            "http.tokens[4]: expected an object, got a string",
+            "http.tokens[5].name: expected a string, got an integer",
+            "http.tokens[5].token: expected a string, got an array",
+        });
+}
+
+TEST_CASE("a named token follows the bearer token rules", "[config][http][tokens]") {
+  const Workspace workspace;
+  CHECK(workspace.problems(with_http(R"({"tokens": [
+      {"name": "a", "token": "0123456789abcde"},
+      {"name": "b", "token": ""},
+      {"name": "c", "token": "0123456789 abcdef"},
+      {"name": "d", "token": "0123456789abcdef\u00e9"}]})")) ==
+        Problems{
+            "http.tokens[0].token: shorter than 16 characters; short tokens are guessable",
+            "http.tokens[1].token: must not be empty",
+            "http.tokens[2].token: contains whitespace",
+            "http.tokens[3].token: may contain only visible ASCII characters",
+        });
+}
+
+TEST_CASE("token names are 1 to 64 ASCII letters, digits, dots, underscores and hyphens",
+          "[config][http][tokens]") {
+  const Workspace workspace;
+  const std::string longest(64, 'n');
+  CHECK(workspace
+            .load(with_http(R"({"tokens": [{"name": ")" + longest +
+                            R"(", "token": "0123456789abcdef"}]})"))
+            .http.bearer_tokens == Tokens{{longest, "0123456789abcdef"}});
+  const std::string text = R"({"tokens": [
+      {"name": ")" + longest +
+                           R"(n", "token": "token-0-0123456789"},
+      {"name": "", "token": "token-1-0123456789"},
+      {"name": "al ice", "token": "token-2-0123456789"},
+      {"name": "al\u00efce", "token": "token-3-0123456789"},
+      {"name": "a/b", "token": "token-4-0123456789"},
+      {"name": "a\nb", "token": "token-5-0123456789"},
+      {"name": "${WHO}", "token": "token-6-0123456789"}]})";
+  const std::string charset = "may contain only ASCII letters, digits, '.', '_' and '-'";
+  CHECK(workspace.problems(with_http(text), {{"WHO", ""}}) ==
+        Problems{
+            "http.tokens[0].name: longer than 64 characters",
+            "http.tokens[1].name: must not be empty",
+            "http.tokens[2].name: " + charset,
+            "http.tokens[3].name: " + charset,
+            "http.tokens[4].name: " + charset,
+            "http.tokens[5].name: " + charset,
+            "http.tokens[6].name: is empty after environment variable expansion",
+        });
+}
+
+TEST_CASE("token names are unique ignoring case", "[config][http][tokens]") {
+  const Workspace workspace;
+  CHECK(workspace.problems(with_http(R"({"tokens": [
+      {"name": "alice", "token": "token-0-0123456789"},
+      {"name": "Alice", "token": "token-1-0123456789"},
+      {"name": "bob", "token": "token-2-0123456789"},
+      {"name": "alice", "token": "token-3-0123456789"}]})")) ==
+        Problems{
+            "http.tokens[1].name: same name as http.tokens[0].name (names are unique, ignoring "
+            "case)",
+            "http.tokens[3].name: same name as http.tokens[0].name (names are unique, ignoring "
+            "case)",
+        });
+}
+
+TEST_CASE("a given name that a plain bearer token is named by is a problem",
+          "[config][http][tokens]") {
+  const Workspace workspace;
+  CHECK(workspace.problems(with_http(R"({
+      "bearer_tokens": ["plain-one-0123456789", "plain-two-0123456789"],
+      "tokens": [{"name": "token-2", "token": "given-a-0123456789"},
+                 {"name": "TOKEN-1", "token": "given-b-0123456789"}]})")) ==
+        Problems{
+            R"(http.tokens[0].name: "token-2" is the name of http.bearer_tokens[1] (entries of )"
+            "http.bearer_tokens are named token-1, token-2, ... in file order); choose another",
+            R"(http.tokens[1].name: "token-1" is the name of http.bearer_tokens[0] (entries of )"
+            "http.bearer_tokens are named token-1, token-2, ... in file order); choose another",
+        });
+}
+
+TEST_CASE("one token value twice is a problem that does not show it", "[config][http][tokens]") {
+  const Workspace workspace;
+  const std::string secret = "twice-0123456789abcdef";
+  const std::string text = R"({
+      "bearer_tokens": [")" +
+                           secret + R"(", ")" + secret + R"(", "${SAME_AGAIN}"],
+      "tokens": [{"name": "alice", "token": ")" +
+                           secret + R"("},
+                 {"name": "bob", "token": "bob-0123456789abcdef"},
+                 {"name": "carol", "token": "${SAME_AS_BOB}"}]})";
+  const Problems problems = workspace.problems(
+      with_http(text), {{"SAME_AGAIN", secret}, {"SAME_AS_BOB", "bob-0123456789abcdef"}});
+  CHECK(problems ==
+        Problems{
+            "http.tokens[2].token: same token as http.tokens[1].token (a token stands for one "
+            "principal)",
+            "http.bearer_tokens[0]: same token as http.tokens[0].token (a token stands for one "
+            "principal)",
+            "http.bearer_tokens[1]: same token as http.tokens[0].token (a token stands for one "
+            "principal)",
+            "http.bearer_tokens[2]: same token as http.tokens[0].token (a token stands for one "
+            "principal)",
+        });
+  for (const std::string& problem : problems) {
+    INFO(problem);
+    CHECK(problem.find(secret) == std::string::npos);
+    CHECK(problem.find("bob-0123456789abcdef") == std::string::npos);
+  }
+}
+
+TEST_CASE("no token problem shows the token, written in the file or from the environment",
+          "[config][http][tokens][secrets]") {
+  const Workspace workspace;
+  const std::string secret = "sk_live_9f8e7d6c5b4a39281706";
+  const std::string text = R"({"tokens": [
+      {"name": "a", "token": ")" +
+                           secret + R"( tail"},
+      {"name": "b", "token": "${SPACEY}"},
+      {"name": "c", "token": ")" +
+                           secret + R"(\u00e9"},
+      {"name": "d", "token": "${NOT_ASCII}"},
+      {"name": "e", "token": ")" +
+                           secret + R"(", "extra": ")" + secret + R"("},
+      {"name": "f", "token": "${SAME}"},
+      {"name": "${SECRET_NAME}", "token": "g-0123456789abcdef"}],
+    "bearer_tokens": [")" + secret +
+                           R"(\t"]})";
+  const Problems problems = workspace.problems(with_http(text), {{"SPACEY", secret + " x"},
+                                                                 {"NOT_ASCII", secret + "\x01"},
+                                                                 {"SAME", secret},
+                                                                 {"SECRET_NAME", secret + "!"}});
+  CHECK(problems.size() == 8);
+  for (const std::string& problem : problems) {
+    INFO(problem);
+    CHECK(problem.find(secret) == std::string::npos);
+    CHECK(problem.find("sk_live") == std::string::npos);
+  }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -106,9 +106,12 @@ Json to_json(const config::Config& config) {
                     {"response_bytes", limits.response_bytes}};
   Json origins = Json::array();
   for (const auto& origin : config.http.allowed_origins) origins.push_back(escaped(origin));
+  // Every token written back with its name, generated ones included: the same list reads back.
   Json tokens = Json::array();
-  for (const auto& token : config.http.bearer_tokens) tokens.push_back(escaped(token));
-  root["http"] = {{"allowed_origins", origins}, {"bearer_tokens", tokens}};
+  for (const auto& token : config.http.bearer_tokens) {
+    tokens.push_back({{"name", escaped(token.name)}, {"token", escaped(token.token)}});
+  }
+  root["http"] = {{"allowed_origins", origins}, {"tokens", tokens}};
   root["sandbox"] = {{"jitless", config.sandbox.jitless}};
   return root;
 }

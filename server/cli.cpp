@@ -27,8 +27,9 @@ Options:
   --http-stateless    no MCP sessions: every POST is served on its own (any replica can serve
                       any request); no Mcp-Session-Id, no DELETE
   --allow-unauthenticated-network-access
-                      allow --http on a non-loopback address with no http.bearer_tokens
-                      (refused by default: anyone who reaches the port could run tools)
+                      allow --http on a non-loopback address with no token in http.tokens
+                      or http.bearer_tokens (refused by default: anyone who reaches the
+                      port could run tools)
   --jitless           run isolates without V8's JIT compilers (as "sandbox": {"jitless": true}):
                       less attack surface, slower code that computes (README.md, Security)
   --log-level LEVEL   stderr log level: trace, debug, info, warn, error, off (default: info);
@@ -116,8 +117,9 @@ std::optional<std::string> refuse_network_bind(const ServeOptions& options,
     return std::nullopt;
   }
   return "refusing to serve --http on " + options.http->host +
-         ", which is not a loopback address, without authentication: set http.bearer_tokens in "
-         "the config, bind 127.0.0.1, or pass --allow-unauthenticated-network-access";
+         ", which is not a loopback address, without authentication: set http.tokens (or "
+         "http.bearer_tokens) in the config, bind 127.0.0.1, or pass "
+         "--allow-unauthenticated-network-access";
 }
 
 }  // namespace codemode::server

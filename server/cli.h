@@ -47,7 +47,8 @@ CommandLine parse_command_line(std::span<const std::string_view> args);
 // The text of --help.
 std::string_view usage_text();
 
-// Why a daemon with these options and `bearer_tokens` configured tokens must not serve HTTP,
+// Why a daemon with these options and `bearer_tokens` configured tokens (config::Http's one list,
+// from both `http.tokens` and `http.bearer_tokens`) must not serve HTTP,
 // or nothing: a non-loopback address with no token is refused (anyone who reaches the port
 // could run tools) unless the long-named opt-out was given.
 std::optional<std::string> refuse_network_bind(const ServeOptions& options,

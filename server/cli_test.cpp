@@ -86,6 +86,8 @@ TEST_CASE("a non-loopback bind needs a token or the long opt-out", "[server][cli
   const auto refusal = refuse_network_bind(serve({"--http", "0.0.0.0:8080"}), 0);
   REQUIRE(refusal);
   CHECK(refusal->starts_with("refusing to serve --http on 0.0.0.0, which is not a loopback"));
+  CHECK(refusal->find("set http.tokens (or http.bearer_tokens) in the config") !=
+        std::string::npos);
   CHECK_FALSE(refuse_network_bind(serve({"--http", "0.0.0.0:8080"}), 1));
   CHECK_FALSE(refuse_network_bind(
       serve({"--http", "0.0.0.0:8080", "--allow-unauthenticated-network-access"}), 0));
@@ -97,4 +99,7 @@ TEST_CASE("the usage text names every option", "[server][cli]") {
                                         "--sandbox-report", "--jitless", "--version", "--help"}) {
     CHECK(usage_text().find(option) != std::string_view::npos);
   }
+  // The opt-out says which config keys make it unnecessary.
+  CHECK(usage_text().find("http.tokens") != std::string_view::npos);
+  CHECK(usage_text().find("http.bearer_tokens") != std::string_view::npos);
 }

@@ -150,7 +150,16 @@ bool tokens_equal(std::string_view presented, std::string_view expected) {
 
 HttpPolicy::HttpPolicy(HttpPolicyOptions options)
     : options_(std::move(options)), loopback_(is_loopback(options_.bound_host)) {
-  for (const auto& token : options_.bearer_tokens) token_digests_.push_back(sha256(token));
+  for (const auto& token : options_.bearer_tokens) {
+    // The principal names whose token a session belongs to: "" is the principal without tokens,
+    // and two tokens with one name would share sessions. config::parse refuses both.
+    CODEMODE_CHECK(!token.name.empty(), "every configured token has a name");
+    CODEMODE_CHECK(
+        std::none_of(tokens_.begin(), tokens_.end(),
+                     [&token](const TokenDigest& seen) { return seen.name == token.name; }),
+        "configured token names are unique");
+    tokens_.push_back(TokenDigest{token.name, sha256(token.token)});
+  }
   if (loopback_) {
     // A page served by this very endpoint is same-origin, never a rebinding: the Host check
     // already pins the name to loopback and the port to ours.
@@ -195,21 +204,21 @@ std::optional<HttpRefusal> HttpPolicy::check_bearer(
 
 HttpPolicy::Authentication HttpPolicy::authenticate(
     std::optional<std::string_view> authorization) const {
-  if (token_digests_.empty()) return {};
+  if (tokens_.empty()) return {};
   const Authentication refused{HttpRefusal{401, "unauthorized: a valid bearer token is required"},
                                ""};
   if (!authorization) return refused;
   const std::string_view value = trim_ows(*authorization);
   if (!net::istarts_with(value, "bearer ")) return refused;
   const std::string presented = sha256(trim_ows(value.substr(7)));
-  std::size_t matched = token_digests_.size();
-  for (std::size_t i = 0; i < token_digests_.size(); ++i) {  // no early exit: all are compared
+  const TokenDigest* matched = nullptr;
+  for (const TokenDigest& token : tokens_) {  // no early exit: all are compared
     const bool equal =
-        CRYPTO_memcmp(presented.data(), token_digests_[i].data(), token_digests_[i].size()) == 0;
-    if (equal) matched = i;
+        CRYPTO_memcmp(presented.data(), token.digest.data(), token.digest.size()) == 0;
+    if (equal) matched = &token;
   }
-  if (matched == token_digests_.size()) return refused;
-  return {std::nullopt, "token:" + std::to_string(matched)};
+  if (matched == nullptr) return refused;
+  return {std::nullopt, matched->name};
 }
 
 std::optional<HttpRefusal> check_repeated_headers(const std::vector<std::string_view>& names) {

@@ -20,6 +20,8 @@
 #include <string_view>
 #include <vector>
 
+#include "config/config.h"
+
 namespace codemode::server {
 
 class McpSession;
@@ -41,9 +43,10 @@ struct HttpRefusal {
 
 struct HttpPolicyOptions {
   std::vector<std::string> allowed_origins;  // normalised, as config::Http holds them
-  std::vector<std::string> bearer_tokens;    // empty: no authentication
-  std::string bound_host;                    // the IP literal the listener is bound to
-  std::uint16_t bound_port = 0;              // the actual port (after an ephemeral bind)
+  // As config::Http holds them: names non-empty and unique. Empty: no authentication.
+  std::vector<config::BearerToken> bearer_tokens;
+  std::string bound_host;        // the IP literal the listener is bound to
+  std::uint16_t bound_port = 0;  // the actual port (after an ephemeral bind)
 };
 
 class HttpPolicy {
@@ -60,20 +63,27 @@ class HttpPolicy {
   // `Authorization: Bearer TOKEN` when tokens are configured. Only the header counts.
   std::optional<HttpRefusal> check_bearer(std::optional<std::string_view> authorization) const;
   // The same check, and on success who the caller is: the principal a stateful session belongs
-  // to. Every token is compared, whichever matches.
+  // to. Every token is compared, whichever matches, each in constant time.
   struct Authentication {
     std::optional<HttpRefusal> refusal;  // set: refuse with it, there is no principal
-    std::string principal;  // "token:N" for the N-th configured token; "" when none are configured
+    // The matching token's name (config::BearerToken::name, e.g. "alice" or "token-1"); "" when
+    // no tokens are configured, a name no token has.
+    std::string principal;
   };
   Authentication authenticate(std::optional<std::string_view> authorization) const;
 
-  bool requires_token() const { return !token_digests_.empty(); }
+  bool requires_token() const { return !tokens_.empty(); }
 
  private:
+  struct TokenDigest {
+    std::string name;
+    std::string digest;  // SHA-256 of the token: compares are of equal length
+  };
+
   HttpPolicyOptions options_;
   bool loopback_;
-  std::vector<std::string> token_digests_;  // SHA-256 of each token: equal-length compares
-  std::vector<std::string> own_origins_;    // same-origin pages on a loopback bind
+  std::vector<TokenDigest> tokens_;       // what a presented token is compared with
+  std::vector<std::string> own_origins_;  // same-origin pages on a loopback bind
 };
 
 // `scheme://host[:port]` lower-cased with the default port dropped; nullopt when the text is

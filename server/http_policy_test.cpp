@@ -5,10 +5,11 @@
 #include <catch2/catch.hpp>
 
 using namespace codemode::server;
+using Tokens = std::vector<codemode::config::BearerToken>;
 
 namespace {
 
-HttpPolicy loopback_policy(std::vector<std::string> tokens = {}) {
+HttpPolicy loopback_policy(Tokens tokens = {}) {
   return HttpPolicy(HttpPolicyOptions{
       {"http://localhost", "https://app.example.com:8443"}, std::move(tokens), "127.0.0.1", 8080});
 }
@@ -58,7 +59,8 @@ TEST_CASE("Host on a loopback bind must be a loopback name with our port", "[ser
   CHECK(policy.check_host("127.0.0.1.evil.test:8080"));
   CHECK(policy.check_host(std::nullopt)->status == 403);
 
-  const HttpPolicy network(HttpPolicyOptions{{}, {"0123456789abcdef"}, "0.0.0.0", 8080});
+  const HttpPolicy network(
+      HttpPolicyOptions{{}, Tokens{{"token-1", "0123456789abcdef"}}, "0.0.0.0", 8080});
   CHECK_FALSE(network.check_host("api.example.com"));
 }
 
@@ -95,7 +97,8 @@ TEST_CASE("bearer tokens: the Authorization header only, compared in constant ti
   CHECK_FALSE(tokens_equal("", "x"));
 
   CHECK_FALSE(loopback_policy().check_bearer(std::nullopt));  // no tokens: no authentication
-  const auto policy = loopback_policy({"token-one-0123456789", "token-two-0123456789"});
+  const auto policy =
+      loopback_policy(Tokens{{"one", "token-one-0123456789"}, {"two", "token-two-0123456789"}});
   CHECK(policy.requires_token());
   CHECK_FALSE(policy.check_bearer("Bearer token-one-0123456789"));
   CHECK_FALSE(policy.check_bearer("bearer token-two-0123456789"));
@@ -162,41 +165,41 @@ TEST_CASE("session ids are 128 random bits in visible ASCII, the table forgets e
 
 TEST_CASE("a full session table evicts the least recently used session", "[server][http]") {
   HttpSessionTable table(2, 2);
-  const SessionOwner owner{"token:0", "token:0"};
+  const SessionOwner owner{"alice", "alice"};
   table.add("a", a_session(), owner);
   table.add("b", a_session(), owner);
-  table.find("a", "token:0");  // b is now the least recently used
+  table.find("a", "alice");  // b is now the least recently used
   CHECK(table.add("c", a_session(), owner) == std::optional<std::string>("b"));
   CHECK(table.size() == 2);
-  CHECK_FALSE(table.remove("b", "token:0"));
-  CHECK(table.remove("a", "token:0"));
-  CHECK(table.remove("c", "token:0"));
+  CHECK_FALSE(table.remove("b", "alice"));
+  CHECK(table.remove("a", "alice"));
+  CHECK(table.remove("c", "alice"));
 }
 
 TEST_CASE("a session belongs to the principal that made it: others see an unknown id",
           "[server][http][sessions]") {
   HttpSessionTable table(8, 8);
-  table.add("a", a_session(), SessionOwner{"token:0", "token:0"});
-  CHECK(table.find("a", "token:0"));
-  CHECK_FALSE(table.find("a", "token:1"));
+  table.add("a", a_session(), SessionOwner{"alice", "alice"});
+  CHECK(table.find("a", "alice"));
+  CHECK_FALSE(table.find("a", "bob"));
   CHECK_FALSE(table.find("a", ""));
-  CHECK_FALSE(table.remove("a", "token:1"));
+  CHECK_FALSE(table.remove("a", "bob"));
   CHECK(table.size() == 1);
-  CHECK(table.remove("a", "token:0"));
+  CHECK(table.remove("a", "alice"));
 }
 
 TEST_CASE("one owner's new sessions evict only its own, or those of the largest owner",
           "[server][http][sessions]") {
   HttpSessionTable table(4, 2);
-  const SessionOwner a{"token:0", "token:0"};
-  const SessionOwner b{"token:1", "token:1"};
+  const SessionOwner a{"alice", "alice"};
+  const SessionOwner b{"bob", "bob"};
   table.add("a1", a_session(), a);
   for (int i = 0; i < 100; ++i) {
     const auto evicted = table.add("b" + std::to_string(i), a_session(), b);
     if (i >= 2) CHECK(evicted == "b" + std::to_string(i - 2));  // b's own, oldest first
   }
-  CHECK(table.owned_by("token:1") == 2);
-  CHECK(table.find("a1", "token:0"));
+  CHECK(table.owned_by("bob") == 2);
+  CHECK(table.find("a1", "alice"));
 
   // Without tokens the quota is the peer address.
   const SessionOwner c{"", "10.0.0.3"};
@@ -206,7 +209,7 @@ TEST_CASE("one owner's new sessions evict only its own, or those of the largest 
   const auto evicted = table.add("d1", a_session(), SessionOwner{"", "10.0.0.4"});
   REQUIRE(evicted);
   CHECK(evicted->front() == 'b');
-  CHECK(table.find("a1", "token:0"));
+  CHECK(table.find("a1", "alice"));
   CHECK(table.find("c1", ""));
 }
 
@@ -226,13 +229,39 @@ TEST_CASE("headers that decide routing or identity may appear once", "[server][h
   CHECK(check_repeated_headers({"host", "HOST"}));
 }
 
-TEST_CASE("authentication names the principal: which configured token matched", "[server][http]") {
+TEST_CASE("authentication names the principal: the name of the token that matched",
+          "[server][http]") {
   CHECK(loopback_policy().authenticate(std::nullopt).principal.empty());
   CHECK_FALSE(loopback_policy().authenticate(std::nullopt).refusal);
-  const auto policy = loopback_policy({"token-one-0123456789", "token-two-0123456789"});
-  CHECK(policy.authenticate("Bearer token-one-0123456789").principal == "token:0");
-  CHECK(policy.authenticate("Bearer token-two-0123456789").principal == "token:1");
-  const auto wrong = policy.authenticate("Bearer token-three-0123456789");
-  CHECK(wrong.refusal);
-  CHECK(wrong.principal.empty());
+  CHECK(loopback_policy().authenticate("Bearer anything-0123456789").principal.empty());
+  // As config::parse gives them: named ones, then the plain list's token-1, token-2, ...
+  const auto policy = loopback_policy(Tokens{{"alice", "alice-token-0123456789"},
+                                             {"bob", "bob-token-0123456789"},
+                                             {"token-1", "plain-token-0123456789"}});
+  const auto alice = policy.authenticate("Bearer alice-token-0123456789");
+  CHECK_FALSE(alice.refusal);
+  CHECK(alice.principal == "alice");
+  CHECK(policy.authenticate("bearer  bob-token-0123456789 ").principal == "bob");
+  CHECK(policy.authenticate("Bearer plain-token-0123456789").principal == "token-1");
+}
+
+TEST_CASE("a token that is not configured is refused, with no principal", "[server][http]") {
+  const auto policy = loopback_policy(Tokens{{"alice", "alice-token-0123456789"}});
+  using Header = std::optional<std::string_view>;
+  for (const Header authorization : {
+           Header("Bearer alice-token-012345678"),    // one character short
+           Header("Bearer alice-token-01234567890"),  // one character more
+           Header("Bearer ALICE-TOKEN-0123456789"),   // another case
+           Header("Bearer alice"),                    // the name, not the token
+           Header("Bearer "),
+           Header(),
+           Header("Basic alice-token-0123456789"),
+       }) {
+    INFO(authorization.value_or("(no header)"));
+    const auto wrong = policy.authenticate(authorization);
+    REQUIRE(wrong.refusal);
+    CHECK(wrong.refusal->status == 401);
+    CHECK(wrong.refusal->message == "unauthorized: a valid bearer token is required");
+    CHECK(wrong.principal.empty());
+  }
 }

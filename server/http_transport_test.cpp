@@ -148,7 +148,7 @@ TEST_CASE("a body over max_body_bytes is 413, and the server serves on",
 TEST_CASE("with tokens, a request without one is 401 before its body is read",
           "[server][http_transport]") {
   HttpOptions options;
-  options.bearer_tokens = {"token-0123456789abcdef"};
+  options.bearer_tokens = {{"token-1", "token-0123456789abcdef"}};
   Server server(options);
   asio::io_context client;
   tcp::socket socket = connect_to(server.port(), client);

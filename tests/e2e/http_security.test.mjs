@@ -16,8 +16,10 @@ const TOKEN_B = 'token-b-0123456789abcdef';
 const A = { Authorization: `Bearer ${TOKEN_A}` };
 const B = { Authorization: `Bearer ${TOKEN_B}` };
 
-const withTokens = () => startHttpServer(
-  ['--http', ':0', '--config', writeConfig({ http: { bearer_tokens: [TOKEN_A, TOKEN_B] } })]);
+// Both config forms: A is named "a", B (a plain bearer_tokens entry) is named "token-1".
+const withTokens = () => startHttpServer(['--http', ':0', '--config', writeConfig({
+  http: { tokens: [{ name: 'a', token: TOKEN_A }], bearer_tokens: [TOKEN_B] },
+})]);
 
 const slowCall = (id, ms) => ({
   jsonrpc: '2.0', id, method: 'tools/call',

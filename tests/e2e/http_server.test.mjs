@@ -25,7 +25,7 @@ async function session(port) {
 test('a non-loopback bind without bearer tokens refuses to start (exit 2)', async () => {
   const { code, stderr } = await run(['--http', '0.0.0.0:0']);
   assert.equal(code, 2);
-  assert.match(stderr, /refusing to serve --http on 0\.0\.0\.0, which is not a loopback address, without authentication: set http\.bearer_tokens in the config, bind 127\.0\.0\.1, or pass --allow-unauthenticated-network-access/);
+  assert.match(stderr, /refusing to serve --http on 0\.0\.0\.0, which is not a loopback address, without authentication: set http\.tokens \(or http\.bearer_tokens\) in the config, bind 127\.0\.0\.1, or pass --allow-unauthenticated-network-access/);
 });
 
 test('--allow-unauthenticated-network-access opts out; Host is then not pinned', async () => {

@@ -57,6 +57,16 @@ class CancelRegistration {
 using Fetcher = std::function<void(gateway::OutboundRequest request,
                                    std::function<void(gateway::FetchResult result)> done)>;
 
+// How long a call's thread may keep running, on its CPU clock, past cpu_ms once its termination
+// has been requested, before the watchdog gives up on V8's termination and calls
+// Waiter::runaway(). The termination lands at the code's next interrupt check and CPU timers
+// fire on the kernel's tick, so ordinary code stops a few milliseconds past cpu_ms (a busy loop
+// ~4 ms); only a builtin that never checks (one String.prototype.replaceAll over megabytes) runs
+// on, for as long as it needs. 100 ms is 25 times that overshoot, so the hook never ends a call
+// that was about to stop (in a sandbox process that costs a replacement process), and short
+// against the seconds such a builtin takes.
+inline constexpr std::chrono::milliseconds kRunawayGrace{100};
+
 // How a call waits while its promise depends on fetches and timers. Without one, the call
 // sleeps until a Fetcher's `done` (on any thread) or a limit wakes it. A sandbox process passes
 // its own, which reads the channel on the call's thread while it waits, so a fetch reply reaches
@@ -69,6 +79,16 @@ class Waiter {
   virtual void wait_until(std::chrono::steady_clock::time_point deadline) = 0;
   // Any thread, during the call: the current wait_until() returns soon, or the next one at once.
   virtual void wake() = 0;
+  // The call's termination did not stop it: its thread has kept running for kRunawayGrace of CPU
+  // time past cpu_ms after the termination was requested, inside code that never reaches V8's
+  // interrupt check, and only killing what runs it stops it. `cpu_used`: the call's CPU time so
+  // far (at least cpu_ms + kRunawayGrace). Called at most once per call, on the watchdog's
+  // thread, under the watchdog's lock: the call cannot end while this runs (ending it disarms
+  // the watchdog, which takes that lock), so this must not wait for the call's thread. The
+  // default does nothing: a worker thread of the calling process cannot be killed on its own,
+  // and its call ends when the builtin returns. A sandbox process's waiter sends the call's
+  // result and exits.
+  virtual void runaway(std::chrono::milliseconds /*cpu_used*/) {}
 };
 
 }  // namespace codemode::sandbox

@@ -62,6 +62,11 @@ class Interrupts {
   const std::shared_ptr<Mailbox>& mailbox() const { return mailbox_; }
   // The call's own way of waiting (Waiter), for the duration of the call; null: the mailbox's.
   void use_waiter(Waiter* waiter) { waiter_ = waiter; }
+  // Watchdog thread: the call runs on past its termination (Waiter::runaway); without a Waiter
+  // nobody can stop it, and nothing happens.
+  void runaway(std::chrono::milliseconds cpu_used) {
+    if (Waiter* waiter = waiter_.load()) waiter->runaway(cpu_used);
+  }
 
   // Worker: sleeps until `deadline`, a trip, or a fetch completion.
   void wait_until(Clock::time_point deadline) {

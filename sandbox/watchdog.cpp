@@ -56,11 +56,14 @@ class WatchdogThread {
   // False when the timers could not be made: the caller must not run code unwatched.
   bool usable() const { return timers_ready_; }
 
-  void arm(Interrupts* interrupts, std::chrono::nanoseconds cpu_limit,
-           Clock::time_point wall_deadline) {
+  // `cpu_start` and `cpu_limit` on the worker's CPU clock.
+  void arm(Interrupts* interrupts, std::chrono::nanoseconds cpu_start,
+           std::chrono::nanoseconds cpu_limit, Clock::time_point wall_deadline) {
     std::lock_guard lock(mutex_);
     interrupts_ = interrupts;
+    cpu_start_ = cpu_start;
     cpu_limit_ = cpu_limit;
+    cpu_tripped_ = false;
     wall_deadline_ = wall_deadline;
     set(cpu_timer_, cpu_limit);
     set(wall_timer_, wall_deadline.time_since_epoch());
@@ -109,12 +112,22 @@ class WatchdogThread {
       if (stopping_) return;
       if (interrupts_ == nullptr) continue;  // the call ended before its timer's signal came
       const int which = info.si_value.sival_int;
-      if (which == kCpu && thread_cpu_time(cpu_clock_) >= cpu_limit_) {
-        interrupts_->trip(Stop::cpu);
-        interrupts_ = nullptr;  // one trip per call
+      if (which == kCpu) {
+        const std::chrono::nanoseconds used = thread_cpu_time(cpu_clock_);
+        if (!cpu_tripped_ && used >= cpu_limit_) {
+          interrupts_->trip(Stop::cpu);
+          // The backstop: the call stays armed, and its CPU timer fires again kRunawayGrace
+          // later; still running then, it is in code the termination does not reach.
+          cpu_tripped_ = true;
+          set(cpu_timer_, cpu_limit_ + kRunawayGrace);
+        } else if (cpu_tripped_ && used >= cpu_limit_ + kRunawayGrace) {
+          interrupts_->runaway(
+              std::chrono::duration_cast<std::chrono::milliseconds>(used - cpu_start_));
+          interrupts_ = nullptr;  // at most once per call
+        }
       } else if (which == kWall && Clock::now() >= wall_deadline_) {
+        // Stays armed for the CPU backstop; the wall timer does not fire again for this call.
         interrupts_->trip(Stop::wall);
-        interrupts_ = nullptr;
       }
     }
   }
@@ -128,7 +141,9 @@ class WatchdogThread {
   bool timers_ready_ = false;
   bool stopping_ = false;
   Interrupts* interrupts_ = nullptr;  // armed when set, under mutex_
+  std::chrono::nanoseconds cpu_start_{};
   std::chrono::nanoseconds cpu_limit_{};
+  bool cpu_tripped_ = false;  // the CPU timer now waits for cpu_limit_ + kRunawayGrace
   Clock::time_point wall_deadline_;
   std::thread thread_;
 };
@@ -138,7 +153,8 @@ Watchdog::Watchdog(Interrupts& interrupts, clockid_t cpu_clock, std::chrono::nan
   thread_local WatchdogThread watchdog(cpu_clock);
   watchdog_ = &watchdog;
   if (!watchdog_->usable()) return;
-  watchdog_->arm(&interrupts, thread_cpu_time(cpu_clock) + cpu_budget, wall_deadline);
+  const std::chrono::nanoseconds start = thread_cpu_time(cpu_clock);
+  watchdog_->arm(&interrupts, start, start + cpu_budget, wall_deadline);
 }
 
 Watchdog::~Watchdog() { watchdog_->disarm(); }

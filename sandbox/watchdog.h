@@ -18,6 +18,14 @@ class WatchdogThread;
 // a sandbox process a tenth of its CPU under load.) The kernel checks CPU-time timers on its
 // scheduler tick, so a busy loop overshoots cpu_ms by a few milliseconds at most.
 //
+// Behind cpu_ms, a backstop: V8's termination cannot stop a builtin that never reaches an
+// interrupt check. The trip itself comes from the timer's signal, whether or not the code ever
+// checks; after it the CPU timer is set again at cpu_ms + kRunawayGrace, and a call whose thread
+// is still running then gets its Waiter's runaway(), once, on the watchdog thread and under the
+// mutex its disarming takes (call_control.h). Whichever trip came first (cpu, or an earlier
+// wall, heap or cancel), the termination was requested by the time the thread reached cpu_ms,
+// so the one path covers them all.
+//
 // One watchdog thread per worker thread, started with its first call and kept (a thread per
 // call cost a clone, a stack mapping and a join every time). A Watchdog arms it for one call;
 // its destructor disarms it under the same mutex the watchdog trips under, so once the

@@ -69,8 +69,8 @@ inline constexpr std::chrono::milliseconds kRunawayGrace{100};
 
 // How a call waits while its promise depends on fetches and timers. Without one, the call
 // sleeps until a Fetcher's `done` (on any thread) or a limit wakes it. A sandbox process passes
-// its own, which reads the channel on the call's thread while it waits, so a fetch reply reaches
-// the isolate without a hop through another thread.
+// its own (child.cpp), which its channel reader wakes when a fetch reply has been delivered, and
+// which ends the process when the call runs away (runaway()).
 class Waiter {
  public:
   virtual ~Waiter() = default;

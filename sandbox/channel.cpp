@@ -212,7 +212,8 @@ struct Encoder {
                 {"id", m.id},
                 {"ok", m.outcome.ok},
                 {"logs", m.outcome.logs},
-                {"us", m.outcome.sandbox_us}};
+                {"us", m.outcome.sandbox_us},
+                {"last", m.last}};
     if (m.outcome.ok) {
       out["value"] = m.outcome.result_json;
     } else {
@@ -311,6 +312,7 @@ std::variant<Message, DecodeError> decode_object(const json& body) {
     m.outcome.ok = f.boolean("ok");
     m.outcome.logs = f.strings("logs");
     m.outcome.sandbox_us = f.u64("us");
+    m.last = f.boolean("last");
     if (m.outcome.ok) {
       m.outcome.result_json = f.text("value");
     } else {

@@ -79,10 +79,12 @@ struct FetchReply {
   gateway::FetchResult result;
 };
 
-// Process -> parent: how call `id` ended.
+// Process -> parent: how call `id` ended. `last`: the process ends right after this frame (a
+// call it could not stop), so no further call may be sent to it.
 struct Result {
   std::uint64_t id = 0;
   Outcome outcome;
+  bool last = false;
 };
 
 using Message = std::variant<Init, Ready, Run, Cancel, FetchRequest, FetchReply, Result>;

@@ -92,8 +92,10 @@ TEST_CASE("every message survives encoding and decoding", "[sandbox][channel]") 
   CHECK(ok_back.outcome.sandbox_us == 321);
   CHECK(ok_back.outcome.result_json == "[1]");
   CHECK(ok_back.outcome.logs == std::vector<std::string>{"log"});
+  CHECK_FALSE(ok_back.last);
   const auto failed_back =
-      std::get<Result>(round_trip(Result{2, Outcome::failure(ErrorKind::timeout, "slow")}));
+      std::get<Result>(round_trip(Result{2, Outcome::failure(ErrorKind::timeout, "slow"), true}));
+  CHECK(failed_back.last);
   CHECK_FALSE(failed_back.outcome.ok);
   CHECK(failed_back.outcome.error_kind == ErrorKind::timeout);
   CHECK(failed_back.outcome.error_message == "slow");

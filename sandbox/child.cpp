@@ -151,9 +151,13 @@ class Fetches {
 };
 
 // How one call waits for its fetches and timers: on its own thread, until the main thread
-// delivers a reply (then wake()), a limit trips, or the deadline passes.
+// delivers a reply (then wake()), a limit trips, or the deadline passes. And what ends a call
+// that termination cannot stop (a builtin that never checks for interrupts): its Result, then
+// the end of the process, the only way to stop the thread.
 class CallWaiter final : public Waiter {
  public:
+  CallWaiter(std::uint64_t call_id, std::uint32_t cpu_ms) : call_id_(call_id), cpu_ms_(cpu_ms) {}
+
   void wait_until(std::chrono::steady_clock::time_point deadline) override {
     std::unique_lock lock(mutex_);
     wake_.wait_until(lock, deadline, [this] { return woken_; });
@@ -164,8 +168,23 @@ class CallWaiter final : public Waiter {
     woken_ = true;
     wake_.notify_one();
   }
+  // On the watchdog's thread, while the call still runs (its Result has not been sent).
+  [[noreturn]] void runaway(std::chrono::milliseconds cpu_used) override {
+    send(channel::Result{
+        call_id_,
+        Outcome::failure(ErrorKind::timeout,
+                         "cpu limit " + std::to_string(cpu_ms_) +
+                             " ms exceeded; the code ran on for " +
+                             std::to_string(cpu_used.count()) +
+                             " ms of CPU in a builtin that cannot be interrupted, so its sandbox "
+                             "process was ended"),
+        /*last=*/true});
+    ::_exit(kExitRunaway);
+  }
 
  private:
+  const std::uint64_t call_id_;
+  const std::uint32_t cpu_ms_;
   std::mutex mutex_;
   std::condition_variable wake_;
   bool woken_ = false;  // a wake() not yet seen by a wait: the next one returns at once
@@ -305,8 +324,8 @@ class Calls {
       isolate.reset();  // `spec` allows one isolate per thread at a time
       isolate = prepare_(run.tool, run.limits);
     }
-    CallWaiter waiter;
     const std::uint64_t call_id = run.id;
+    CallWaiter waiter(call_id, run.limits.cpu_ms);
     const Fetcher fetcher = [this, call_id, &waiter](
                                 gateway::OutboundRequest outbound,
                                 std::function<void(gateway::FetchResult)> done) {

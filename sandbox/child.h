@@ -28,6 +28,8 @@ inline constexpr int kImageFd = 4;
 inline constexpr int kExitOutOfMemory = 86;  // V8 could not get memory (address-space rlimit)
 inline constexpr int kExitBadMessage = 87;   // the daemon sent something undecodable
 inline constexpr int kExitStartFailed = 88;  // no usable Init, or the document did not load
+// A call ran on past cpu_ms in a builtin termination cannot stop; its Result was sent first.
+inline constexpr int kExitRunaway = 89;
 
 struct ChildOptions {
   ContextHook extend_context = nullptr;  // test binaries only; the shipped binary passes none

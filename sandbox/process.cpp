@@ -233,6 +233,12 @@ Outcome SandboxProcess::died() {
       return Outcome::failure(ErrorKind::memory,
                               "the sandbox process ran out of memory" + std::string(kReplaced));
     }
+    if (code == kExitRunaway) {
+      return Outcome::failure(ErrorKind::runtime,
+                              "the sandbox process was ended: another call in it ran past its CPU "
+                              "limit where it could not be stopped" +
+                                  std::string(kReplaced));
+    }
     return Outcome::failure(ErrorKind::runtime, "the sandbox process exited with status " +
                                                     std::to_string(code) + std::string(kReplaced));
   }
@@ -259,7 +265,7 @@ void SandboxProcess::watch() {
 
 void SandboxProcess::run(const Call& call, const config::Limits& limits, Fetcher fetch,
                          Completion done) {
-  if (!usable_) {
+  if (!usable()) {
     boost::asio::post(channel_->executor, [done = std::move(done)] {
       done(Outcome::failure(ErrorKind::runtime, "the sandbox process is not usable"));
     });
@@ -337,6 +343,7 @@ void SandboxProcess::on_frames() {
       if (!calls_running_.contains(result->id)) {
         return malformed("a result for a call it does not run");
       }
+      if (result->last) ending_ = true;  // no call goes to it any more; its end is still read
       finish(result->id, std::move(result->outcome));
       continue;
     }

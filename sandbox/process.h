@@ -28,7 +28,7 @@
 #include "config/config.h"
 #include "gateway/gateway.h"
 #include "sandbox/call.h"
-#include "sandbox/isolate_runner.h"
+#include "sandbox/call_control.h"
 #include "sandbox/outcome.h"
 
 namespace codemode::sandbox {
@@ -82,7 +82,7 @@ class SandboxProcess : public std::enable_shared_from_this<SandboxProcess> {
   // gone.
   pid_t release();
 
-  bool usable() const { return usable_; }
+  bool usable() const { return usable_ && !ending_; }
   pid_t pid() const { return pid_; }
   unsigned calls() const { return calls_; }  // calls started in its life
   std::size_t running() const { return calls_running_.size(); }
@@ -113,6 +113,7 @@ class SandboxProcess : public std::enable_shared_from_this<SandboxProcess> {
 
   pid_t pid_;
   bool usable_ = true;
+  bool ending_ = false;  // it said it ends after its last Result (channel::Result::last)
   unsigned calls_ = 0;
   std::uint64_t last_call_id_ = 0;
   std::vector<std::string> layers_;

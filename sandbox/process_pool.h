@@ -32,7 +32,7 @@
 #include "config/config.h"
 #include "gateway/gateway.h"
 #include "sandbox/call.h"
-#include "sandbox/isolate_runner.h"
+#include "sandbox/call_control.h"
 #include "sandbox/outcome.h"
 #include "sandbox/process.h"
 

@@ -396,7 +396,9 @@ TEST_CASE("cancel stops code that never waits for anything", "[sandbox][process]
 TEST_CASE("memory no isolate limit can stop ends the process, not the daemon",
           "[sandbox][process][adversarial]") {
   auto limits = test_limits();
-  limits.wall_ms = 20000;  // V8 collects garbage for seconds before it gives up
+  // V8 collects garbage for seconds before it gives up; the CPU backstop must not end it first.
+  limits.wall_ms = 20000;
+  limits.cpu_ms = 20000;
   auto process = start(options_for(limits));
   if (!has_layer(*process, "address space: on")) {
     // The sanitizer build: ASan's shadow memory rules out an address-space cap, and V8 then
@@ -415,7 +417,10 @@ TEST_CASE("a builtin past V8's own size limits is memory, not a crash, and the n
           "[sandbox][process][adversarial]") {
   // split('') of the longest string needs an array longer than V8 allows: V8_Fatal, then a trap
   // (SIGTRAP), before any memory is used. The review saw `runtime: … killed by SIGTRAP`.
-  const auto limits = test_limits();
+  // Making the string takes seconds on a busy machine: not the CPU backstop's business here.
+  auto limits = test_limits();
+  limits.wall_ms = 20000;
+  limits.cpu_ms = 20000;
   auto process = start(options_for(limits));
   const Outcome outcome =
       run(*process, "async () => 'x'.repeat(2 ** 29 - 24).split('').length", limits);
@@ -540,19 +545,21 @@ TEST_CASE("calls waiting on timers run at once in one process, principals in the
 TEST_CASE("a queued call that cannot start within wall_ms ends as a timeout that says so",
           "[sandbox][process][pool]") {
   SandboxOptions options = pool_options();
-  options.limits.wall_ms = 1500;
+  options.limits.wall_ms = 2000;
   options.processes.principal_calls = 1;
   Sandbox sandbox(options);
-  const auto outcomes =
-      call_all(sandbox, {{"alice", "async () => new Promise(r => setTimeout(r, 1400))"},
-                         {"alice", "async () => 2"},
-                         {"bob", "async () => 3"}});
+  REQUIRE(call(sandbox, "async () => 0", "alice").ok);  // alice's process is up
+  // One at a time: the third would start after 3 s, past its 2 s.
+  const char* kSlow = "async () => new Promise(r => setTimeout(r, 1500))";
+  const auto outcomes = call_all(
+      sandbox, {{"alice", kSlow}, {"alice", kSlow}, {"alice", "async () => 2"}, {"bob", kSlow}});
   CHECK(outcomes[0].ok);
-  CHECK(outcomes[1].error_kind == ErrorKind::timeout);
-  CHECK_THAT(outcomes[1].error_message,
-             Catch::StartsWith("wall limit 1500 ms exceeded before the call started") &&
+  CHECK(outcomes[1].ok);
+  CHECK(outcomes[2].error_kind == ErrorKind::timeout);
+  CHECK_THAT(outcomes[2].error_message,
+             Catch::StartsWith("wall limit 2000 ms exceeded before the call started") &&
                  Catch::Contains("never ran"));
-  CHECK(result_of(outcomes[2]) == 3);  // another principal is not held up by alice's bound
+  CHECK(outcomes[3].ok);  // another principal is not held up by alice's bound
 }
 
 TEST_CASE("stop_all answers queued and running calls with its message",

@@ -33,10 +33,10 @@
 #include "gateway/gateway.h"
 #include "openapi/image.h"
 #include "sandbox/call.h"
-#include "sandbox/isolate_runner.h"
+#include "sandbox/call_control.h"
+#include "sandbox/jit_mode.h"
 #include "sandbox/outcome.h"
 #include "sandbox/process.h"
-#include "sandbox/v8_platform.h"
 
 namespace codemode::sandbox {
 

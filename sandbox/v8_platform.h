@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <string_view>
 
+#include "sandbox/jit_mode.h"
 #include "sandbox/page_pool.h"
 
 namespace codemode::sandbox {
@@ -27,10 +28,6 @@ namespace codemode::sandbox {
 // wasm) do not depend on it, and interpreter-only execution makes code that computes slower
 // (README.md, Security, has the measurement).
 std::string_view v8_flags();
-
-// Whether V8 may compile JavaScript to machine code. `jitless` adds --jitless: the interpreter
-// only, and no page of the process is ever writable and executable, at a cost in speed.
-enum class JitMode { enabled, jitless };
 
 // Initialises ICU (system data), the flags above, the default platform and V8. Thread-safe.
 // The first call decides `mode` for the process (V8's flags are process-wide and fixed once

@@ -392,7 +392,7 @@ const startedAt = new Date();
 const loadStart = loadavg();
 const machine = {
   cpus: cpus().length, model: cpus()[0]?.model, memGb: +(totalmem() / 2 ** 30).toFixed(1),
-  node: process.version, loadStart: loadStart.map((l) => +l.toFixed(2)),
+  node: process.version, loadStart: loadStart.map((l) => +l.toFixed(2)), binary: bin,
   versions: {
     'codemode-mcp': versionOf(bin, ['--version']),
     workerd: versionOf(workerdBin, ['--version']),
@@ -403,7 +403,7 @@ const machine = {
 };
 console.log(`bench/compare: ${calls} calls per cell in ${rounds} interleaved rounds, ${warmup} warm-up calls per system and workload${quick ? ' (--quick)' : ''}`);
 console.log(`machine: ${machine.cpus} CPUs (${machine.model}), ${machine.memGb} GiB; load average at start ${machine.loadStart.join(' ')}`);
-console.log(`versions: ${Object.entries(machine.versions).map(([k, v]) => `${k} ${v}`).join('; ')}`);
+console.log(`versions: ${Object.entries(machine.versions).map(([k, v]) => `${k} ${v}`).join('; ')}; codemode-mcp is ${bin}`);
 console.log(`synthetic spec: ${specText.length} bytes, ${Object.keys(JSON.parse(specText).paths).length} paths (${specFile})`);
 
 for (const s of systems) {

@@ -2,7 +2,8 @@
 // and node, each running the same code in a fresh isolate or process per call, in one sitting.
 //
 //   node bench/compare.mjs [--quick] [--calls N] [--rounds R] [--warmup W] [--concurrency 1,8,32]
-//                          [--systems workerd,isolated-vm,deno,node] [--workloads hello,spec,...]
+//                          [--systems workerd,isolated-vm,deno,node] [--workloads hello,spec,...,io]
+//                          [--io-concurrency 16,64,256] [--io-seconds S]
 //                          [--ivm-spec parse|snapshot] [--out FILE]
 //
 // Run it through bench/compare, which installs the peers (bench/peers/) and builds the binary.
@@ -16,6 +17,15 @@
 // alike. Latency is client-side per call; calls/s is calls over the summed wall time of the
 // cell's slices; RSS is the peak, sampled every 20 ms, of the sum of VmRSS over the system's whole
 // process tree (children from /proc/PID/task/*/children).
+//
+// The `io` workload (bench/io_rows.mjs) is measured apart, after the others, because it asks
+// something else: code that awaits one fetch() of a local upstream answering after 200 ms
+// (bench/slow_upstream.mjs, its own node process), at 16, 64 and 256 calls in flight. Each cell
+// is one time-bounded row per system (--io-seconds), system order rotating per concurrency;
+// codemode-mcp runs a server of its own on Streamable HTTP only, with the upstream in its config;
+// two no-sandbox rows (the harness asking the upstream itself) show what the harness can drive;
+// and one more row times a second codemode-mcp client's `execute` of `1 + 1` during the largest
+// storm. It prints a table of its own.
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { spawn, execFileSync } from 'node:child_process';
@@ -29,6 +39,7 @@ import { fileURLToPath } from 'node:url';
 import { createRequire } from 'node:module';
 import { generateSpec } from './peers/gen-spec.mjs';
 import { Lane } from './lane.mjs';
+import { runIoRow, startOursHttp, directLaneSystem, directFetchSystem, peerIoSystem, treesOf, memAvailableMb, callTimeoutMs, pauseAfterErrorMs } from './io_rows.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, '..');
@@ -44,6 +55,9 @@ const warmup = Number(opt('warmup', quick ? 5 : 15));
 const concurrencies = String(opt('concurrency', '1,8,32')).split(',').map(Number);
 const onlySystems = opt('systems')?.split(',');
 const onlyWorkloads = opt('workloads')?.split(',');
+const ioConcurrencies = String(opt('io-concurrency', '16,64,256')).split(',').map(Number);
+const ioSeconds = Number(opt('io-seconds', quick ? 3 : 10));
+const ioSelected = !onlyWorkloads || onlyWorkloads.some((o) => 'io'.includes(o));
 const require = createRequire(import.meta.url);
 const githubSpec = require.resolve('@octokit/openapi/generated/api.github.com.json');
 const workerdBin = join(peersDir, 'node_modules/@cloudflare/workerd-linux-64/bin/workerd');
@@ -250,9 +264,16 @@ function httpPeer(name, startFn) {
   };
 }
 
-// Peer servers do not read stdin, so they would outlive a crashed run: kill them on the way out.
+// Peer servers, the upstream and the I/O workload's codemode-mcp do not read stdin, so they would
+// outlive a crashed run: kill them on the way out, with every process under them (a deno or node
+// wrapper's per-call processes, codemode-mcp's sandbox processes), which an interrupted storm
+// leaves by the hundred.
 const children = new Set();
-process.on('exit', () => { for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL'); });
+process.on('exit', () => {
+  const live = [...children].filter((c) => c.exitCode === null && c.signalCode === null).map((c) => c.pid);
+  if (!live.length) return;
+  for (const pid of treesOf(live)) { try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ } }
+});
 for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => process.exit(130));
 
 async function startNodeWrapper(script, args, env = {}) {
@@ -269,19 +290,29 @@ async function startWorkerd() {
   copyFileSync(specFile, join(wdir, 'spec.json'));
   copyFileSync(join(peersDir, 'workerd/config.capnp'), join(wdir, 'config.capnp'));
   const port = await freePort();
-  const proc = spawn(workerdBin, ['serve', '--experimental', `--socket-addr=http=127.0.0.1:${port}`, join(wdir, 'config.capnp')],
+  const upstreamAddr = upstream ? [`--external-addr=upstream=${new URL(upstream.url).host}`] : [];
+  const proc = spawn(workerdBin, ['serve', '--experimental', `--socket-addr=http=127.0.0.1:${port}`, ...upstreamAddr, join(wdir, 'config.capnp')],
     { stdio: ['ignore', 'inherit', 'inherit'], cwd: wdir });
   children.add(proc);
   await waitForPort(port, proc, 'workerd');
   return { proc, url: `http://127.0.0.1:${port}/` };
 }
 
+// The I/O workload's upstream, started before the peers: they are given its address.
+let upstream = null;
+if (ioSelected) {
+  const proc = spawn(process.execPath, [join(here, 'slow_upstream.mjs'), '--delay-ms', '200'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  children.add(proc);
+  upstream = { proc, url: (await waitForLine(proc.stdout, /listening on (http:\/\/\S+)/, proc, 'slow_upstream.mjs')).replace(/\/$/, '') };
+}
+const ioArgs = (...args) => (upstream ? args : []);
+
 const denoDir = join(dir, 'deno-dir');
 const allSystems = [
   ours,
   httpPeer('workerd', startWorkerd),
-  httpPeer('isolated-vm', () => startNodeWrapper('ivm-server.mjs', ['--spec', specFile, '--spec-mode', opt('ivm-spec', 'parse')])),
-  httpPeer('deno', () => startNodeWrapper('subprocess-server.mjs', ['--runtime', 'deno', '--deno', denoBin, '--spec', specFile], { DENO_DIR: denoDir })),
+  httpPeer('isolated-vm', () => startNodeWrapper('ivm-server.mjs', ['--spec', specFile, '--spec-mode', opt('ivm-spec', 'parse'), ...ioArgs('--upstream', upstream?.url)])),
+  httpPeer('deno', () => startNodeWrapper('subprocess-server.mjs', ['--runtime', 'deno', '--deno', denoBin, '--spec', specFile, ...ioArgs('--allow-net', upstream && new URL(upstream.url).host)], { DENO_DIR: denoDir })),
   httpPeer('node', () => startNodeWrapper('subprocess-server.mjs', ['--runtime', 'node', '--spec', specFile])),
 ];
 const systems = allSystems.filter((s) => !onlySystems || s === ours || onlySystems.includes(s.name));
@@ -361,7 +392,7 @@ const startedAt = new Date();
 const loadStart = loadavg();
 const machine = {
   cpus: cpus().length, model: cpus()[0]?.model, memGb: +(totalmem() / 2 ** 30).toFixed(1),
-  node: process.version, loadStart: loadStart.map((l) => +l.toFixed(2)),
+  node: process.version, loadStart: loadStart.map((l) => +l.toFixed(2)), binary: bin,
   versions: {
     'codemode-mcp': versionOf(bin, ['--version']),
     workerd: versionOf(workerdBin, ['--version']),
@@ -372,7 +403,7 @@ const machine = {
 };
 console.log(`bench/compare: ${calls} calls per cell in ${rounds} interleaved rounds, ${warmup} warm-up calls per system and workload${quick ? ' (--quick)' : ''}`);
 console.log(`machine: ${machine.cpus} CPUs (${machine.model}), ${machine.memGb} GiB; load average at start ${machine.loadStart.join(' ')}`);
-console.log(`versions: ${Object.entries(machine.versions).map(([k, v]) => `${k} ${v}`).join('; ')}`);
+console.log(`versions: ${Object.entries(machine.versions).map(([k, v]) => `${k} ${v}`).join('; ')}; codemode-mcp is ${bin}`);
 console.log(`synthetic spec: ${specText.length} bytes, ${Object.keys(JSON.parse(specText).paths).length} paths (${specFile})`);
 
 for (const s of systems) {
@@ -411,9 +442,95 @@ for (let round = 0; round < rounds; round++) {
       for (const s of rotated) await slice(s, w, c, perSlice(c), cellOf(w, s, c));
     }
   }
-  console.log(`round ${round + 1}/${rounds} done at ${((performance.now() - t0) / 1000).toFixed(0)} s; load ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+  if (workloads.length) console.log(`round ${round + 1}/${rounds} done at ${((performance.now() - t0) / 1000).toFixed(0)} s; load ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
 }
-for (const s of systems) await s.stop();
+await ours.stop();
+
+// ---------------------------------------------------------------------------------------------
+// The I/O-bound workload: one time-bounded row per system and concurrency (bench/io_rows.mjs).
+// Before each row the run waits, untimed and for at most 20 s, until every system is back to
+// the processes it had after the warm-up and its trees use under 3 ms of CPU in 100 ms: after a
+// storm the deno and node wrappers have hundreds of processes exiting, and the next row would
+// otherwise pay for them. A row stops early if the machine's MemAvailable falls under 2 GiB
+// (deno and node hold a process, tens of MB, per call in flight), and is not started when the
+// system's previous row, scaled to this row's calls in flight (peak RSS x c / previous c), would
+// take more than half of MemAvailable: node spends ~0.45 s of CPU loading its fetch in every
+// fresh process and holds ~80 MB meanwhile, so 256 of them would want about 20 GB.
+const memFloorMb = 2048;
+const ioRows = [];
+const io = { seconds: ioSeconds, concurrencies: ioConcurrencies, callTimeoutMs, pauseAfterErrorMs, memFloorMb, settle: { rows: 0, ms: 0, limit: 0 } };
+if (ioSelected) {
+  const ioCode = `async () => (await (await fetch('${upstream.url}/slow')).json()).ok`;
+  io.code = ioCode;
+  const t1 = performance.now();
+  const ioOurs = await startOursHttp({ bin, dir, upstream: upstream.url, track: (p) => children.add(p), code: ioCode, helloCode: 'async () => 1 + 1' });
+  console.log(`\nio: \`${ioCode}\`, ${ioSeconds} s per row; started codemode-mcp (HTTP, ${ioOurs.url}) in ${(performance.now() - t1).toFixed(0)} ms`);
+  const ioSystems = [ioOurs, ...systems.filter((s) => s !== ours).map((p) => peerIoSystem(p, ioCode)),
+    directLaneSystem(`${upstream.url}/slow`), directFetchSystem(`${upstream.url}/slow`)];
+  for (const s of [...ioSystems, ioOurs.second]) {
+    const [lane] = await s.openLanes(1);
+    let r;
+    for (let i = 0; i < Math.min(warmup, 5); i++) {
+      try { r = await s.call(lane); } catch (e) { r = { ok: false, error: String(e) }; }
+    }
+    s.closeLanes([lane]);
+    console.log(`warm-up io on ${s.name}: ${JSON.stringify(r).slice(0, 160)}`);
+  }
+  const roots = ioSystems.flatMap((s) => s.pids());
+  await sleep(500);
+  const settledProcesses = treesOf(roots).length;
+  const settleIo = async () => {
+    const started = performance.now();
+    io.settle.rows++;
+    for (;;) {
+      const pids = treesOf([...roots, upstream.proc.pid]);
+      const before = cpuNs(pids);
+      await sleep(100);
+      if (pids.length <= settledProcesses + 1 && cpuNs(pids) - before < 3e6) break;
+      if (performance.now() - started > 20000) { io.settle.limit++; break; }
+    }
+    io.settle.ms += performance.now() - started;
+  };
+  const report = (r) => console.log(`io ${r.system} c=${r.concurrency}: ${r.rate.toFixed(0)} calls/s, p50 ${r.p50?.toFixed(0)} ms, p99 ${r.p99?.toFixed(0)} ms, ${r.errors} errors${r.peakRssMb ? `, peak RSS ${r.peakRssMb.toFixed(0)} MB` : ''}; load ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+  const rowArgs = { seconds: ioSeconds, expect: true, upstreamPid: upstream.proc.pid, memFloorMb };
+  const wouldTakeMb = (s, c) => {
+    const last = ioRows.filter((r) => r.system === s.name && r.peakRssMb).at(-1);
+    return last ? (last.peakRssMb * c) / last.concurrency : 0;
+  };
+  for (const [i, c] of ioConcurrencies.entries()) {
+    const rotated = ioSystems.map((_, k) => ioSystems[(k + i) % ioSystems.length]);
+    for (const s of rotated) {
+      await settleIo();
+      const available = memAvailableMb();
+      if (wouldTakeMb(s, c) > available / 2) {
+        const skipped = { system: s.name, concurrency: c, ok: 0, errors: 0, errorKinds: {}, skipped: `would take ~${(wouldTakeMb(s, c) / 1024).toFixed(1)} GB of ${(available / 1024).toFixed(1)} GB available` };
+        ioRows.push(skipped);
+        console.log(`io ${s.name} c=${c}: not run: it ${skipped.skipped}`);
+        continue;
+      }
+      const { row } = await runIoRow({ system: s, concurrency: c, ...rowArgs });
+      ioRows.push(row);
+      report(row);
+    }
+  }
+  // codemode-mcp's largest storm again, with a second client (its own token, address and
+  // session) calling `execute` on `async () => 1 + 1` one call at a time from 1 s in.
+  const storm = Math.max(...ioConcurrencies);
+  await settleIo();
+  const { row, second } = await runIoRow({ system: ioOurs, concurrency: storm, ...rowArgs,
+    beside: { ...ioOurs.second, leadMs: Math.min(1000, ioSeconds * 250) } });
+  row.system = `${ioOurs.name}, beside a 2nd client`;
+  second.concurrency = `1 beside ${storm}`;
+  ioRows.push(row, second);
+  report(row);
+  report(second);
+  await ioOurs.stop();
+}
+for (const s of systems) if (s !== ours) await s.stop();
+if (upstream) {
+  upstream.proc.kill('SIGTERM');
+  await once(upstream.proc, 'exit');
+}
 machine.loadEnd = loadavg().map((l) => +l.toFixed(2));
 
 // ---------------------------------------------------------------------------------------------
@@ -449,14 +566,27 @@ for (const r of rows) {
 const elapsed = (Date.now() - startedAt.getTime()) / 1000;
 console.log();
 console.log(`${machine.cpus} CPUs (${machine.model}); load average ${machine.loadStart.join(' ')} at the start, ${machine.loadEnd.join(' ')} at the end; ${elapsed.toFixed(0)} s in all`);
-console.log(`before each of ${settling.slices} slices the peers settled in ${(settling.ms / Math.max(1, settling.slices)).toFixed(0)} ms on average (untimed); ${settling.limit} waited the 2 s limit`);
-console.log(table.join('\n'));
+if (rows.length) {
+  console.log(`before each of ${settling.slices} slices the peers settled in ${(settling.ms / Math.max(1, settling.slices)).toFixed(0)} ms on average (untimed); ${settling.limit} waited the 2 s limit`);
+  console.log(table.join('\n'));
+}
+if (ioRows.length) {
+  const kinds = (k) => Object.entries(k).map(([name, n]) => `${name} ×${n}`).join('; ');
+  console.log();
+  console.log(`io: \`${io.code}\` (the upstream answers after 200 ms); ${ioSeconds} s per row; before each of ${io.settle.rows} rows the systems settled in ${(io.settle.ms / Math.max(1, io.settle.rows)).toFixed(0)} ms on average (untimed), ${io.settle.limit} waited the 20 s limit`);
+  console.log('| system | in flight | calls/s | p50 ms | p99 ms | ok | errors | error kinds | peak RSS MB | RSS at deadline MB | peak processes | harness CPU % | upstream CPU % | machine busy % |');
+  console.log('|---|---|---|---|---|---|---|---|---|---|---|---|---|---|');
+  for (const r of ioRows) {
+    if (r.skipped) { console.log(`| ${r.system} | ${r.concurrency} | not run: it ${r.skipped} |${' |'.repeat(11)}`); continue; }
+    console.log(`| ${r.system} | ${r.concurrency} | ${f(r.rate, 0)} | ${f(r.p50, 0)} | ${f(r.p99, 0)} | ${r.ok} | ${r.errors} | ${kinds(r.errorKinds)}${r.aborted ? ` (stopped: ${r.aborted})` : ''} | ${r.peakRssMb ? f(r.peakRssMb, 0) : ''} | ${f(r.endRssMb, 0)} | ${r.peakProcesses || ''} | ${f(r.harnessCpuPct, 0)} | ${f(r.upstreamCpuPct, 0)} | ${f(r.machineBusyPct, 0)} |`);
+  }
+}
 
 const resultsDir = join(here, 'results');
 mkdirSync(resultsDir, { recursive: true });
 const stamp = startedAt.toISOString().slice(0, 16).replace(/:/g, '');
 const out = opt('out', join(resultsDir, `compare-${stamp}${quick ? '-quick' : ''}.json`));
 writeFileSync(out, JSON.stringify({ startedAt: startedAt.toISOString(), seconds: elapsed, quick, calls, rounds, warmup, machine,
-  specBytes: specText.length, settling, rows }, null, 2));
+  specBytes: specText.length, settling, rows, io: ioSelected ? { ...io, rows: ioRows } : undefined }, null, 2));
 console.log(`\nresults: ${out}`);
 rmSync(dir, { recursive: true, force: true });

@@ -1,7 +1,7 @@
 // Peer wrapper: isolated-vm, a new ivm.Isolate per call (disposed after), behind a small HTTP
 // server on 127.0.0.1 (so every system in bench/compare pays one local IPC hop).
 //
-//   node ivm-server.mjs --spec FILE [--spec-mode snapshot|parse]
+//   node ivm-server.mjs --spec FILE [--spec-mode snapshot|parse] [--upstream ORIGIN]
 //
 // POST /run {code, workload} -> {ok, result} | {ok: false, error}
 // Spec delivery for the `spec` workload (--spec-mode):
@@ -12,6 +12,11 @@
 //            the fresh isolate and runs JSON.parse there.
 // Every isolate: memoryLimit 128 MB, a 5 s timeout, no host references (nothing but the
 // ECMAScript globals), and dispose() after the call.
+// The `io` workload's isolate also gets `fetch(url)`, reaching only --upstream: the host makes
+// the request with node's fetch (undici, keep-alive) and the isolate awaits it through an
+// ivm.Reference applied with {result: {promise: true}}, so the isolate's thread is free while
+// the request waits (applySyncPromise would hold one pool thread per call in flight). The
+// Response is a small stand-in: status, ok, text(), json().
 import http from 'node:http';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -25,6 +30,26 @@ const mode = opt('spec-mode', 'parse');
 const specText = readFileSync(specFile, 'utf8');
 const specCopy = mode === 'parse' ? new ivm.ExternalCopy(specText) : null;
 const snapshot = mode === 'snapshot' ? ivm.Isolate.createSnapshot([{ code: `globalThis.spec = ${specText};` }]) : null;
+const upstream = opt('upstream');
+
+async function hostFetch(input) {
+  const url = new URL(input);
+  if (!upstream || url.origin !== upstream) throw new TypeError(`fetch: ${url.origin} is not the upstream`);
+  const response = await fetch(url);
+  return { status: response.status, body: await response.text() };
+}
+
+// Runs in the fresh isolate before the code: takes the host reference off the global object
+// and leaves only `fetch` behind.
+const fetchShim = `(() => {
+  const host = globalThis.__hostFetch;
+  delete globalThis.__hostFetch;
+  globalThis.fetch = async (input) => {
+    const r = await host.apply(undefined, [String(input)], { result: { promise: true, copy: true } });
+    return { status: r.status, ok: r.status >= 200 && r.status < 300,
+      text: async () => r.body, json: async () => JSON.parse(r.body) };
+  };
+})();`;
 
 async function runOnce(code, workload) {
   const withSpec = workload === 'spec';
@@ -34,6 +59,10 @@ async function runOnce(code, workload) {
     if (withSpec && specCopy) {
       await context.global.set('__specText', specCopy.copyInto());
       await context.eval('globalThis.spec = JSON.parse(__specText); delete globalThis.__specText;');
+    }
+    if (workload === 'io') {
+      await context.global.set('__hostFetch', new ivm.Reference(hostFetch));
+      await context.eval(fetchShim);
     }
     const json = await context.eval(`Promise.resolve().then(${code}).then((v) => JSON.stringify(v))`,
       { promise: true, timeout: 5000 });

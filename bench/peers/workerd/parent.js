@@ -3,6 +3,9 @@
 // never reuses an isolate, unlike get(id, ...)), with no network (globalOutbound: null) and no
 // bindings. For the `spec` workload the document goes into the loaded Worker as a text module
 // (`spec.json`, the parent's SPEC text binding) that the fresh isolate JSON.parses at startup.
+// For the `io` workload the loaded Worker's globalOutbound is the UPSTREAM service (an external
+// HTTP service, the bench's upstream and nothing else), so its fetch() goes there, whatever URL
+// it names.
 export default {
   async fetch(request, env) {
     const { code, workload } = await request.json();
@@ -19,7 +22,7 @@ export default {
       compatibilityDate: '2026-11-01',
       mainModule: 'main.js',
       modules,
-      globalOutbound: null,
+      globalOutbound: workload === 'io' ? env.UPSTREAM : null,
     });
     return worker.getEntrypoint().fetch('http://sandbox/');
   },

@@ -25,7 +25,6 @@
 
 #include "sandbox/channel.h"
 #include "sandbox/child.h"
-#include "sandbox/isolate_runner.h"
 
 namespace codemode::sandbox {
 namespace {

@@ -147,6 +147,7 @@ TEST_CASE("malformed messages are errors, never exceptions", "[sandbox][channel]
                           {"ok", false},
                           {"logs", nlohmann::json::array()},
                           {"us", 5},
+                          {"last", false},
                           {"kind", "fatal"},
                           {"message", ""}})) == "message \"result\": unknown kind");
   CHECK(error_of(msgpack({{"t", "result"},

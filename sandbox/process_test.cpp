@@ -533,10 +533,11 @@ TEST_CASE("calls waiting on timers run at once in one process, principals in the
   CHECK(*alice_pids.begin() != *bob_pids.begin());
   // Every alice call was waiting while most of the others were: they ran side by side.
   std::size_t most_at_once = 0;
-  for (const auto& [start, end] : alice_spans) {
-    const auto overlapping = std::count_if(alice_spans.begin(), alice_spans.end(), [&](auto& s) {
-      return s.first < end && start < s.second;
-    });
+  for (const auto& span : alice_spans) {
+    const auto overlapping =
+        std::count_if(alice_spans.begin(), alice_spans.end(), [&span](const auto& other) {
+          return other.first < span.second && span.first < other.second;
+        });
     most_at_once = std::max(most_at_once, static_cast<std::size_t>(overlapping));
   }
   CHECK(most_at_once >= 12);

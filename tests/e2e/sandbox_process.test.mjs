@@ -159,6 +159,8 @@ test('sandbox.jitless and --jitless: processes hold no executable memory of thei
       assert.deepEqual(await server.close(), { code: 0, signal: null });
     }
   }
-  assert.ok(counts[false].every((n) => n > 0), `with the JIT: ${counts[false]}`);
+  // With the JIT the process that ran the hot calls holds machine code (the spare beside it ran
+  // only its warm-up, which V8 never compiles).
+  assert.ok(counts[false].some((n) => n > 0), `with the JIT: ${counts[false]}`);
   assert.deepEqual(counts[true], counts[true].map(() => 0), 'with sandbox.jitless');
 });

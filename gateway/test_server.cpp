@@ -361,6 +361,11 @@ void TestServer::add_redirect(const std::string& path, unsigned status,
   impl_->redirects[path] = {status, location};
 }
 
+std::size_t TestServer::held() const {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->held.size();
+}
+
 std::size_t TestServer::release_held() {
   decltype(impl_->held) held;
   {

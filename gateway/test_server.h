@@ -73,6 +73,8 @@ class TestServer {
   // Lets every /then-junk connection send its unrequested bytes; returns once they are written,
   // with how many connections did.
   std::size_t release_held();
+  // How many /then-junk connections wait for release_held() now (registered once "first" is sent).
+  std::size_t held() const;
 
   struct Impl;
 

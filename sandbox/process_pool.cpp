@@ -407,14 +407,8 @@ struct ProcessPool::State : std::enable_shared_from_this<State> {
       spdlog::error("sandbox: a sandbox process could not start: {}", *error);
       if (procs.empty() && starting == 0) {
         // Nothing can serve what waits; a later call tries again.
-        for (auto& [name, principal] : principals) {
-          for (auto& job : std::exchange(principal.queue, {})) {
-            job.expiry->cancel();
-            job.done(
-                Outcome::failure(ErrorKind::runtime,
-                                 "the sandbox process could not start (the server log says why)"));
-          }
-        }
+        answer_queued(Outcome::failure(
+            ErrorKind::runtime, "the sandbox process could not start (the server log says why)"));
       }
       return;
     }
@@ -504,25 +498,25 @@ struct ProcessPool::State : std::enable_shared_from_this<State> {
     }
   }
 
-  void cancel_all() {
+  // Every queued call, of every principal, ends with `outcome` without having started.
+  void answer_queued(const Outcome& outcome) {
     for (auto& [name, principal] : principals) {
       for (auto& job : std::exchange(principal.queue, {})) {
         job.expiry->cancel();
-        job.done(cancelled());
+        job.done(outcome);
       }
     }
+  }
+
+  void cancel_all() {
+    answer_queued(cancelled());
     for (const auto& [seq, token] : running_tokens) token->cancel();
   }
 
   void stop_all(const std::string& message) {
     stopped = true;
     stop_message = message;
-    for (auto& [name, principal] : principals) {
-      for (auto& job : std::exchange(principal.queue, {})) {
-        job.expiry->cancel();
-        job.done(Outcome::failure(ErrorKind::runtime, message + "; the call did not start"));
-      }
-    }
+    answer_queued(Outcome::failure(ErrorKind::runtime, message + "; the call did not start"));
     for (const auto& proc : std::vector<std::shared_ptr<Proc>>(procs)) {
       proc->process->kill(ErrorKind::runtime, message + "; the call was stopped");
     }

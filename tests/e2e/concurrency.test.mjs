@@ -6,7 +6,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer, request as httpRequest, Agent } from 'node:http';
 import { once } from 'node:events';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync } from 'node:fs';
+import { childrenOf } from './harness.mjs';
 import { startHttpServer, writeConfig } from './http_harness.mjs';
 
 // An upstream: /slow answers after 200 ms (or ?ms=N), /never holds the request open. Counts requests in
@@ -101,16 +102,6 @@ const percentile = (values, p) => {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
 };
-
-// The sandbox processes of the server: its children, by pid.
-function children(pid) {
-  const pids = [];
-  for (const task of readdirSync(`/proc/${pid}/task`)) {
-    const text = readFileSync(`/proc/${pid}/task/${task}/children`, 'utf8').trim();
-    if (text) pids.push(...text.split(/\s+/).map(Number));
-  }
-  return pids;
-}
 
 test('16 calls that each wait on the API are all in flight at once', async () => {
   const upstream = await startUpstream();
@@ -212,7 +203,7 @@ test('calls of two principals run in different sandbox processes', async () => {
     const alice = await server.waitFor(/sandbox: process (\d+) now serves principal token-1\b/);
     const bob = await server.waitFor(/sandbox: process (\d+) now serves principal token-2\b/);
     assert.notEqual(alice[1], bob[1]);
-    const live = children(server.proc.pid);
+    const live = childrenOf(server.proc.pid);
     assert.ok(live.includes(Number(alice[1])) && live.includes(Number(bob[1])), `children ${live}`);
     for (const result of await Promise.all(calls)) assert.equal(result.text, '1');
     // Each principal's calls went to its one process: no third process took any.
@@ -263,13 +254,13 @@ test('a burst of 500 calls leaks no descriptor and no process', async () => {
     const fds = () => readdirSync(`/proc/${server.proc.pid}/fd`).length;
     const settle = async () => {
       // Idle processes retire after a second; the spare stays.
-      for (let i = 0; i < 100 && children(server.proc.pid).length > 1; ++i) {
+      for (let i = 0; i < 100 && childrenOf(server.proc.pid).length > 1; ++i) {
         await new Promise((resolve) => setTimeout(resolve, 100));
       }
     };
     await call(server, TOKENS[0], 'search', 'async () => 1', false);
     await settle();
-    const before = { fds: fds(), children: children(server.proc.pid).length };
+    const before = { fds: fds(), children: childrenOf(server.proc.pid).length };
     const code = `async () => (await fetch('${upstream.origin}/slow')).status`;
     for (let round = 0; round < 10; ++round) {
       const batch = [];
@@ -282,7 +273,7 @@ test('a burst of 500 calls leaks no descriptor and no process', async () => {
     await settle();
     // The gateway keeps at most a few pooled upstream connections.
     assert.ok(fds() <= before.fds + 8, `descriptors ${before.fds} -> ${fds()}`);
-    assert.equal(children(server.proc.pid).length, before.children);
+    assert.equal(childrenOf(server.proc.pid).length, before.children);
   } finally {
     await server.stop();
     upstream.close();

@@ -2,6 +2,7 @@
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { once } from 'node:events';
+import { readdirSync, readFileSync } from 'node:fs';
 
 export const BIN = process.env.CODEMODE_BIN;
 export const FIXTURE_BIN = process.env.MARKETHUB_FIXTURE_BIN;
@@ -93,4 +94,14 @@ export async function startFixture(token = 'fixture-token-0123456789') {
     token,
     stop: async () => { proc.kill('SIGTERM'); await once(proc, 'exit'); },
   };
+}
+
+// Pids of the direct children of `pid` (its sandbox processes).
+export function childrenOf(pid) {
+  const out = [];
+  for (const task of readdirSync(`/proc/${pid}/task`)) {
+    const text = readFileSync(`/proc/${pid}/task/${task}/children`, 'utf8').trim();
+    if (text) out.push(...text.split(/\s+/).map(Number));
+  }
+  return out;
 }

@@ -2,20 +2,10 @@
 // the middle of a call costing that call only.
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync, readdirSync, writeFileSync, mkdtempSync } from 'node:fs';
+import { readFileSync, writeFileSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { RawServer, SOURCE_DIR, run } from './harness.mjs';
-
-// Pids of the direct children of `pid` (its sandbox processes).
-function childrenOf(pid) {
-  const out = [];
-  for (const task of readdirSync(`/proc/${pid}/task`)) {
-    const text = readFileSync(`/proc/${pid}/task/${task}/children`, 'utf8').trim();
-    if (text) out.push(...text.split(/\s+/).map(Number));
-  }
-  return out;
-}
+import { RawServer, SOURCE_DIR, run, childrenOf } from './harness.mjs';
 
 function status(pid) {
   const fields = {};

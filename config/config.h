@@ -103,16 +103,19 @@ struct SandboxSettings {
   // Sharing the sandbox between clients (README.md, "Many clients"). A principal is who calls: a
   // bearer token, else an MCP session, else the stdio client. Calls of different principals
   // never share a sandbox process.
-  std::uint32_t process_calls = 64;     // 1..1024: calls one sandbox process runs at once
-  std::uint32_t max_processes = 32;     // 1..1024: sandbox processes alive at once, in all
+  std::uint32_t process_calls = 64;  // 1..1024: calls one sandbox process runs at once
+  // 1..1024: sandbox processes alive at once, in all. More principals than this calling at once
+  // take processes from each other, each change a process start (~40 ms of CPU).
+  std::uint32_t max_processes = 128;
   std::uint32_t spare_processes = 1;    // 0..64: started ahead, for a principal's first call
   std::uint32_t idle_seconds = 60;      // 1..86400: a process with no call this long retires
   std::uint32_t principal_calls = 256;  // 1..100000: calls of one principal running at once
   // 0..100000: calls of one principal waiting beyond principal_calls; one more is refused
   // (HTTP 429 with Retry-After, or a JSON-RPC error on stdio).
   std::uint32_t principal_queue = 256;
-  // 0..16777216: while the sandbox processes' resident memory together is over this many MiB,
-  // no call starts (calls wait, up to their wall_ms). 0: half of the machine's memory.
+  // 0..16777216: while the sandbox processes' own resident memory together (shared library
+  // pages not counted) is over this many MiB, no call starts (calls wait, up to their wall_ms).
+  // 0: half of the machine's memory.
   std::uint32_t memory_mb = 0;
 };
 

@@ -639,7 +639,7 @@ TEST_CASE("the sandbox's sharing settings have defaults and ranges", "[config][s
   const Workspace workspace;
   const config::SandboxSettings defaults = workspace.load(R"({"openapi": "openapi.json"})").sandbox;
   CHECK(defaults.process_calls == 64);
-  CHECK(defaults.max_processes == 32);
+  CHECK(defaults.max_processes == 128);
   CHECK(defaults.spare_processes == 1);
   CHECK(defaults.idle_seconds == 60);
   CHECK(defaults.principal_calls == 256);

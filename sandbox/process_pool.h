@@ -5,8 +5,9 @@
 // it): a call is queued under its principal, principals take turns (one call each per turn), a
 // call goes to a process of its own principal with room for it, and its frames, its fetches'
 // replies and its completion are handled there. Starting a process blocks for a while (fork,
-// exec, V8, the document), so a launcher thread does that, and kills and reaps the processes the
-// pool is done with; it never touches the pool's state, only posts results back.
+// exec, V8, the document), so launcher threads (one per core, at most 4) do that, and kill and
+// reap the processes the pool is done with; they never touch the pool's state, only post results
+// back.
 //
 // Processes: each runs up to `process_calls` calls at once, of one principal only. A process
 // belongs to the principal of its first call until it retires (idle for `idle_retire`, failed,
@@ -45,7 +46,7 @@ Fetcher gateway_fetcher(gateway::Gateway& gateway, const config::Limits& limits)
 
 struct ProcessPoolOptions {
   ProcessOptions process;
-  unsigned max_processes = 32;
+  unsigned max_processes = 128;
   unsigned spare_processes = 1;
   unsigned process_calls = 64;      // calls at once in one process (the Init frame says so too)
   unsigned principal_calls = 256;   // calls of one principal running at once

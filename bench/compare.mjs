@@ -4,7 +4,7 @@
 //   node bench/compare.mjs [--quick] [--calls N] [--rounds R] [--warmup W] [--concurrency 1,8,32]
 //                          [--systems workerd,isolated-vm,deno,node] [--workloads hello,spec,...,io]
 //                          [--io-concurrency 16,64,256] [--io-seconds S]
-//                          [--ivm-spec parse|snapshot] [--out FILE]
+//                          [--ivm-spec parse|snapshot] [--session-per-lane] [--out FILE]
 //
 // Run it through bench/compare, which installs the peers (bench/peers/) and builds the binary.
 //
@@ -49,6 +49,7 @@ const argv = process.argv.slice(2);
 const flag = (name) => argv.includes(`--${name}`);
 const opt = (name, fallback) => { const i = argv.indexOf(`--${name}`); return i >= 0 && argv[i + 1] !== undefined ? argv[i + 1] : fallback; };
 const quick = flag('quick');
+const sessionPerLane = flag('session-per-lane');
 const calls = Number(opt('calls', quick ? 64 : 400));
 const rounds = Number(opt('rounds', quick ? 2 : 4));
 const warmup = Number(opt('warmup', quick ? 5 : 15));
@@ -187,18 +188,24 @@ async function startOurs(kind) {
   return server;
 }
 
-// Opens lanes (one MCP session and keep-alive connection each) up to `count`, one at a time,
-// before a slice starts, so session setup is never timed and never races.
+// Opens lanes (keep-alive connections) up to `count`, one at a time, before a slice starts, so
+// session setup is never timed and never races. All lanes carry one MCP session, as one agent
+// with several calls in flight does (one principal: its calls share its sandbox processes); with
+// --session-per-lane each lane is its own session, so its own principal with its own process.
 async function openLanes(server, count) {
-  while (server.lanes.length < count) {
-    const i = server.lanes.length;
-    const lane = new Lane(server.url, `127.0.0.${1 + (i % 4)}`);
-    const headers = { accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-11-25' };
+  const headers = { accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-11-25' };
+  const initialize = async (lane) => {
     const init = await post(lane, { jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'compare', version: '1' } } }, headers);
     const session = init.headers['mcp-session-id'];
     if (init.status !== 200 || !session) throw new Error(`initialize on ${server.url}: HTTP ${init.status} ${init.body.slice(0, 200)}`);
     await post(lane, { jsonrpc: '2.0', method: 'notifications/initialized' }, { ...headers, 'mcp-session-id': session });
-    server.lanes.push({ lane, headers: { ...headers, 'mcp-session-id': session }, id: 1 });
+    return session;
+  };
+  while (server.lanes.length < count) {
+    const i = server.lanes.length;
+    const lane = new Lane(server.url, `127.0.0.${1 + (i % 4)}`);
+    const session = sessionPerLane || !server.lanes.length ? await initialize(lane) : server.lanes[0].headers['mcp-session-id'];
+    server.lanes.push({ lane, headers: { ...headers, 'mcp-session-id': session } });
   }
 }
 
@@ -215,7 +222,15 @@ const ours = {
     const kinds = [...new Set(workloads.map((w) => w.server))];
     for (const kind of kinds) this.servers[kind] = await startOurs(kind);
   },
-  async prepare(workload, concurrency) { if (concurrency > 1) await openLanes(this.servers[workload.server], concurrency); },
+  // A principal's first call starts a sandbox process for it (~40 ms; idle ones retire after a
+  // minute): one untimed call per lane before a slice, as session setup is never timed (with
+  // --session-per-lane each lane is a principal). bench/README.md gives the cold first call apart.
+  async prepare(workload, concurrency) {
+    if (concurrency <= 1) return;
+    const server = this.servers[workload.server];
+    await openLanes(server, concurrency);
+    await Promise.all(server.lanes.slice(0, concurrency).map((_, i) => this.call(workload, i, concurrency)));
+  },
   pids(workload) { return [this.servers[workload.server].pid]; },
   sink(workload, array) { this.servers[workload.server].sink = array; },
   async call(workload, lane, concurrency) {
@@ -224,7 +239,7 @@ const ours = {
       return ourResult(await server.client.callTool({ name: workload.tool, arguments: { code: workload.code } }));
     }
     const l = server.lanes[lane];
-    const r = await post(l.lane, { jsonrpc: '2.0', id: l.id++, method: 'tools/call', params: { name: workload.tool, arguments: { code: workload.code } } }, l.headers);
+    const r = await post(l.lane, { jsonrpc: '2.0', id: server.nextId = (server.nextId ?? 0) + 1, method: 'tools/call', params: { name: workload.tool, arguments: { code: workload.code } } }, l.headers);
     if (r.status !== 200) return { ok: false, error: `HTTP ${r.status}` };
     let body = r.body;
     if (body.startsWith('event:') || body.startsWith('data:')) body = /^data: (.*)$/m.exec(body)?.[1] ?? body;

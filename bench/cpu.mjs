@@ -1,11 +1,11 @@
 // Where one call's time and CPU go: the daemon, its sandbox processes, the client.
 //
 //   node bench/cpu.mjs [--calls N] [--concurrency C] [--tool search|execute] [--code CODE]
-//                      [--gap MS]
+//                      [--gap MS] [--session-per-lane]
 //
 // Starts codemode-mcp on Streamable HTTP (the built-in MarketHub demo), warms up, then runs N
-// calls over C lanes (one MCP session and keep-alive connection each, spread over
-// 127.0.0.1-4), each lane pausing --gap ms after every answer (default 0: back to back).
+// calls over C lanes (keep-alive connections spread over 127.0.0.1-4, carrying one MCP session,
+// or one session each with --session-per-lane), each lane pausing --gap ms after every answer (default 0: back to back).
 // Prints calls/s; the client-side p50; the server's own time per call and the part of it
 // spent inside the sandbox process (both from its info log: "ok in X ms (sandbox process Y
 // ms)"); and CPU milliseconds per call of the daemon, of its sandbox processes (the live ones
@@ -75,13 +75,23 @@ function cpuNow() {
   return { daemonUser: daemon.user, daemonSystem: daemon.system, sandboxUser: user, sandboxSystem: system };
 }
 
-async function lane(index, count, latencies) {
-  const lane = new Lane(url, `127.0.0.${1 + (index % 4)}`);
+// One MCP session for every lane, as one agent with several calls in flight has (one principal,
+// so its calls share its sandbox processes); --session-per-lane gives each lane its own.
+const sessionPerLane = argv.includes('--session-per-lane');
+let nextId = 1;
+let sharedSession = null;
+async function openSession(lane) {
   const init = await post(lane, { jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'bench-cpu', version: '1' } } });
   await post(lane, { jsonrpc: '2.0', method: 'notifications/initialized' }, init.session);
+  return init.session;
+}
+async function lane(index, count, latencies) {
+  const lane = new Lane(url, `127.0.0.${1 + (index % 4)}`);
+  const session = sessionPerLane ? await openSession(lane) : (sharedSession ??= openSession(lane));
+  const init = { session: await session };
   for (let i = 0; i < count; i++) {
     const started = performance.now();
-    const r = await post(lane, { jsonrpc: '2.0', id: i + 1, method: 'tools/call', params: { name: tool, arguments: { code } } }, init.session);
+    const r = await post(lane, { jsonrpc: '2.0', id: nextId++, method: 'tools/call', params: { name: tool, arguments: { code } } }, init.session);
     latencies?.push(performance.now() - started);
     if (r.status !== 200 || r.body.includes('"isError":true')) throw new Error(`unexpected answer: ${r.status} ${r.body.slice(0, 200)}`);
     if (gap > 0 && latencies) await new Promise((resolve) => setTimeout(resolve, gap));

@@ -4,14 +4,14 @@
 // how fast it computes. This module holds the pieces: the time-bounded row, the process-tree
 // sampling, codemode-mcp over Streamable HTTP with two clients, and the two no-sandbox baselines.
 //
-// A row: `concurrency` lanes, each a closed loop (one call at a time, the next as soon as the
-// last answered) for `seconds`; calls still in flight at the deadline are awaited (each call is
-// bounded by `callTimeoutMs`). calls/s = successful calls over the time from the start to the
-// last answer; p50/p99 over successful calls only, so a refusal answered in 1 ms does not pass
-// for a fast call. A failed call (HTTP 429 included) is counted and never retried; its lane
-// waits until `pauseAfterErrorMs` (the upstream's delay) have passed since the call began before
-// its next call, so a refused lane offers no more load than a served one and an instant refusal
-// does not become a busy loop that measures the harness instead of the system.
+// A row: `concurrency` lanes, each a closed loop (one call at a time, the next as soon as the last
+// answered) for `seconds`, after one untimed call on every lane at once; calls still in flight at
+// the deadline are awaited (each call is bounded by `callTimeoutMs`). calls/s = successful calls
+// over the time from the start to the last answer; p50/p99 over successful calls only, so a refusal
+// answered in 1 ms does not pass for a fast call. A failed call (HTTP 429 included) is counted and
+// never retried; its lane waits until `pauseAfterErrorMs` (the upstream's delay) have passed since
+// the call began before its next call, so a refused lane offers no more load than a served one and
+// an instant refusal does not become a busy loop that measures the harness instead of the system.
 import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
@@ -133,6 +133,10 @@ function errorKind(r) {
 export async function runIoRow({ system, concurrency, seconds, expect, upstreamPid, memFloorMb, beside, log = console.error }) {
   const lanes = await system.openLanes(concurrency);
   const besideLanes = beside ? await beside.openLanes(1) : null;
+  // One untimed call per lane, all at once, for every system alike: what a system sets up to hold
+  // this many calls (sandbox processes and their threads, pools, per-call processes' caches) is
+  // set up before the row is timed, as connecting is.
+  await Promise.all(lanes.map((lane) => Promise.resolve().then(() => system.call(lane)).catch(() => null)));
   const row = { system: system.name, concurrency, ok: 0, errors: 0, errorKinds: {}, latencies: [], peakRssMb: 0, endRssMb: null, peakProcesses: 0, aborted: null };
   const pids = system.pids();
   let sampling = Promise.resolve();

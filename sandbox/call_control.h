@@ -9,6 +9,7 @@
 #include <mutex>
 #include <utility>
 
+#include "config/config.h"
 #include "gateway/request.h"
 
 namespace codemode::sandbox {
@@ -56,6 +57,12 @@ class CancelRegistration {
 // call has ended (the runner then drops the result).
 using Fetcher = std::function<void(gateway::OutboundRequest request,
                                    std::function<void(gateway::FetchResult result)> done)>;
+
+// Makes one execute call's Fetcher as the call starts, with `limits` in force: the call's own
+// subrequest budget and fetch deadline live in what it returns. The daemon builds one over its
+// gateway (server/daemon.cpp); the sandbox knows the gateway only through it. Called on the
+// thread that starts calls (the pool's executor, or a worker thread).
+using FetcherFactory = std::function<Fetcher(const config::Limits& limits)>;
 
 // How long a call's thread may keep running, on its CPU clock, past cpu_ms once its termination
 // has been requested, before the watchdog gives up on V8's termination and calls

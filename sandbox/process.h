@@ -26,7 +26,7 @@
 #include <boost/asio/any_io_executor.hpp>
 
 #include "config/config.h"
-#include "gateway/gateway.h"
+#include "gateway/request.h"
 #include "sandbox/call.h"
 #include "sandbox/call_control.h"
 #include "sandbox/outcome.h"

@@ -24,11 +24,6 @@ using Clock = std::chrono::steady_clock;
 
 using namespace std::chrono_literals;
 
-// How far past the call's wall deadline the gateway gives up on a fetch: the isolate's watchdog
-// ends the call at its deadline, so a fetch still in flight then is reported as the timeout it
-// is, not as a fetch that failed. (The isolate's deadline counts from the Run frame's arrival,
-// a little after the fetcher was made.)
-constexpr auto kFetchDeadlineSlack = 500ms;
 // How often resident memory is read again from /proc while calls start.
 constexpr auto kMemorySampleEvery = 20ms;
 // How often idle processes are looked at for retirement.
@@ -58,16 +53,6 @@ std::uint64_t resident_bytes(pid_t pid) {
 }
 
 }  // namespace
-
-Fetcher gateway_fetcher(gateway::Gateway& gateway, const config::Limits& limits) {
-  auto budget = std::make_shared<gateway::CallBudget>(limits.subrequests);
-  const auto deadline =
-      gateway::Clock::now() + std::chrono::milliseconds(limits.wall_ms) + kFetchDeadlineSlack;
-  return [gateway = &gateway, budget = std::move(budget), deadline](
-             gateway::OutboundRequest outbound, std::function<void(gateway::FetchResult)> done) {
-    gateway->fetch(std::move(outbound), *budget, deadline, std::move(done));
-  };
-}
 
 // Threads for what blocks: starting processes, and killing and reaping retired ones. A start
 // costs ~40 ms, most of it CPU (exec, V8, the document), so new principals arriving together
@@ -293,9 +278,7 @@ struct ProcessPool::State : std::enable_shared_from_this<State> {
   void run(Proc& proc, Principal& principal, Job job) {
     ++principal.running;
     Fetcher fetch;
-    if (job.call.tool == Tool::execute && options.gateway != nullptr) {
-      fetch = gateway_fetcher(*options.gateway, options.limits);
-    }
+    if (job.call.tool == Tool::execute && options.fetch) fetch = options.fetch(options.limits);
     const std::uint64_t queued_us = microseconds_since(job.queued_at);
     std::shared_ptr<SandboxProcess> process = proc.process;
     running_tokens.emplace(job.seq, job.call.cancel);

@@ -31,18 +31,12 @@
 #include <boost/asio/any_io_executor.hpp>
 
 #include "config/config.h"
-#include "gateway/gateway.h"
 #include "sandbox/call.h"
 #include "sandbox/call_control.h"
 #include "sandbox/outcome.h"
 #include "sandbox/process.h"
 
 namespace codemode::sandbox {
-
-// One execute call's way to the gateway: its own subrequest budget (held by the fetcher; the
-// gateway spends it inside fetch()) and a deadline past the call's own wall deadline (the
-// isolate's watchdog stops the call first, so the call reports `timeout`, not a failed fetch).
-Fetcher gateway_fetcher(gateway::Gateway& gateway, const config::Limits& limits);
 
 struct ProcessPoolOptions {
   ProcessOptions process;
@@ -54,7 +48,7 @@ struct ProcessPoolOptions {
   std::chrono::milliseconds idle_retire{60000};
   std::uint64_t memory_bytes = 0;  // 0: no bound
   config::Limits limits;
-  gateway::Gateway* gateway = nullptr;  // null: execute code gets no fetch
+  FetcherFactory fetch;  // empty: execute code gets no fetch
 };
 
 class ProcessPool {

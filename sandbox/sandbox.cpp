@@ -55,7 +55,7 @@ std::uint32_t cpu_allowance_seconds(const config::Limits& limits, unsigned calls
 std::shared_ptr<const std::string> init_frame(const SandboxOptions& options) {
   channel::Init init;
   init.spec = options.api != nullptr;
-  init.fetch = options.gateway != nullptr;
+  init.fetch = static_cast<bool>(options.fetch);
   init.limits = options.limits;
   init.cpu_seconds = cpu_allowance_seconds(options.limits, options.calls_per_process);
   init.jitless = options.jit == JitMode::jitless;
@@ -90,7 +90,7 @@ class ProcessRunner final : public Sandbox::Runner {
     pool.memory_bytes =
         settings.memory_mb != 0 ? std::uint64_t{settings.memory_mb} << 20 : half_of_memory();
     pool.limits = options.limits;
-    pool.gateway = options.gateway;
+    pool.fetch = options.fetch;
     boost::asio::any_io_executor executor = options.executor;
     if (!executor) {
       own_io_ = std::make_unique<boost::asio::io_context>();

@@ -30,7 +30,6 @@
 #include <boost/asio/any_io_executor.hpp>
 
 #include "config/config.h"
-#include "gateway/gateway.h"
 #include "openapi/image.h"
 #include "sandbox/call.h"
 #include "sandbox/call_control.h"
@@ -52,8 +51,9 @@ struct SandboxOptions {
   unsigned workers = 0;
   // The document `search` code sees as `spec`; must outlive the Sandbox. Null: no `spec`.
   const openapi::DocumentImage* api = nullptr;
-  // Where `execute` code's fetch() goes; must outlive the Sandbox. Null: no `fetch` global.
-  gateway::Gateway* gateway = nullptr;
+  // Where `execute` code's fetch() goes: a Fetcher made per call (call_control.h); what it
+  // refers to must outlive the Sandbox. Empty: no `fetch` global.
+  FetcherFactory fetch;
   // The sandbox process program (child.h); the daemon passes daemon_child_command(). Calls run in
   // sandbox processes, each of one principal (process_pool.h). Empty: calls run on `workers`
   // worker threads of this process, which only tests of the layers above the sandbox do.

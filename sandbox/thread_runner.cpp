@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "sandbox/isolate_runner.h"
-#include "sandbox/process_pool.h"
 #include "sandbox/v8_platform.h"
 
 namespace codemode::sandbox {
@@ -108,10 +107,8 @@ class ThreadRunner final : public Sandbox::Runner {
   Outcome run(const Call& call) {
     RunRequest request{call.tool,    call.code,         &options_.limits,
                        options_.api, call.cancel.get(), nullptr};
-    if (call.tool != Tool::execute || options_.gateway == nullptr) {
-      return run_in_fresh_isolate(request);
-    }
-    const Fetcher fetcher = gateway_fetcher(*options_.gateway, options_.limits);
+    if (call.tool != Tool::execute || !options_.fetch) return run_in_fresh_isolate(request);
+    const Fetcher fetcher = options_.fetch(options_.limits);
     request.fetcher = &fetcher;
     return run_in_fresh_isolate(request);
   }

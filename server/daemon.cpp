@@ -19,6 +19,8 @@
 #include "openapi/describe.h"
 #include "openapi/image.h"
 #include "openapi/operations.h"
+#include "sandbox/call_control.h"
+#include "sandbox/sandbox.h"
 #include "server/stdio_transport.h"
 
 namespace codemode::server {
@@ -27,6 +29,26 @@ namespace {
 
 // After the grace period has ended the calls: how long their answers may take to be written.
 constexpr std::chrono::milliseconds kAnswerFlush{2000};
+
+// How far past an execute call's wall deadline the gateway gives up on its fetch: the isolate's
+// watchdog ends the call at its deadline, so a fetch still in flight then is reported as the
+// timeout it is, not as a fetch that failed. (The isolate's deadline counts from the Run frame's
+// arrival in the sandbox process, a little after the fetcher is made.)
+constexpr std::chrono::milliseconds kFetchDeadlineSlack{500};
+
+// The sandbox's way to the gateway: each execute call gets its own subrequest budget (held by
+// its fetcher; the gateway spends it inside fetch()) and a deadline past its own wall deadline.
+sandbox::FetcherFactory gateway_fetch(gateway::Gateway& gateway) {
+  return [&gateway](const config::Limits& limits) -> sandbox::Fetcher {
+    auto budget = std::make_shared<gateway::CallBudget>(limits.subrequests);
+    const auto deadline =
+        gateway::Clock::now() + std::chrono::milliseconds(limits.wall_ms) + kFetchDeadlineSlack;
+    return [&gateway, budget = std::move(budget), deadline](
+               gateway::OutboundRequest outbound, std::function<void(gateway::FetchResult)> done) {
+      gateway.fetch(std::move(outbound), *budget, deadline, std::move(done));
+    };
+  };
+}
 
 // How long a shutdown lets running calls finish: a signal gives them the shutdown grace
 // (an orchestrator waits for the process), stdin closing lets them all answer.
@@ -98,7 +120,7 @@ int Daemon::run() {
   ::malloc_trim(0);
   sandbox::Sandbox sandbox(sandbox::SandboxOptions{.limits = options_.config.limits,
                                                    .api = &image,
-                                                   .gateway = gateway.get(),
+                                                   .fetch = gateway_fetch(*gateway),
                                                    .child_command = options_.sandbox_command,
                                                    .executor = io.get_executor(),
                                                    .child_stderr = options_.sandbox_stderr,

@@ -213,6 +213,7 @@ struct Encoder {
                 {"ok", m.outcome.ok},
                 {"logs", m.outcome.logs},
                 {"us", m.outcome.sandbox_us},
+                {"cpu", m.outcome.cpu_us},
                 {"last", m.last}};
     if (m.outcome.ok) {
       out["value"] = m.outcome.result_json;
@@ -312,6 +313,7 @@ std::variant<Message, DecodeError> decode_object(const json& body) {
     m.outcome.ok = f.boolean("ok");
     m.outcome.logs = f.strings("logs");
     m.outcome.sandbox_us = f.u64("us");
+    m.outcome.cpu_us = f.u64("cpu");
     m.last = f.boolean("last");
     if (m.outcome.ok) {
       m.outcome.result_json = f.text("value");

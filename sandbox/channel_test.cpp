@@ -87,9 +87,11 @@ TEST_CASE("every message survives encoding and decoding", "[sandbox][channel]") 
 
   Outcome timed = Outcome::success("[1]", {"log"});
   timed.sandbox_us = 321;
+  timed.cpu_us = 123;
   const auto ok_back = std::get<Result>(round_trip(Result{1, timed}));
   CHECK(ok_back.outcome.ok);
   CHECK(ok_back.outcome.sandbox_us == 321);
+  CHECK(ok_back.outcome.cpu_us == 123);
   CHECK(ok_back.outcome.result_json == "[1]");
   CHECK(ok_back.outcome.logs == std::vector<std::string>{"log"});
   CHECK_FALSE(ok_back.last);
@@ -147,6 +149,7 @@ TEST_CASE("malformed messages are errors, never exceptions", "[sandbox][channel]
                           {"ok", false},
                           {"logs", nlohmann::json::array()},
                           {"us", 5},
+                          {"cpu", 1},
                           {"last", false},
                           {"kind", "fatal"},
                           {"message", ""}})) == "message \"result\": unknown kind");

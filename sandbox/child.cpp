@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <v8.h>
@@ -36,6 +37,14 @@ namespace codemode::sandbox {
 namespace {
 
 constexpr std::size_t kMB = 1024 * 1024;
+
+// CPU time of the calling thread, in microseconds.
+std::uint64_t thread_cpu_us() {
+  timespec now{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+  return static_cast<std::uint64_t>(now.tv_sec) * 1000000u +
+         static_cast<std::uint64_t>(now.tv_nsec) / 1000u;
+}
 // The daemon is trusted; its largest frames are the document and upstream bodies.
 constexpr std::size_t kMaxInboundFrame = std::size_t{3} << 30;
 
@@ -336,7 +345,9 @@ class Calls {
           });
       send(channel::FetchRequest{call_id, fetch_id, std::move(outbound)});
     };
+    const std::uint64_t cpu_before = thread_cpu_us();
     Outcome outcome = isolate->run(run.code, &cancel, fetch_ ? &fetcher : nullptr, &waiter);
+    outcome.cpu_us = thread_cpu_us() - cpu_before;
     fetches_.forget(call_id);
     outcome.sandbox_us =
         static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(

@@ -39,6 +39,15 @@ constexpr std::string_view to_string(ErrorKind kind) {
   return "runtime";
 }
 
+// One fetch() of an execute call, for its ledger (ledger.h).
+struct RequestRecord {
+  std::string method;
+  std::string path;     // the URL as the code wrote it, without its query or fragment
+  unsigned status = 0;  // the response's status; 0 when there was none
+  std::string error;    // when there was no response: the gateway's `policy: …` or `runtime: …`
+  double ms = 0;        // from the request to its answer; 0 if the call ended first
+};
+
 struct Outcome {
   bool ok = false;
   // ok: the JSON text of the value the code's promise resolved to, complete (the server cuts
@@ -56,6 +65,15 @@ struct Outcome {
   // For the log: how long the call waited for a sandbox process before it started
   // (microseconds). Not part of wall_ms, which counts from the start.
   std::uint64_t queued_us = 0;
+  // CPU time of the call's own thread while its code ran (microseconds; 0 when not measured):
+  // what cpu_ms bounds.
+  std::uint64_t cpu_us = 0;
+  // execute: the code's fetches in order (the first RequestLedger::kMaxKept of them), how many
+  // it made in all, and how many of those the gateway let through, which is what the
+  // subrequest budget counts (a refused request costs none of it).
+  std::vector<RequestRecord> requests;
+  std::uint32_t fetches = 0;
+  std::uint32_t subrequests = 0;
 
   static Outcome success(std::string json, std::vector<std::string> logs = {}) {
     Outcome o;

@@ -1,5 +1,7 @@
 #include "sandbox/process_pool.h"
 
+#include "sandbox/ledger.h"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -278,29 +280,34 @@ struct ProcessPool::State : std::enable_shared_from_this<State> {
   void run(Proc& proc, Principal& principal, Job job) {
     ++principal.running;
     Fetcher fetch;
-    if (job.call.tool == Tool::execute && options.fetch) fetch = options.fetch(options.limits);
+    std::shared_ptr<RequestLedger> ledger;
+    if (job.call.tool == Tool::execute && options.fetch) {
+      ledger = std::make_shared<RequestLedger>();
+      fetch = record_requests(options.fetch(options.limits), ledger);
+    }
     const std::uint64_t queued_us = microseconds_since(job.queued_at);
     std::shared_ptr<SandboxProcess> process = proc.process;
     running_tokens.emplace(job.seq, job.call.cancel);
-    process->run(
-        job.call, options.limits, std::move(fetch),
-        [self = shared_from_this(), process, pid = process->pid(), name = job.call.principal,
-         seq = job.seq, queued_us, done = std::move(job.done)](Outcome outcome) mutable {
-          self->running_tokens.erase(seq);
-          if (auto it = self->principals.find(name); it != self->principals.end()) {
-            --it->second.running;
-          }
-          if (!process->usable()) {
-            spdlog::warn("sandbox: process {} ended after a call: {}: {}", pid,
-                         to_string(outcome.error_kind), outcome.error_message);
-          }
-          outcome.queued_us = queued_us;
-          done(std::move(outcome));
-          if (self->closed) return;
-          self->after_call(*process);
-          self->forget_if_unused(name);
-          self->dispatch();
-        });
+    process->run(job.call, options.limits, std::move(fetch),
+                 [self = shared_from_this(), process, pid = process->pid(),
+                  name = job.call.principal, seq = job.seq, queued_us, ledger = std::move(ledger),
+                  done = std::move(job.done)](Outcome outcome) mutable {
+                   if (ledger) ledger->move_into(outcome);
+                   self->running_tokens.erase(seq);
+                   if (auto it = self->principals.find(name); it != self->principals.end()) {
+                     --it->second.running;
+                   }
+                   if (!process->usable()) {
+                     spdlog::warn("sandbox: process {} ended after a call: {}: {}", pid,
+                                  to_string(outcome.error_kind), outcome.error_message);
+                   }
+                   outcome.queued_us = queued_us;
+                   done(std::move(outcome));
+                   if (self->closed) return;
+                   self->after_call(*process);
+                   self->forget_if_unused(name);
+                   self->dispatch();
+                 });
   }
 
   // A call of `process` ended: it retires now if it is done for, else it may idle.

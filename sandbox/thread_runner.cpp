@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "sandbox/isolate_runner.h"
+#include "sandbox/ledger.h"
 #include "sandbox/v8_platform.h"
 
 namespace codemode::sandbox {
@@ -108,9 +109,12 @@ class ThreadRunner final : public Sandbox::Runner {
     RunRequest request{call.tool,    call.code,         &options_.limits,
                        options_.api, call.cancel.get(), nullptr};
     if (call.tool != Tool::execute || !options_.fetch) return run_in_fresh_isolate(request);
-    const Fetcher fetcher = options_.fetch(options_.limits);
+    auto ledger = std::make_shared<RequestLedger>();
+    const Fetcher fetcher = record_requests(options_.fetch(options_.limits), ledger);
     request.fetcher = &fetcher;
-    return run_in_fresh_isolate(request);
+    Outcome outcome = run_in_fresh_isolate(request);
+    ledger->move_into(outcome);
+    return outcome;
   }
 
   const SandboxOptions options_;

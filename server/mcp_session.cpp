@@ -218,18 +218,20 @@ void McpSession::call_tool(const Json& id, const Json& params, const Send& out, 
   if (!arguments.is_object() || !arguments.contains("code") || !arguments["code"].is_string()) {
     return reply(out, id,
                  shaped(tools_.result(sandbox::Outcome::failure(
-                            sandbox::ErrorKind::input,
-                            "arguments must be an object with \"code\", a string holding an "
-                            "async arrow function")),
+                                          sandbox::ErrorKind::input,
+                                          "arguments must be an object with \"code\", a string "
+                                          "holding an async arrow function"),
+                                      *tool),
                         era));
   }
   std::string code = arguments["code"].get<std::string>();
   if (auto refused = sandbox::check_input(code, tools_.limits())) {
-    return reply(out, id, shaped(tools_.result(*refused), era));
+    return reply(out, id, shaped(tools_.result(*refused, *tool), era));
   }
 
   auto cancel = std::make_shared<sandbox::CancelToken>();
-  auto& state = calls_.emplace(key, CallState{cancel, out, route, era, nullptr}).first->second;
+  auto& state =
+      calls_.emplace(key, CallState{cancel, out, route, era, nullptr, *tool}).first->second;
   const auto started = std::chrono::steady_clock::now();
   if (auto token = progress_token(params)) {
     state.progress = std::make_shared<boost::asio::steady_timer>(executor_);
@@ -268,7 +270,7 @@ void McpSession::finish_call(const Json& id, const sandbox::Outcome& outcome) {
   calls_.erase(call);
   if (state.progress) state.progress->cancel();  // no progress after the answer
   if (!state.cancel->cancelled()) {
-    reply(state.reply_to, id, shaped(tools_.result(outcome), state.era));
+    reply(state.reply_to, id, shaped(tools_.result(outcome, state.tool), state.era));
   } else if (state.route == ReplyRoute::message) {
     state.reply_to(std::string());  // the exchange hears that no answer will come
   }

@@ -108,6 +108,7 @@ class McpSession : public std::enable_shared_from_this<McpSession> {
     ReplyRoute route = ReplyRoute::session;
     Era era = Era::negotiated;
     std::shared_ptr<boost::asio::steady_timer> progress;  // set when the call has a token
+    sandbox::Tool tool = sandbox::Tool::search;
   };
 
   void dispatch(Message message, const Send& reply_to, ReplyRoute route, const Send& notify);

@@ -1,6 +1,8 @@
 #include "server/tools.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdint>
 
 namespace codemode::server {
 
@@ -26,6 +28,24 @@ Json code_schema(std::size_t code_chars) {
 }
 
 Json text_item(std::string text) { return Json{{"type", "text"}, {"text", std::move(text)}}; }
+
+// Milliseconds to two decimals: the ledger is for reading, not for profiling.
+double rounded(double ms) { return std::round(ms * 100) / 100; }
+double ms_of(std::uint64_t us) { return rounded(static_cast<double>(us) / 1000); }
+
+// What a call used of its limits. A call refused before it ran used nothing and has no times.
+Json usage(const sandbox::Outcome& outcome, sandbox::Tool tool, const config::Limits& limits) {
+  Json out = Json::object();
+  if (outcome.sandbox_us > 0) {
+    out["cpu_ms"] = ms_of(outcome.cpu_us);
+    out["wall_ms"] = ms_of(outcome.sandbox_us);
+  }
+  if (outcome.sandbox_us > 0 || outcome.queued_us > 0) out["queued_ms"] = ms_of(outcome.queued_us);
+  if (tool == sandbox::Tool::execute) {
+    out["subrequests"] = {{"used", outcome.subrequests}, {"limit", limits.subrequests}};
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -76,7 +96,7 @@ std::optional<sandbox::Tool> ToolCatalog::find(std::string_view name) const {
   return std::nullopt;
 }
 
-Json ToolCatalog::result(const sandbox::Outcome& outcome) const {
+Json ToolCatalog::result(const sandbox::Outcome& outcome, sandbox::Tool tool) const {
   Json content = Json::array();
   Json structured = Json::object();
   if (outcome.ok) {
@@ -98,6 +118,24 @@ Json ToolCatalog::result(const sandbox::Outcome& outcome) const {
     structured["error"] = {{"type", kind}, {"message", outcome.error_message}};
   }
   structured["logs"] = outcome.logs;
+  structured["usage"] = usage(outcome, tool, limits_);
+  if (tool == sandbox::Tool::execute) {
+    Json requests = Json::array();
+    for (const auto& request : outcome.requests) {
+      Json item{{"method", request.method}, {"path", request.path}};
+      if (request.error.empty()) {
+        item["status"] = request.status;
+      } else {
+        item["error"] = request.error;
+      }
+      item["ms"] = rounded(request.ms);
+      requests.push_back(std::move(item));
+    }
+    structured["requests"] = std::move(requests);
+    if (outcome.fetches > outcome.requests.size()) {
+      structured["requests_not_shown"] = outcome.fetches - outcome.requests.size();
+    }
+  }
   if (!outcome.logs.empty()) {
     std::string logs = "console:";
     for (const auto& line : outcome.logs) logs += "\n" + line;

@@ -31,8 +31,11 @@ class ToolCatalog {
   // nullopt: no tool of that name.
   std::optional<sandbox::Tool> find(std::string_view name) const;
 
-  // An MCP CallToolResult for an outcome.
-  Json result(const sandbox::Outcome& outcome) const;
+  // An MCP CallToolResult for an outcome of `tool`. Its structuredContent carries the result (or
+  // error) and logs, `usage` (cpu_ms, wall_ms and queued_ms of a call that ran; for execute the
+  // subrequests the gateway let through, of the limit) and, for execute, `requests`: method,
+  // path, status or error, ms of each fetch (the first 50). The text content stays compact.
+  Json result(const sandbox::Outcome& outcome, sandbox::Tool tool) const;
 
   const config::Limits& limits() const { return limits_; }
 

@@ -41,7 +41,8 @@ TEST_CASE("cut_text keeps short text and marks what it drops", "[server][tools]"
 
 TEST_CASE("a success result carries the JSON text and structuredContent", "[server][tools]") {
   const auto tools = catalog();
-  const Json result = tools.result(sandbox::Outcome::success(R"({"a":[1,2]})", {"hello"}));
+  const Json result =
+      tools.result(sandbox::Outcome::success(R"({"a":[1,2]})", {"hello"}), sandbox::Tool::search);
   CHECK_FALSE(result.contains("isError"));
   CHECK(result["content"][0]["text"] == R"({"a":[1,2]})");
   CHECK(result["content"][1]["text"] == "console:\nhello");
@@ -54,13 +55,16 @@ TEST_CASE("a result nested past the bound keeps its text but no structured copy"
   const auto tools = catalog();
   // 5,000 levels fit in the default 12,000 characters; a sandbox process could send them.
   const std::string deep = std::string(5000, '[') + std::string(5000, ']');
-  const Json result = tools.result(sandbox::Outcome::success(deep));
+  const Json result = tools.result(sandbox::Outcome::success(deep), sandbox::Tool::search);
   CHECK(result["content"][0]["text"] == deep);
   CHECK(result["structuredContent"]["result"].is_null());
   CHECK_NOTHROW(dump(result));
 
   const std::string shallow = std::string(900, '[') + std::string(900, ']');
-  CHECK(tools.result(sandbox::Outcome::success(shallow))["structuredContent"]["result"].is_array());
+  CHECK(tools
+            .result(sandbox::Outcome::success(shallow),
+                    sandbox::Tool::search)["structuredContent"]["result"]
+            .is_array());
 }
 
 TEST_CASE("a result over result_chars is cut and left out of structuredContent",
@@ -69,7 +73,7 @@ TEST_CASE("a result over result_chars is cut and left out of structuredContent",
   limits.result_chars = 100;
   const auto tools = catalog(limits);
   const std::string big = "\"" + std::string(300, 'x') + "\"";
-  const Json result = tools.result(sandbox::Outcome::success(big));
+  const Json result = tools.result(sandbox::Outcome::success(big), sandbox::Tool::search);
   const std::string text = result["content"][0]["text"];
   CHECK(text.rfind(big.substr(0, 100) + "\n…[cut: 202 more characters", 0) == 0);
   CHECK_FALSE(result["structuredContent"].contains("result"));
@@ -79,9 +83,52 @@ TEST_CASE("a result over result_chars is cut and left out of structuredContent",
 TEST_CASE("a failure is isError with the kind first", "[server][tools]") {
   const auto tools = catalog();
   const Json result = tools.result(
-      sandbox::Outcome::failure(sandbox::ErrorKind::timeout, "cpu limit 50 ms exceeded"));
+      sandbox::Outcome::failure(sandbox::ErrorKind::timeout, "cpu limit 50 ms exceeded"),
+      sandbox::Tool::search);
   CHECK(result["isError"] == true);
   CHECK(result["content"][0]["text"] == "timeout: cpu limit 50 ms exceeded");
   CHECK(result["structuredContent"]["error"] ==
         Json{{"type", "timeout"}, {"message", "cpu limit 50 ms exceeded"}});
+}
+
+TEST_CASE("structuredContent carries the call's usage and, for execute, its requests",
+          "[server][tools]") {
+  config::Limits limits;
+  limits.subrequests = 7;
+  const auto tools = catalog(limits);
+  sandbox::Outcome outcome = sandbox::Outcome::success("1");
+  outcome.sandbox_us = 12345;
+  outcome.cpu_us = 2500;
+  outcome.queued_us = 1000;
+  outcome.fetches = 53;
+  outcome.subrequests = 52;
+  outcome.requests.push_back({"GET", "/products", 200, "", 3.14159});
+  outcome.requests.push_back(
+      {"POST", "http://evil.example/x", 0, "policy: origin not allowed", 0.2});
+  const Json result = tools.result(outcome, sandbox::Tool::execute);
+  const Json& structured = result["structuredContent"];
+  CHECK(structured["usage"] == Json{{"cpu_ms", 2.5},
+                                    {"wall_ms", 12.35},
+                                    {"queued_ms", 1.0},
+                                    {"subrequests", {{"used", 52}, {"limit", 7}}}});
+  CHECK(structured["requests"] ==
+        Json::array({Json{{"method", "GET"}, {"path", "/products"}, {"status", 200}, {"ms", 3.14}},
+                     Json{{"method", "POST"},
+                          {"path", "http://evil.example/x"},
+                          {"error", "policy: origin not allowed"},
+                          {"ms", 0.2}}}));
+  CHECK(structured["requests_not_shown"] == 51);
+  // The text form is the result alone.
+  CHECK(result["content"].size() == 1);
+  CHECK(result["content"][0]["text"] == "1");
+
+  // search has no requests and no subrequests; a call refused before it ran has no times.
+  const Json search = tools.result(sandbox::Outcome::success("1"), sandbox::Tool::search);
+  CHECK(search["structuredContent"]["usage"] == Json::object());
+  CHECK_FALSE(search["structuredContent"].contains("requests"));
+  const Json refused = tools.result(
+      sandbox::Outcome::failure(sandbox::ErrorKind::input, "too long"), sandbox::Tool::execute);
+  CHECK(refused["structuredContent"]["usage"] ==
+        Json{{"subrequests", {{"used", 0}, {"limit", 7}}}});
+  CHECK(refused["structuredContent"]["requests"] == Json::array());
 }

@@ -105,6 +105,36 @@ describe('execute against a hostile loopback world', () => {
     assert.ok(!JSON.stringify(r).includes(SECRET));
   });
 
+  test('the result carries the call\'s ledger: usage, and each request\'s method, path, status or refusal', async () => {
+    const forbiddenUrl = `${origin(forbidden)}/x?token=mine`;
+    const r = await execute(`async () => {
+      await fetch('/echo?q=secret-query');
+      await fetch('/echo-token', { method: 'POST', body: 'x' });
+      try { await fetch(${JSON.stringify(forbiddenUrl)}); } catch (e) {}
+      try { await fetch('/echo\\u0000\\n' + 'a'.repeat(1000)); } catch (e) {}
+      return 'done';
+    }`);
+    assert.equal(r.isError, undefined, text(r));
+    assert.equal(text(r), '"done"', 'the text form stays the result alone');
+    assert.equal(r.content.length, 1);
+    const { usage, requests } = r.structuredContent;
+    assert.deepEqual(requests.map(({ ms, ...rest }) => rest), [
+      { method: 'GET', path: '/echo', status: 200 },
+      { method: 'POST', path: '/echo-token', status: 200 },
+      { method: 'GET', path: `${origin(forbidden)}/x`, error: `policy: origin ${origin(forbidden)} is not allowed` },
+      // What the code wrote, made printable and cut: no raw control byte reaches the JSON.
+      { method: 'GET', path: `/echo%00%0A${'a'.repeat(243)}...`, error: 'policy: URL contains a control character' },
+    ]);
+    for (const request of requests) assert.ok(request.ms >= 0 && request.ms < 3000, JSON.stringify(request));
+    // A refused request costs no subrequest: the two sent used 2 of the limit 3.
+    assert.deepEqual(usage.subrequests, { used: 2, limit: 3 });
+    assert.ok(usage.cpu_ms > 0 && usage.cpu_ms <= usage.wall_ms + 1, JSON.stringify(usage));
+    assert.ok(usage.wall_ms > 0 && usage.wall_ms < 3000, JSON.stringify(usage));
+    assert.ok(usage.queued_ms >= 0, JSON.stringify(usage));
+    assert.ok(!JSON.stringify(r).includes(SECRET), 'the ledger carries no credential');
+    assert.ok(!JSON.stringify(r).includes('secret-query'), 'nor a query');
+  });
+
   test('an upstream that echoes the credential does not leak it to the code', async () => {
     const r = await execute("async () => (await fetch('/echo-token')).text()");
     assert.ok(!JSON.stringify(r).includes(SECRET), `leaked: ${text(r)}`);

@@ -105,3 +105,11 @@ export function childrenOf(pid) {
   }
   return out;
 }
+
+// A transcript's expected text against what came: equal, except that each `${MS}` in the
+// expected text stands for one number (the times in a result's `usage` and `requests`).
+export function sameAsTranscript(actual, expected) {
+  if (!expected.includes('${MS}')) return actual === expected;
+  const pattern = expected.split('${MS}').map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('\\d+(?:\\.\\d+)?');
+  return new RegExp(`^${pattern}$`).test(actual);
+}

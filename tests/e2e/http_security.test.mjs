@@ -249,7 +249,7 @@ test('finding 11: a client that shuts down its write side after its request is a
     slow.halfClose(post(server.port, slowCall(3, 300), headers));
     const slowText = await slow.untilClosed();
     assert.match(slowText, /^(HTTP\/1\.1 100 Continue\r\n\r\n)?HTTP\/1\.1 200 OK\r\n/);
-    assert.match(slowText, /"result":3\}\}\}$/);
+    assert.match(slowText, /"result":3,"usage":\{[^{}]*\}\}\}\}$/);
 
     const fast = new RawConnection(server.port);
     fast.halfClose(post(server.port, { jsonrpc: '2.0', id: 4, method: 'ping' }, headers));
@@ -259,7 +259,7 @@ test('finding 11: a client that shuts down its write side after its request is a
     old.halfClose(post(server.port, slowCall(6, 300), headers).replace('HTTP/1.1', 'HTTP/1.0'));
     const oldText = await old.untilClosed();
     assert.match(oldText, /^HTTP\/1\.1 200 OK\r\n/);  // no interim response to HTTP/1.0
-    assert.match(oldText, /"result":6\}\}\}$/);
+    assert.match(oldText, /"result":6,"usage":\{[^{}]*\}\}\}\}$/);
     assert.doesNotMatch(server.stderr, /call [346] cancelled/);
     await provesServing(server.port);
   } finally {

@@ -11,7 +11,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { run, SOURCE_DIR } from './harness.mjs';
+import { run, SOURCE_DIR, sameAsTranscript } from './harness.mjs';
 import { startHttpServer, rawExchange, writeConfig, provesServing } from './http_harness.mjs';
 
 const dir = join(SOURCE_DIR, 'tests/http_transcripts');
@@ -70,7 +70,7 @@ function check(response, expect, vars, where) {
   }
   if (blank >= 0) {
     const body = expect.slice(blank + 1).join('\n').replaceAll('${VERSION}', version).replaceAll('${PORT}', vars.PORT);
-    assert.equal(response.body, body, `${where}: body`);
+    if (!sameAsTranscript(response.body, body)) assert.equal(response.body, body, `${where}: body`);
   }
 }
 

@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { RawServer, run, SOURCE_DIR } from './harness.mjs';
+import { RawServer, run, SOURCE_DIR, sameAsTranscript } from './harness.mjs';
 
 const dir = join(SOURCE_DIR, 'tests/transcripts');
 const version = (await run(['--version'])).stdout.split('\n')[0].split(' ')[1];
@@ -25,7 +25,8 @@ for (const file of readdirSync(dir).filter((f) => f.endsWith('.txt')).sort()) {
     for (const step of parse(readFileSync(join(dir, file), 'utf8'))) {
       server.send(step.send);
       for (const expected of step.expect) {
-        assert.equal(await server.nextLine(), expected, `answer to: ${step.send}`);
+        const line = await server.nextLine();
+        if (!sameAsTranscript(line, expected)) assert.equal(line, expected, `answer to: ${step.send}`);
       }
     }
     assert.deepEqual(await server.close(), { code: 0, signal: null });

@@ -1,0 +1,92 @@
+#include "sandbox/ledger.h"
+
+#include <chrono>
+#include <string>
+#include <string_view>
+#include <utility>
+
+namespace codemode::sandbox {
+
+namespace {
+
+// Longest path and method a record keeps; the code can build a URL of any length at run time.
+constexpr std::size_t kMaxPathBytes = 256;
+constexpr std::size_t kMaxMethodBytes = 16;
+constexpr std::size_t kMaxErrorBytes = 300;
+
+// `text` up to the first of `stop`, at most `max` bytes, with every byte outside printable ASCII
+// (below `lowest`) percent-encoded: the code chose these bytes, and the record goes into JSON
+// (which needs valid UTF-8) and logs.
+std::string printable(std::string_view text, std::string_view stop, std::size_t max,
+                      unsigned char lowest = 0x21) {
+  constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (const char c : text) {
+    if (stop.find(c) != std::string_view::npos) break;
+    const auto byte = static_cast<unsigned char>(c);
+    if (out.size() + 3 > max) {
+      out += "...";
+      break;
+    }
+    if (byte >= lowest && byte < 0x7f) {
+      out += c;
+    } else {
+      out += '%';
+      out += kHex[byte >> 4];
+      out += kHex[byte & 15];
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+void RequestLedger::move_into(Outcome& outcome) {
+  std::lock_guard lock(mutex_);
+  outcome.requests = std::move(kept_);
+  outcome.fetches = fetches_;
+  outcome.subrequests = fetches_ - refused_;
+  kept_.clear();
+}
+
+Fetcher record_requests(Fetcher inner, std::shared_ptr<RequestLedger> ledger) {
+  return [inner = std::move(inner), ledger = std::move(ledger)](
+             gateway::OutboundRequest request, std::function<void(gateway::FetchResult)> done) {
+    std::size_t slot = RequestLedger::kMaxKept;
+    {
+      std::lock_guard lock(ledger->mutex_);
+      ++ledger->fetches_;
+      if (ledger->kept_.size() < RequestLedger::kMaxKept) {
+        slot = ledger->kept_.size();
+        ledger->kept_.push_back(RequestRecord{printable(request.method, "", kMaxMethodBytes),
+                                              printable(request.url, "?#", kMaxPathBytes),
+                                              0,
+                                              {},
+                                              0});
+      }
+    }
+    const auto started = std::chrono::steady_clock::now();
+    inner(std::move(request), [ledger, slot, started,
+                               done = std::move(done)](gateway::FetchResult result) {
+      {
+        std::lock_guard lock(ledger->mutex_);
+        const auto* error = std::get_if<gateway::GatewayError>(&result);
+        if (error != nullptr && error->kind == gateway::ErrorKind::policy) ++ledger->refused_;
+        if (slot < ledger->kept_.size()) {  // not yet moved into the outcome
+          RequestRecord& record = ledger->kept_[slot];
+          record.ms =
+              std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
+                  .count();
+          if (const auto* response = std::get_if<gateway::InboundResponse>(&result)) {
+            record.status = response->status;
+          } else {
+            record.error = printable(error->text(), "", kMaxErrorBytes, 0x20);
+          }
+        }
+      }
+      done(std::move(result));
+    });
+  };
+}
+
+}  // namespace codemode::sandbox

@@ -96,6 +96,9 @@ Daemon::Daemon(DaemonOptions options) : options_(std::move(options)) {}
 
 int Daemon::run() {
   boost::asio::io_context io;
+  // First: from here on SIGINT and SIGTERM are held for the handler below, however early they
+  // come (an orchestrator may stop the server while it starts), instead of killing the process.
+  boost::asio::signal_set signals(io, SIGINT, SIGTERM);
   const ToolCatalog tools(summarize(options_.api, options_.config), options_.config.limits);
   gateway::GatewayOptions gateway_options;
   gateway_options.upstreams = options_.config.upstreams;
@@ -210,7 +213,6 @@ int Daemon::run() {
         "stdio", max_calls);
   }
 
-  boost::asio::signal_set signals(io, SIGINT, SIGTERM);
   signals.async_wait([&](boost::system::error_code ec, int signal) {
     if (!ec) shut_down(signal == SIGINT ? "SIGINT" : "SIGTERM", Grace::bounded);
   });

@@ -19,8 +19,13 @@ namespace {
 void do_accept(const std::shared_ptr<State>& state) {
   state->acceptor.async_accept(asio::make_strand(state->io),
                                [state](boost::system::error_code ec, tcp::socket socket) {
-                                 if (ec == asio::error::operation_aborted || state->draining)
+                                 if (ec == asio::error::operation_aborted) return;
+                                 // Accepted before the drain closed the listener: served, so
+                                 // its request gets the 503 that says it ran nothing.
+                                 if (state->draining) {
+                                   if (!ec) serve_connection(std::move(socket), state);
                                    return;
+                                 }
                                  if (ec) {
                                    spdlog::warn("http accept failed: {}", ec.message());
                                  } else {

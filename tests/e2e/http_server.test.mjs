@@ -5,7 +5,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { connect } from 'node:net';
-import { run } from './harness.mjs';
+import { spawn } from 'node:child_process';
+import { BIN, run } from './harness.mjs';
 import {
   startHttpServer, RawConnection, rawExchange, post, provesServing, INITIALIZE, hangUpDuring,
   writeConfig,
@@ -171,4 +172,23 @@ test('SIGTERM drains: no new connections, /readyz 503, new requests 503, running
   assert.equal(done.status, 200);
   assert.equal(JSON.parse(done.body).result.structuredContent.result, 5);
   assert.deepEqual(await server.exited, [0, null]);
+});
+
+test('SIGTERM the moment the server says it listens: a clean exit 0, not death by the signal', async () => {
+  // The line is written after the signal handler is in place; an orchestrator that stops a
+  // server as soon as it is up gets a drained exit. Several rounds: the window was a race.
+  for (let round = 0; round < 5; round++) {
+    const proc = spawn(BIN, ['--http', '127.0.0.1:0'], { stdio: ['ignore', 'ignore', 'pipe'] });
+    const exited = once(proc, 'exit');
+    let stderr = '';
+    proc.stderr.on('data', (d) => {
+      stderr += d;
+      if (/listening on /.test(stderr) && !proc.signalSent) {
+        proc.signalSent = true;
+        proc.kill('SIGTERM');
+      }
+    });
+    const [code, signal] = await exited;
+    assert.deepEqual({ code, signal }, { code: 0, signal: null }, stderr);
+  }
 });

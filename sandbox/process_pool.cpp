@@ -318,13 +318,17 @@ struct ProcessPool::State : std::enable_shared_from_this<State> {
     Proc& proc = **it;
     if (proc.process->running() > 0) return;
     proc.idle_since = Clock::now();
-    if (!proc.process->usable() || proc.draining ||
-        proc.process->calls() >= options.lifetime_calls) {
-      retire(it);
+    if (!proc.process->usable()) {
+      retire(it, "failed");
+    } else if (proc.draining) {
+      retire(it, "room");
+    } else if (proc.process->calls() >= options.lifetime_calls) {
+      retire(it, "lifetime");
     }
   }
 
-  void retire(std::vector<std::shared_ptr<Proc>>::iterator it) {
+  void retire(std::vector<std::shared_ptr<Proc>>::iterator it, const char* why) {
+    ++retired[why];
     std::shared_ptr<Proc> proc = std::move(*it);
     procs.erase(it);
     reap(proc->process->release());
@@ -380,7 +384,7 @@ struct ProcessPool::State : std::enable_shared_from_this<State> {
     if (idle != procs.end() && (*idle)->process->running() == 0) {
       spdlog::debug("sandbox: process {} retires to make room for another principal",
                     (*idle)->process->pid());
-      retire(idle);
+      retire(idle, "room");
       return true;
     }
     // None idle: the principal with the most processes gives one up when its calls end (once).
@@ -429,6 +433,7 @@ struct ProcessPool::State : std::enable_shared_from_this<State> {
     spdlog::debug("sandbox: process {} ready {:.0f} ms after it was asked for", process->pid(),
                   std::chrono::duration<double, std::milli>(Clock::now() - asked).count());
     process->watch();
+    ++started_total;
     auto proc = std::make_shared<Proc>();
     proc->process = std::move(process);
     procs.push_back(std::move(proc));
@@ -456,7 +461,7 @@ struct ProcessPool::State : std::enable_shared_from_this<State> {
       const Proc& proc = *procs[i];
       const bool idle = proc.process->running() == 0;
       if (idle && !proc.process->usable()) {
-        retire(procs.begin() + static_cast<std::ptrdiff_t>(i));
+        retire(procs.begin() + static_cast<std::ptrdiff_t>(i), "failed");
         continue;
       }
       if (proc.spare && ++spares <= options.spare_processes) {
@@ -466,7 +471,7 @@ struct ProcessPool::State : std::enable_shared_from_this<State> {
       if (idle && now - proc.idle_since >= options.idle_retire) {
         spdlog::debug("sandbox: process {} retires after {} ms idle", proc.process->pid(),
                       options.idle_retire.count());
-        retire(procs.begin() + static_cast<std::ptrdiff_t>(i));
+        retire(procs.begin() + static_cast<std::ptrdiff_t>(i), "idle");
         continue;
       }
       ++i;
@@ -522,6 +527,19 @@ struct ProcessPool::State : std::enable_shared_from_this<State> {
     }
   }
 
+  PoolStats stats() const {
+    PoolStats out;
+    for (const auto& [name, principal] : principals) {
+      out.running += principal.running;
+      out.queued += principal.queue.size();
+    }
+    out.processes = procs.size();
+    out.starting = starting;
+    out.started = started_total;
+    out.retired = retired;
+    return out;
+  }
+
   void close() {
     closed = true;
     cancel_all();
@@ -540,6 +558,8 @@ struct ProcessPool::State : std::enable_shared_from_this<State> {
   std::map<std::uint64_t, std::shared_ptr<CancelToken>> running_tokens;
   std::uint64_t last_seq = 0;
   unsigned starting = 0;
+  std::uint64_t started_total = 0;               // processes ever adopted
+  std::map<std::string, std::uint64_t> retired;  // processes retired, by why
   boost::asio::steady_timer sweep_timer;
   bool sweeping = false;
   Clock::time_point memory_sampled;
@@ -585,5 +605,7 @@ void ProcessPool::when_drained(std::function<void()> then) {
 }
 
 void ProcessPool::close() { state_->close(); }
+
+PoolStats ProcessPool::stats() const { return state_->stats(); }
 
 }  // namespace codemode::sandbox

@@ -25,6 +25,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -51,6 +52,18 @@ struct ProcessPoolOptions {
   FetcherFactory fetch;  // empty: execute code gets no fetch
 };
 
+// What the pool holds and has done, for metrics.
+struct PoolStats {
+  std::uint64_t running = 0;    // calls running in sandbox processes
+  std::uint64_t queued = 0;     // calls waiting to start
+  std::uint64_t processes = 0;  // sandbox processes alive (owned and spare)
+  std::uint64_t starting = 0;   // being started
+  std::uint64_t started = 0;    // started since the pool began
+  // Retired since the pool began, by why: "idle", "lifetime" (calls served), "failed" (it died
+  // or broke a rule), "room" (made room for another principal).
+  std::map<std::string, std::uint64_t> retired;
+};
+
 class ProcessPool {
  public:
   using Completion = std::function<void(Outcome)>;
@@ -68,6 +81,8 @@ class ProcessPool {
   // Any thread: answers every queued call, and ends every running one, with `message`
   // (`runtime: <message>`), and takes no call any more (each is answered the same way).
   void stop_all(std::string message);
+  // On the executor: what the pool holds and has done.
+  PoolStats stats() const;
   // On the executor: `then` runs once nothing is queued or running (at once if so).
   void when_drained(std::function<void()> then);
   // On the executor, or on any thread once the executor has stopped: every call still queued or

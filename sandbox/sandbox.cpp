@@ -128,6 +128,7 @@ class ProcessRunner final : public Sandbox::Runner {
   }
   void cancel_all() override { pool_->cancel_all(); }
   void stop_all(std::string message) override { pool_->stop_all(std::move(message)); }
+  PoolStats stats() const override { return pool_->stats(); }
 
  private:
   std::unique_ptr<boost::asio::io_context> own_io_;

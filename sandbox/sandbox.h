@@ -36,6 +36,7 @@
 #include "sandbox/jit_mode.h"
 #include "sandbox/outcome.h"
 #include "sandbox/process.h"
+#include "sandbox/process_pool.h"
 
 namespace codemode::sandbox {
 
@@ -103,6 +104,10 @@ class Sandbox {
 
   const config::Limits& limits() const { return limits_; }
 
+  // What the sandbox processes hold and have done, for metrics. On the executor the Sandbox was
+  // given (the daemon's I/O thread). Zero for worker threads (tests).
+  PoolStats stats() const { return runner_->stats(); }
+
   // Where calls run: sandbox processes, or (tests of the layers above) worker threads.
   class Runner {
    public:
@@ -110,6 +115,7 @@ class Sandbox {
     virtual void submit(Call call, Completion done) = 0;
     virtual void cancel_all() = 0;
     virtual void stop_all(std::string message) = 0;
+    virtual PoolStats stats() const { return {}; }
   };
 
  private:

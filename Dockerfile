@@ -17,8 +17,7 @@ WORKDIR /src
 # Setup first, alone: its layer (Debian packages, V8 from libnode108) is reused while only the
 # sources change.
 COPY scripts/setup scripts/setup
-RUN scripts/setup \
- && apt-get install -y -qq --no-install-recommends ca-certificates >/dev/null
+RUN scripts/setup
 COPY . .
 # The tested optimisation (-O2, NDEBUG; CODEMODE_CHECK stays on) without debug info, which the
 # stripped binary would drop anyway. The tests are configured (proving configure needs no node)

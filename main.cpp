@@ -1,8 +1,10 @@
 // codemode-mcp: parse the command line, load the config and the API description, run the daemon.
 #include <unistd.h>
 
+#include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <optional>
 #include <random>
@@ -18,10 +20,12 @@
 #include "fixtures/markethub/fixture_server.h"
 #include "openapi/document.h"
 #include "sandbox/child.h"
+#include "sandbox/layers.h"
 #include "sandbox/sandbox.h"
 #include "sandbox/v8_platform.h"
 #include "server/cli.h"
 #include "server/daemon.h"
+#include "server/health_probe.h"
 
 namespace {
 
@@ -29,17 +33,45 @@ constexpr const char* kInstructions =
     "Use `search` to find the endpoints you need in the API description, then `execute` to call "
     "them. Both take one async JavaScript arrow function and return its result as JSON.";
 
-int sandbox_report() {
+// The layers one sandbox process gets here, or why none could start (printed, and nullopt).
+std::optional<std::vector<std::string>> probe_layers() {
   auto layers = codemode::sandbox::probe_layers(codemode::sandbox::daemon_child_command());
   if (auto* error = std::get_if<std::string>(&layers)) {
     std::cerr << "codemode-mcp: no sandbox process could start: " << *error << "\n";
-    return 1;
+    return std::nullopt;
   }
+  return std::get<std::vector<std::string>>(std::move(layers));
+}
+
+// Whether `layers` holds every required one; if not, says on stderr which are off and why.
+bool layers_hold(const std::vector<std::string>& layers,
+                 const codemode::sandbox::LayerSet& required) {
+  const auto missing = codemode::sandbox::missing_layers(layers, required);
+  for (const auto& layer : missing) {
+    std::cerr << "codemode-mcp: required sandbox layer is not on: " << layer << "\n";
+  }
+  if (!missing.empty()) {
+    std::cerr << "codemode-mcp: refusing to start (--require-sandbox-layers or "
+                 "CODEMODE_REQUIRE_SANDBOX_LAYERS). In a container, Docker's default seccomp "
+                 "profile refuses unshare: run with --security-opt seccomp=deploy/seccomp.json "
+                 "(README.md, Deploy).\n";
+  }
+  return missing.empty();
+}
+
+int sandbox_report(const codemode::sandbox::LayerSet& required) {
+  auto layers = probe_layers();
+  if (!layers) return 1;
   std::cout << "Isolation layers of a sandbox process on this machine:\n";
-  for (const auto& layer : std::get<std::vector<std::string>>(layers)) {
-    std::cout << "  " << layer << "\n";
-  }
-  return 0;
+  for (const auto& layer : *layers) std::cout << "  " << layer << "\n";
+  std::cout.flush();
+  return layers_hold(*layers, required) ? 0 : 1;
+}
+
+int healthcheck(const codemode::server::HttpEndpoint& endpoint) {
+  const auto probe = codemode::server::probe_health(endpoint, std::chrono::seconds(3));
+  std::cout << probe.line << "\n";
+  return probe.healthy ? 0 : 1;
 }
 
 int usage_error(const std::string& message) {
@@ -76,11 +108,25 @@ int main(int argc, char** argv) {
         std::cout << "codemode-mcp " << CODEMODE_VERSION << "\n"
                   << "V8 " << codemode::sandbox::v8_version() << " (Debian's libnode108)\n";
         return 0;
-      case codemode::server::CliAction::sandbox_report:
-        return sandbox_report();
     }
   }
+  if (const auto* probe = std::get_if<codemode::server::Healthcheck>(&command)) {
+    return healthcheck(probe->endpoint);
+  }
+  const char* required_variable = std::getenv("CODEMODE_REQUIRE_SANDBOX_LAYERS");
+  if (const auto* report = std::get_if<codemode::server::SandboxReport>(&command)) {
+    const auto required =
+        codemode::server::required_layers(report->required_layers, required_variable);
+    if (const auto* error = std::get_if<codemode::server::CliError>(&required)) {
+      return usage_error(error->message);
+    }
+    return sandbox_report(std::get<codemode::sandbox::LayerSet>(required));
+  }
   const auto& args = std::get<codemode::server::ServeOptions>(command);
+  const auto required = codemode::server::required_layers(args.required_layers, required_variable);
+  if (const auto* error = std::get_if<codemode::server::CliError>(&required)) {
+    return usage_error(error->message);
+  }
 
   // stdout is the protocol channel: every log line goes to stderr.
   auto logger = spdlog::stderr_color_mt("codemode");
@@ -142,6 +188,12 @@ int main(int argc, char** argv) {
     };
     http->max_requests_per_principal =
         std::size_t{config.sandbox.principal_calls} + config.sandbox.principal_queue;
+  }
+
+  // Before anything is served: a deployment that requires layers never runs without them.
+  if (const auto& layers = std::get<codemode::sandbox::LayerSet>(required); !layers.empty()) {
+    const auto probed = probe_layers();
+    if (!probed || !layers_hold(*probed, layers)) return 1;
   }
 
   if (serve_stdio && ::isatty(STDIN_FILENO)) {

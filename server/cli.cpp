@@ -35,7 +35,18 @@ Options:
   --log-level LEVEL   stderr log level: trace, debug, info, warn, error, off (default: info);
                       at debug, sandbox processes write to stderr too
   --sandbox-report    start one sandbox process, print which isolation layers (namespaces,
-                      seccomp, rlimits, ...) this machine allows, and exit
+                      seccomp, rlimits, ...) this machine allows, and exit (1 when a layer
+                      that --require-sandbox-layers names is not on)
+  --require-sandbox-layers LIST
+                      refuse to start (exit 1, naming each layer and why it is off) unless
+                      a sandbox process gets these layers: all, none (the default), or a
+                      comma-separated list of process, namespaces, rlimits, address-space,
+                      empty-root, no-new-privs, seccomp. Without the option, the variable
+                      CODEMODE_REQUIRE_SANDBOX_LAYERS gives the list (the container image
+                      sets it to all)
+  --healthcheck HOST:PORT
+                      GET http://HOST:PORT/healthz once; exit 0 on 200, else 1 (a container
+                      HEALTHCHECK where the image has no shell or curl)
   --version           print the version (and the V8 it runs code on) and exit
   -h, --help          print this help and exit
 
@@ -55,6 +66,15 @@ CliError error(std::string message) { return CliError{std::move(message)}; }
 std::string_view usage_text() { return kUsage; }
 
 CommandLine parse_command_line(std::span<const std::string_view> args) {
+  if (!args.empty() && args[0] == "--healthcheck") {
+    if (args.size() != 2) return error("--healthcheck takes HOST:PORT and no other option");
+    auto endpoint = parse_endpoint(args[1]);
+    if (!endpoint) {
+      return error("--healthcheck: '" + std::string(args[1]) +
+                   "' is not HOST:PORT (HOST an IP address or localhost, PORT 0-65535)");
+    }
+    return Healthcheck{*endpoint};
+  }
   ServeOptions options;
   bool sandbox_report = false;
   for (std::size_t i = 0; i < args.size(); ++i) {
@@ -95,6 +115,16 @@ CommandLine parse_command_line(std::span<const std::string_view> args) {
       sandbox_report = true;
     } else if (arg == "--jitless") {
       options.jitless = true;
+    } else if (arg == "--require-sandbox-layers") {
+      auto text = value();
+      if (!text) return error("--require-sandbox-layers needs a list, e.g. all");
+      auto parsed = sandbox::parse_layer_set(*text);
+      if (auto* bad = std::get_if<sandbox::LayerSetError>(&parsed)) {
+        return error("--require-sandbox-layers: " + bad->message);
+      }
+      options.required_layers = std::get<sandbox::LayerSet>(parsed);
+    } else if (arg == "--healthcheck") {
+      return error("--healthcheck takes HOST:PORT and no other option");
     } else {
       return error("unknown argument '" + std::string(arg) + "'");
     }
@@ -106,8 +136,19 @@ CommandLine parse_command_line(std::span<const std::string_view> args) {
       return error("--http-stateless and --allow-unauthenticated-network-access need --http");
     }
   }
-  if (sandbox_report) return CliAction::sandbox_report;
+  if (sandbox_report) return SandboxReport{options.required_layers};
   return options;
+}
+
+std::variant<sandbox::LayerSet, CliError> required_layers(
+    const std::optional<sandbox::LayerSet>& flag, const char* environment_value) {
+  if (flag) return *flag;
+  if (environment_value == nullptr) return sandbox::LayerSet{};
+  auto parsed = sandbox::parse_layer_set(environment_value);
+  if (auto* bad = std::get_if<sandbox::LayerSetError>(&parsed)) {
+    return error("CODEMODE_REQUIRE_SANDBOX_LAYERS: " + bad->message);
+  }
+  return std::get<sandbox::LayerSet>(parsed);
 }
 
 std::optional<std::string> refuse_network_bind(const ServeOptions& options,

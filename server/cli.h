@@ -13,6 +13,7 @@
 #include <string_view>
 #include <variant>
 
+#include "sandbox/layers.h"
 #include "server/http_policy.h"
 #include "server/http_transport.h"
 
@@ -28,24 +29,46 @@ struct ServeOptions {
   bool jitless = false;                     // --jitless: as the config's sandbox.jitless
   // --allow-unauthenticated-network-access: a non-loopback --http bind without bearer tokens.
   bool allow_unauthenticated_network_access = false;
+  // --require-sandbox-layers LIST: start-up fails unless a probe sandbox process reports these
+  // layers on. Absent: main() reads CODEMODE_REQUIRE_SANDBOX_LAYERS (same grammar), else none.
+  std::optional<sandbox::LayerSet> required_layers;
 };
 
 // The one-shot actions that exit before serving.
-enum class CliAction { help, version, sandbox_report };
+enum class CliAction { help, version };
+
+// --sandbox-report: print the layers a sandbox process gets here; with --require-sandbox-layers
+// (or its variable), exit 1 when one of those is not on.
+struct SandboxReport {
+  std::optional<sandbox::LayerSet> required_layers;
+};
+
+// --healthcheck HOST:PORT: GET http://HOST:PORT/healthz once and exit 0 on 200, 1 otherwise.
+// For a container's HEALTHCHECK, where the image has no shell and no curl.
+struct Healthcheck {
+  HttpEndpoint endpoint;
+};
 
 // A usage error: one line, printed after "codemode-mcp: "; exit status 2.
 struct CliError {
   std::string message;
 };
 
-using CommandLine = std::variant<ServeOptions, CliAction, CliError>;
+using CommandLine = std::variant<ServeOptions, CliAction, SandboxReport, Healthcheck, CliError>;
 
 // Parses the arguments after the program name. The first of --help, --version wins at once (as
-// they print and exit); --sandbox-report is checked after every argument parsed.
+// they print and exit); --sandbox-report is checked after every argument parsed; --healthcheck
+// takes no other option.
 CommandLine parse_command_line(std::span<const std::string_view> args);
 
 // The text of --help.
 std::string_view usage_text();
+
+// CODEMODE_REQUIRE_SANDBOX_LAYERS's value as the layer set it names (`all`, `none`, a list), or
+// the one-line error; `flag` is what --require-sandbox-layers gave, which wins. Pure: main()
+// passes the variable's value (nullptr when unset).
+std::variant<sandbox::LayerSet, CliError> required_layers(
+    const std::optional<sandbox::LayerSet>& flag, const char* environment_value);
 
 // Why a daemon with these options and `bearer_tokens` configured tokens (config::Http's one list,
 // from both `http.tokens` and `http.bearer_tokens`) must not serve HTTP,

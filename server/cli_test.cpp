@@ -52,11 +52,11 @@ TEST_CASE("every option lands in its field", "[server][cli]") {
   CHECK(options.allow_unauthenticated_network_access);
 }
 
-TEST_CASE("--help and --version win at once, --sandbox-report after the checks", "[server][cli]") {
+TEST_CASE("help and version win at once, the sandbox report after the checks", "[server][cli]") {
   CHECK(std::get<CliAction>(parse({"--help", "--bogus"})) == CliAction::help);
   CHECK(std::get<CliAction>(parse({"-h"})) == CliAction::help);
   CHECK(std::get<CliAction>(parse({"--jitless", "--version"})) == CliAction::version);
-  CHECK(std::get<CliAction>(parse({"--sandbox-report"})) == CliAction::sandbox_report);
+  CHECK_FALSE(std::get<SandboxReport>(parse({"--sandbox-report"})).required_layers);
   // An error before --help is reported: arguments are read in order.
   CHECK(error_of({"--bogus", "--help"}) == "unknown argument '--bogus'");
   CHECK(error_of({"--sandbox-report", "--stdio"}) ==
@@ -93,10 +93,69 @@ TEST_CASE("a non-loopback bind needs a token or the long opt-out", "[server][cli
       serve({"--http", "0.0.0.0:8080", "--allow-unauthenticated-network-access"}), 0));
 }
 
+TEST_CASE("the required sandbox layers are all, none or a list of layers", "[server][cli]") {
+  CHECK_FALSE(serve({}).required_layers);
+  CHECK(serve({"--require-sandbox-layers", "all"}).required_layers ==
+        codemode::sandbox::LayerSet::all());
+  CHECK(serve({"--require-sandbox-layers", "none"}).required_layers ==
+        codemode::sandbox::LayerSet{});
+  const auto two = serve({"--require-sandbox-layers", "namespaces,empty-root"}).required_layers;
+  REQUIRE(two);
+  CHECK(two->contains(codemode::sandbox::Layer::namespaces));
+  CHECK(two->contains(codemode::sandbox::Layer::empty_root));
+  CHECK_FALSE(two->contains(codemode::sandbox::Layer::seccomp));
+  // The last one given wins, as for every option with a value.
+  CHECK(serve({"--require-sandbox-layers", "all", "--require-sandbox-layers", "seccomp"})
+            .required_layers != codemode::sandbox::LayerSet::all());
+
+  CHECK(error_of({"--require-sandbox-layers"}) ==
+        "--require-sandbox-layers needs a list, e.g. all");
+  CHECK(error_of({"--require-sandbox-layers", "namespace"}) ==
+        "--require-sandbox-layers: 'namespace' is not a sandbox layer (known: all, none, process, "
+        "namespaces, rlimits, address-space, empty-root, no-new-privs, seccomp)");
+}
+
+TEST_CASE("a sandbox report carries the required layers", "[server][cli]") {
+  const auto report =
+      std::get<SandboxReport>(parse({"--require-sandbox-layers", "all", "--sandbox-report"}));
+  CHECK(report.required_layers == codemode::sandbox::LayerSet::all());
+}
+
+TEST_CASE("the flag wins over CODEMODE_REQUIRE_SANDBOX_LAYERS, which wins over none",
+          "[server][cli]") {
+  using codemode::sandbox::LayerSet;
+  CHECK(std::get<LayerSet>(required_layers(std::nullopt, nullptr)).empty());
+  CHECK(std::get<LayerSet>(required_layers(std::nullopt, "all")) == LayerSet::all());
+  CHECK(std::get<LayerSet>(required_layers(LayerSet{}, "all")).empty());
+  CHECK(std::get<LayerSet>(required_layers(LayerSet::all(), "none")) == LayerSet::all());
+  CHECK(std::get<CliError>(required_layers(std::nullopt, "every")).message ==
+        "CODEMODE_REQUIRE_SANDBOX_LAYERS: 'every' is not a sandbox layer (known: all, none, "
+        "process, namespaces, rlimits, address-space, empty-root, no-new-privs, seccomp)");
+  // An invalid variable is ignored when the flag decides.
+  CHECK(std::get<LayerSet>(required_layers(LayerSet::all(), "every")) == LayerSet::all());
+}
+
+TEST_CASE("a health check takes HOST:PORT and nothing else", "[server][cli]") {
+  const auto probe = std::get<Healthcheck>(parse({"--healthcheck", ":8080"}));
+  CHECK(probe.endpoint.host == "127.0.0.1");
+  CHECK(probe.endpoint.port == 8080);
+  CHECK(std::get<Healthcheck>(parse({"--healthcheck", "[::1]:9"})).endpoint.host == "::1");
+  CHECK(error_of({"--healthcheck"}) == "--healthcheck takes HOST:PORT and no other option");
+  CHECK(error_of({"--healthcheck", ":8080", "--jitless"}) ==
+        "--healthcheck takes HOST:PORT and no other option");
+  CHECK(error_of({"--jitless", "--healthcheck", ":8080"}) ==
+        "--healthcheck takes HOST:PORT and no other option");
+  CHECK(error_of({"--healthcheck", "http://127.0.0.1:8080/healthz"}) ==
+        "--healthcheck: 'http://127.0.0.1:8080/healthz' is not HOST:PORT (HOST an IP address or "
+        "localhost, PORT 0-65535)");
+}
+
 TEST_CASE("the usage text names every option", "[server][cli]") {
-  for (const std::string_view option : {"--config", "--http", "--stdio", "--http-stateless",
-                                        "--allow-unauthenticated-network-access", "--log-level",
-                                        "--sandbox-report", "--jitless", "--version", "--help"}) {
+  for (const std::string_view option :
+       {"--config", "--http", "--stdio", "--http-stateless",
+        "--allow-unauthenticated-network-access", "--log-level", "--sandbox-report", "--jitless",
+        "--version", "--help", "--require-sandbox-layers", "CODEMODE_REQUIRE_SANDBOX_LAYERS",
+        "--healthcheck"}) {
     CHECK(usage_text().find(option) != std::string_view::npos);
   }
   // The opt-out says which config keys make it unnecessary.

@@ -156,8 +156,6 @@ int Daemon::run() {
       spdlog::error("http: {}", *problem);
       return 2;
     }
-    spdlog::info("listening on {}{}", endpoint_url(http->local_endpoint()),
-                 options_.http->mode == HttpMode::stateless ? " (stateless)" : "");
   }
 
   bool stopping = false;
@@ -216,6 +214,12 @@ int Daemon::run() {
   signals.async_wait([&](boost::system::error_code ec, int signal) {
     if (!ec) shut_down(signal == SIGINT ? "SIGINT" : "SIGTERM", Grace::bounded);
   });
+  // Once the signal handler is armed: whoever waits for this line (a supervisor, a test) may
+  // send SIGTERM at once, and it drains.
+  if (http) {
+    spdlog::info("listening on {}{}", endpoint_url(http->local_endpoint()),
+                 options_.http->mode == HttpMode::stateless ? " (stateless)" : "");
+  }
 
   if (stdio) {
     stdio->start(StdioHandlers{

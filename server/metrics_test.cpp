@@ -78,7 +78,7 @@ TEST_CASE("gateway requests by upstream and status class, refusals by reason",
   CHECK(text.find("attacker") == std::string::npos);
 }
 
-TEST_CASE("levels are read at each scrape; the pool's counts only grow", "[server][metrics]") {
+TEST_CASE("levels are read at each scrape, and the pool counts only grow", "[server][metrics]") {
   Metrics metrics({});
   Metrics::Levels levels;
   levels.pool.running = 3;

@@ -42,6 +42,24 @@ int sandbox_report() {
   return 0;
 }
 
+// `codemode-mcp audit ...`: the store the config names, read and printed; no daemon.
+int read_audit(const codemode::audit::ReadCommand& command) {
+  auto loaded =
+      codemode::config::load_file(command.config_file, codemode::config::process_environment());
+  if (!loaded.config) {
+    for (const auto& problem : loaded.problems) {
+      std::cerr << command.config_file << ": " << problem << "\n";
+    }
+    return 2;
+  }
+  if (!loaded.config->audit) {
+    std::cerr << "codemode-mcp audit: " << command.config_file
+              << " has no \"audit\" section, so there is no audit trail to read\n";
+    return 2;
+  }
+  return codemode::audit::run_read_command(command, *loaded.config->audit, std::cout, std::cerr);
+}
+
 int usage_error(const std::string& message) {
   std::cerr << "codemode-mcp: " << message << "\nTry 'codemode-mcp --help'.\n";
   return 2;
@@ -79,6 +97,9 @@ int main(int argc, char** argv) {
       case codemode::server::CliAction::sandbox_report:
         return sandbox_report();
     }
+  }
+  if (const auto* read = std::get_if<codemode::audit::ReadCommand>(&command)) {
+    return read_audit(*read);
   }
   const auto& args = std::get<codemode::server::ServeOptions>(command);
 

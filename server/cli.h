@@ -13,6 +13,7 @@
 #include <string_view>
 #include <variant>
 
+#include "audit/cli.h"
 #include "server/http_policy.h"
 #include "server/http_transport.h"
 
@@ -38,10 +39,13 @@ struct CliError {
   std::string message;
 };
 
-using CommandLine = std::variant<ServeOptions, CliAction, CliError>;
+// `codemode-mcp audit ...` reads the audit trail (audit/cli.h) instead of serving.
+using CommandLine = std::variant<ServeOptions, CliAction, CliError, audit::ReadCommand>;
 
-// Parses the arguments after the program name. The first of --help, --version wins at once (as
-// they print and exit); --sandbox-report is checked after every argument parsed.
+// Parses the arguments after the program name. A first argument `audit` starts the audit
+// reader's own grammar: `audit --config FILE tail|query|verify [FILTERS]`. The first of --help,
+// --version wins at once (as they print and exit); --sandbox-report is checked after every argument
+// parsed.
 CommandLine parse_command_line(std::span<const std::string_view> args);
 
 // The text of --help.

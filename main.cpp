@@ -44,8 +44,8 @@ int sandbox_report() {
 
 // `codemode-mcp audit ...`: the store the config names, read and printed; no daemon.
 int read_audit(const codemode::audit::ReadCommand& command) {
-  auto loaded =
-      codemode::config::load_file(command.config_file, codemode::config::process_environment());
+  auto loaded = codemode::config::load_audit_section(command.config_file,
+                                                     codemode::config::process_environment());
   if (!loaded.config) {
     for (const auto& problem : loaded.problems) {
       std::cerr << command.config_file << ": " << problem << "\n";

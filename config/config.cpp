@@ -194,6 +194,13 @@ class Loader {
   Loader(const fs::path& base_dir, const Environment& env, std::vector<std::string>& problems)
       : base_dir_(base_dir), env_(env), problems_(problems) {}
 
+  // Only the "audit" section (load_audit_section).
+  Config load_audit_only(const Json& root) {
+    Config config;
+    if (const auto it = root.find("audit"); it != root.end()) config.audit = load_audit(*it);
+    return config;
+  }
+
   Config load(const Json& root) {
     Config config;
     bool saw_openapi = false;
@@ -779,8 +786,12 @@ Environment process_environment() {
   };
 }
 
-LoadResult parse(std::string_view text, const std::filesystem::path& base_dir,
-                 const Environment& env) {
+namespace {
+
+enum class Sections { all, audit_only };
+
+LoadResult parse_sections(std::string_view text, const std::filesystem::path& base_dir,
+                          const Environment& env, Sections sections) {
   LoadResult result;
   try {
     // On a syntax error the reader has reported it; nothing else is worth saying.
@@ -792,7 +803,8 @@ LoadResult parse(std::string_view text, const std::filesystem::path& base_dir,
                                 std::string(type_phrase(root)));
       return result;
     }
-    Config config = Loader(base_dir, env, result.problems).load(root);
+    Loader loader(base_dir, env, result.problems);
+    Config config = sections == Sections::all ? loader.load(root) : loader.load_audit_only(root);
     if (result.problems.empty()) result.config = std::move(config);
   } catch (const nlohmann::json::exception& error) {
     // Every access above is type-checked first; reaching this is a bug, reported as a problem
@@ -804,7 +816,17 @@ LoadResult parse(std::string_view text, const std::filesystem::path& base_dir,
   return result;
 }
 
-LoadResult load_file(const std::filesystem::path& file, const Environment& env) {
+}  // namespace
+
+LoadResult parse(std::string_view text, const std::filesystem::path& base_dir,
+                 const Environment& env) {
+  return parse_sections(text, base_dir, env, Sections::all);
+}
+
+namespace {
+
+LoadResult load_sections(const std::filesystem::path& file, const Environment& env,
+                         Sections sections) {
   const auto cannot_read = [&file](const std::string& why) {
     LoadResult result;
     result.problems.push_back("cannot read " + file.string() + ": " + why);
@@ -831,7 +853,17 @@ LoadResult load_file(const std::filesystem::path& file, const Environment& env) 
   if (std::ferror(stream.get())) {
     return cannot_read(std::error_code(errno, std::generic_category()).message());
   }
-  return parse(text, absolute.parent_path(), env);
+  return parse_sections(text, absolute.parent_path(), env, sections);
+}
+
+}  // namespace
+
+LoadResult load_file(const std::filesystem::path& file, const Environment& env) {
+  return load_sections(file, env, Sections::all);
+}
+
+LoadResult load_audit_section(const std::filesystem::path& file, const Environment& env) {
+  return load_sections(file, env, Sections::audit_only);
 }
 
 }  // namespace codemode::config

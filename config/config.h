@@ -191,4 +191,10 @@ LoadResult parse(std::string_view text, const std::filesystem::path& base_dir,
 // Reads and parses a file; problems are prefixed with nothing (main adds the file name).
 LoadResult load_file(const std::filesystem::path& file, const Environment& env);
 
+// Reads only the file's "audit" section, as `codemode-mcp audit` does: the rest of the file and
+// the environment variables it names (an upstream's credential, say) are not read, so whoever
+// reads the audit trail needs none of them. `config` holds a Config with only `audit` set
+// (nullopt there when the file has no such section); problems as in load_file.
+LoadResult load_audit_section(const std::filesystem::path& file, const Environment& env);
+
 }  // namespace codemode::config

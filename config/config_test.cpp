@@ -759,6 +759,25 @@ TEST_CASE("audit settings have ranges and known values", "[config][audit]") {
         Problems{"audit: expected an object, got an array"});
 }
 
+TEST_CASE("load_audit_section reads the audit section and nothing else", "[config][audit]") {
+  const Workspace workspace;
+  const fs::path file = workspace.temp().write(
+      "c.json", R"({"openapi": "missing.json", "upstreams": [{"origin": "http://api.test",
+      "headers": {"Authorization": "Bearer ${UNSET_SECRET}"}}], "bogus": 1,
+      "audit": {"sqlite": "a.db", "server": "${NAME}"}})");
+  const LoadResult loaded = load_audit_section(file, env_of({{"NAME", "web-1"}}));
+  REQUIRE(loaded.problems == Problems{});
+  REQUIRE(loaded.config->audit.has_value());
+  CHECK(loaded.config->audit->sqlite == workspace.dir() / "a.db");
+  CHECK(loaded.config->audit->server == "web-1");
+  CHECK(loaded.config->upstreams.empty());
+  const fs::path none = workspace.temp().write("none.json", R"({"openapi": "x.json"})");
+  CHECK_FALSE(load_audit_section(none, env_of({})).config->audit.has_value());
+  const fs::path bad = workspace.temp().write("bad.json", R"({"audit": {"sqlite": 1}})");
+  CHECK(load_audit_section(bad, env_of({})).problems ==
+        Problems{"audit.sqlite: expected a string, got an integer"});
+}
+
 // ---------------------------------------------------------------------------------------------
 // Origins.
 

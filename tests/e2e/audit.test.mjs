@@ -103,6 +103,7 @@ describe('the audit trail through the real binary', () => {
     assert.deepEqual(records.map((r) => r.outcome), ['ok', 'ok', 'ok', 'ok', 'runtime', 'compile']);
     assert.equal(records[0].result_chars, 2);  // "10"
     assert.ok(records[1].run_us > 0);
+    assert.ok(records[1].cpu_us > 0);
     assert.match(records[4].message, /boom/);
   });
 

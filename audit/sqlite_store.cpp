@@ -31,6 +31,7 @@ CREATE TABLE IF NOT EXISTS audit_records (
   UNIQUE (server, seq));
 CREATE INDEX IF NOT EXISTS audit_records_time ON audit_records (time_us);
 CREATE INDEX IF NOT EXISTS audit_records_principal ON audit_records (principal, time_us);
+CREATE INDEX IF NOT EXISTS audit_records_stored ON audit_records (server, stored_us);
 CREATE TABLE IF NOT EXISTS audit_chains (
   server TEXT PRIMARY KEY,
   first_seq INTEGER NOT NULL,
@@ -144,13 +145,28 @@ class SqliteStore final : public Store {
     std::uint64_t deleted = 0;
     if (retention.max_age_days > 0) {
       const std::int64_t cutoff = now_us - std::int64_t{retention.max_age_days} * 86400 * 1000000;
-      // Per chain, every record up to the newest one stored before the cutoff: a prefix.
-      if (auto e = exec_changes(
-              "DELETE FROM audit_records WHERE seq <= (SELECT MAX(o.seq) FROM audit_records o "
-              "WHERE o.server = audit_records.server AND o.stored_us < " +
-                  std::to_string(cutoff) + ")",
-              deleted)) {
-        return *e;
+      auto chains = heads();
+      if (auto* e = std::get_if<std::string>(&chains)) return *e;
+      // Per chain, every record up to the newest one stored before the cutoff: a prefix. Both
+      // steps use an index, so a trim costs the records it deletes, not the table's size.
+      Statement newest(db_,
+                       "SELECT seq FROM audit_records WHERE server = ?1 AND stored_us < ?2 "
+                       "ORDER BY stored_us DESC LIMIT 1");
+      Statement prefix(db_, "DELETE FROM audit_records WHERE server = ?1 AND seq <= ?2");
+      if (!newest.ok() || !prefix.ok()) return error_text("trim");
+      for (const ChainHead& head : std::get<std::vector<ChainHead>>(chains)) {
+        newest.bind(1, head.server);
+        newest.bind(2, cutoff);
+        const int status = newest.step();
+        const std::int64_t last_old = status == SQLITE_ROW ? newest.integer(0) : 0;
+        newest.reset();
+        if (status != SQLITE_ROW && status != SQLITE_DONE) return error_text("trim");
+        if (last_old == 0) continue;
+        prefix.bind(1, head.server);
+        prefix.bind(2, last_old);
+        if (prefix.step() != SQLITE_DONE) return error_text("trim");
+        prefix.reset();
+        deleted += static_cast<std::uint64_t>(sqlite3_changes64(db_));
       }
     }
     if (retention.max_bytes > 0) {

@@ -74,6 +74,24 @@ int healthcheck(const codemode::server::HttpEndpoint& endpoint) {
   return probe.healthy ? 0 : 1;
 }
 
+// `codemode-mcp audit ...`: the store the config names, read and printed; no daemon.
+int read_audit(const codemode::audit::ReadCommand& command) {
+  auto loaded = codemode::config::load_audit_section(command.config_file,
+                                                     codemode::config::process_environment());
+  if (!loaded.config) {
+    for (const auto& problem : loaded.problems) {
+      std::cerr << command.config_file << ": " << problem << "\n";
+    }
+    return 2;
+  }
+  if (!loaded.config->audit) {
+    std::cerr << "codemode-mcp audit: " << command.config_file
+              << " has no \"audit\" section, so there is no audit trail to read\n";
+    return 2;
+  }
+  return codemode::audit::run_read_command(command, *loaded.config->audit, std::cout, std::cerr);
+}
+
 int usage_error(const std::string& message) {
   std::cerr << "codemode-mcp: " << message << "\nTry 'codemode-mcp --help'.\n";
   return 2;
@@ -109,6 +127,9 @@ int main(int argc, char** argv) {
                   << "V8 " << codemode::sandbox::v8_version() << " (Debian's libnode108)\n";
         return 0;
     }
+  }
+  if (const auto* read = std::get_if<codemode::audit::ReadCommand>(&command)) {
+    return read_audit(*read);
   }
   if (const auto* probe = std::get_if<codemode::server::Healthcheck>(&command)) {
     return healthcheck(probe->endpoint);

@@ -138,8 +138,10 @@ std::string generated_token_name(std::size_t index) { return "token-" + std::to_
 // ---------------------------------------------------------------------------------------------
 // The schema walk. Every check adds problems and carries on, so that one run reports them all.
 
-constexpr std::array<std::string_view, 7> kTopKeys = {"openapi", "upstreams", "ca_file", "policy",
-                                                      "limits",  "http",      "sandbox"};
+constexpr std::array<std::string_view, 8> kTopKeys = {"openapi", "upstreams", "ca_file", "policy",
+                                                      "limits",  "http",      "sandbox", "audit"};
+constexpr std::array<std::string_view, 7> kAuditKeys = {
+    "sqlite", "postgres", "server", "on_failure", "queue", "max_age_days", "max_mb"};
 constexpr std::array<std::string_view, 8> kSandboxKeys = {
     "jitless",      "process_calls",   "max_processes",   "spare_processes",
     "idle_seconds", "principal_calls", "principal_queue", "memory_mb"};
@@ -192,6 +194,13 @@ class Loader {
   Loader(const fs::path& base_dir, const Environment& env, std::vector<std::string>& problems)
       : base_dir_(base_dir), env_(env), problems_(problems) {}
 
+  // Only the "audit" section (load_audit_section).
+  Config load_audit_only(const Json& root) {
+    Config config;
+    if (const auto it = root.find("audit"); it != root.end()) config.audit = load_audit(*it);
+    return config;
+  }
+
   Config load(const Json& root) {
     Config config;
     bool saw_openapi = false;
@@ -211,6 +220,8 @@ class Loader {
         load_http(value, config.http);
       } else if (key == "sandbox") {
         load_sandbox(value, config.sandbox);
+      } else if (key == "audit") {
+        config.audit = load_audit(value);
       } else {
         unknown_key("", key, kTopKeys);
       }
@@ -501,6 +512,110 @@ class Loader {
     }
   }
 
+  // The audit section: one store, its bounds and what happens when it is down.
+  std::optional<Audit> load_audit(const Json& value) {
+    if (!expect_object(value, "audit")) return std::nullopt;
+    Audit audit;
+    std::vector<std::string_view> stores;
+    std::optional<Audit::OnFailure> on_failure;
+    bool saw_max_mb = false;
+    for (const auto& [key, field] : value.items()) {
+      const std::string path = child_path("audit", key);
+      if (key == "sqlite") {
+        stores.push_back("sqlite");
+        audit.store = Audit::Store::sqlite;
+        if (auto file = load_new_file_path(field, path)) audit.sqlite = std::move(*file);
+      } else if (key == "postgres") {
+        stores.push_back("postgres");
+        audit.store = Audit::Store::postgres;
+        if (auto text = read_required_string(field, path)) {
+          if (holds_password(text->value)) {
+            add(path,
+                "holds a password; give it in PGPASSWORD or ~/.pgpass instead (libpq reads "
+                "them), so the connection string is safe to show");
+          } else {
+            audit.postgres = std::move(text->value);
+          }
+        }
+      } else if (key == "server") {
+        if (auto name = read_token_name(field, path)) audit.server = std::move(*name);
+      } else if (key == "on_failure") {
+        if (auto text = read_required_string(field, path)) {
+          if (text->value == "fail_closed") {
+            on_failure = Audit::OnFailure::fail_closed;
+          } else if (text->value == "drop") {
+            on_failure = Audit::OnFailure::drop;
+          } else {
+            add(path, "must be \"fail_closed\" or \"drop\"");
+          }
+        }
+      } else if (key == "queue") {
+        if (auto n = read_integer(field, path, 1, 1000000))
+          audit.queue = static_cast<std::uint32_t>(*n);
+      } else if (key == "max_age_days") {
+        if (auto n = read_integer(field, path, 0, 36500)) {
+          audit.max_age_days = static_cast<std::uint32_t>(*n);
+        }
+      } else if (key == "max_mb") {
+        saw_max_mb = true;
+        if (auto n = read_integer(field, path, 0, 1048576))
+          audit.max_mb = static_cast<std::uint32_t>(*n);
+      } else {
+        unknown_key("audit", key, kAuditKeys);
+      }
+    }
+    if (stores.empty()) {
+      add("audit",
+          "names no store: give \"sqlite\": \"audit.db\" or \"postgres\": \"postgresql://...\"");
+    } else if (stores.size() > 1) {
+      add("audit", "names two stores (sqlite and postgres); give one");
+    }
+    if (audit.store == Audit::Store::postgres) {
+      if (saw_max_mb) {
+        add("audit.max_mb",
+            "applies to sqlite only (the size of a PostgreSQL database is its operator's)");
+      }
+      audit.max_mb = 0;
+    }
+    audit.on_failure =
+        on_failure.value_or(audit.store == Audit::Store::postgres ? Audit::OnFailure::fail_closed
+                                                                  : Audit::OnFailure::drop);
+    return audit;
+  }
+
+  // A libpq connection string that carries a password: a URI's userinfo with a ':' or a
+  // password parameter, in either form.
+  static bool holds_password(std::string_view text) {
+    if (lower(text).find("password") != std::string::npos) return true;
+    for (std::string_view scheme : {"postgresql://", "postgres://"}) {
+      if (!lower(text).starts_with(scheme)) continue;
+      std::string_view rest = text.substr(scheme.size());
+      rest = rest.substr(0, rest.find_first_of("/?"));
+      const std::size_t at = rest.rfind('@');
+      return at != std::string_view::npos && rest.substr(0, at).find(':') != std::string_view::npos;
+    }
+    return false;
+  }
+
+  // A path to a file that may not exist yet, resolved against the config file's directory; its
+  // directory must exist.
+  std::optional<fs::path> load_new_file_path(const Json& value, std::string_view path) {
+    const std::optional<Expanded> text = read_required_string(value, path);
+    if (!text) return std::nullopt;
+    std::error_code error;
+    fs::path file = fs::absolute(base_dir_ / fs::path(text->value), error).lexically_normal();
+    const std::string shown = text->from_environment ? "the file" : printable(file.string());
+    if (error || !fs::is_directory(file.parent_path(), error)) {
+      add(path, "the directory of " + shown + " does not exist");
+      return std::nullopt;
+    }
+    if (fs::is_directory(file, error)) {
+      add(path, shown + " is a directory");
+      return std::nullopt;
+    }
+    return file;
+  }
+
   // One token as read from either key, with where it was written, for the checks that span both
   // lists. A part that is missing or has a problem (already reported) is nullopt.
   struct TokenEntry {
@@ -671,8 +786,12 @@ Environment process_environment() {
   };
 }
 
-LoadResult parse(std::string_view text, const std::filesystem::path& base_dir,
-                 const Environment& env) {
+namespace {
+
+enum class Sections { all, audit_only };
+
+LoadResult parse_sections(std::string_view text, const std::filesystem::path& base_dir,
+                          const Environment& env, Sections sections) {
   LoadResult result;
   try {
     // On a syntax error the reader has reported it; nothing else is worth saying.
@@ -684,7 +803,8 @@ LoadResult parse(std::string_view text, const std::filesystem::path& base_dir,
                                 std::string(type_phrase(root)));
       return result;
     }
-    Config config = Loader(base_dir, env, result.problems).load(root);
+    Loader loader(base_dir, env, result.problems);
+    Config config = sections == Sections::all ? loader.load(root) : loader.load_audit_only(root);
     if (result.problems.empty()) result.config = std::move(config);
   } catch (const nlohmann::json::exception& error) {
     // Every access above is type-checked first; reaching this is a bug, reported as a problem
@@ -696,7 +816,17 @@ LoadResult parse(std::string_view text, const std::filesystem::path& base_dir,
   return result;
 }
 
-LoadResult load_file(const std::filesystem::path& file, const Environment& env) {
+}  // namespace
+
+LoadResult parse(std::string_view text, const std::filesystem::path& base_dir,
+                 const Environment& env) {
+  return parse_sections(text, base_dir, env, Sections::all);
+}
+
+namespace {
+
+LoadResult load_sections(const std::filesystem::path& file, const Environment& env,
+                         Sections sections) {
   const auto cannot_read = [&file](const std::string& why) {
     LoadResult result;
     result.problems.push_back("cannot read " + file.string() + ": " + why);
@@ -723,7 +853,17 @@ LoadResult load_file(const std::filesystem::path& file, const Environment& env) 
   if (std::ferror(stream.get())) {
     return cannot_read(std::error_code(errno, std::generic_category()).message());
   }
-  return parse(text, absolute.parent_path(), env);
+  return parse_sections(text, absolute.parent_path(), env, sections);
+}
+
+}  // namespace
+
+LoadResult load_file(const std::filesystem::path& file, const Environment& env) {
+  return load_sections(file, env, Sections::all);
+}
+
+LoadResult load_audit_section(const std::filesystem::path& file, const Environment& env) {
+  return load_sections(file, env, Sections::audit_only);
 }
 
 }  // namespace codemode::config

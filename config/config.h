@@ -119,6 +119,39 @@ struct SandboxSettings {
   std::uint32_t memory_mb = 0;
 };
 
+// The audit trail (audit/README.md): one record per tools/call and one per gateway request,
+// hash-chained per server, written by a writer thread from a bounded queue. Absent "audit": no
+// audit trail. Exactly one of "sqlite" and "postgres" names the store.
+struct Audit {
+  enum class Store {
+    sqlite,    // "sqlite": "audit.db": a file, resolved like `openapi`, created when absent (WAL)
+    postgres,  // "postgres": "postgresql://user@host/db": libpq connection URI or key=value
+               // string; no password in it (a problem): libpq takes it from PGPASSWORD or
+               // ~/.pgpass, so the string is safe to show
+  };
+  enum class OnFailure {
+    fail_closed,  // while the store is down or the queue is full, new tool calls are refused;
+                  // the records of calls already accepted are kept until they are written
+    drop,         // calls go on; records that find the queue full are dropped and counted
+  };
+  Store store = Store::sqlite;
+  std::filesystem::path sqlite;  // Store::sqlite: absolute, lexically normal; its directory exists
+  std::string postgres;          // Store::postgres: as written (expanded), never empty
+  // "server": this server's name in the store, and the name of its hash chain: 1..64 of
+  // [A-Za-z0-9._-]. Servers that share a PostgreSQL store need distinct names. Absent: empty,
+  // and the daemon uses the host name.
+  std::string server;
+  // "on_failure": "fail_closed" or "drop". Absent: fail_closed for postgres (a fleet's record
+  // of what ran), drop for sqlite (a local log on the server's own disk).
+  OnFailure on_failure = OnFailure::drop;
+  std::uint32_t queue = 10000;      // 1..1000000: records waiting for the writer (see on_failure)
+  std::uint32_t max_age_days = 90;  // 0..36500: older records are deleted; 0: kept forever
+  // 0..1048576: sqlite only (a problem with postgres, whose size is its operator's): the oldest
+  // records are deleted while the database holds more than this many MiB; 0: no size bound.
+  // Absent: 1024 for sqlite.
+  std::uint32_t max_mb = 1024;
+};
+
 struct Config {
   // The OpenAPI document (JSON), resolved against the config file's directory. Required in a
   // config file. Empty only for the embedded MarketHub default, whose document is compiled in.
@@ -132,6 +165,7 @@ struct Config {
   Limits limits;
   Http http;
   SandboxSettings sandbox;
+  std::optional<Audit> audit;
 };
 
 struct LoadResult {
@@ -156,5 +190,11 @@ LoadResult parse(std::string_view text, const std::filesystem::path& base_dir,
 
 // Reads and parses a file; problems are prefixed with nothing (main adds the file name).
 LoadResult load_file(const std::filesystem::path& file, const Environment& env);
+
+// Reads only the file's "audit" section, as `codemode-mcp audit` does: the rest of the file and
+// the environment variables it names (an upstream's credential, say) are not read, so whoever
+// reads the audit trail needs none of them. `config` holds a Config with only `audit` set
+// (nullopt there when the file has no such section); problems as in load_file.
+LoadResult load_audit_section(const std::filesystem::path& file, const Environment& env);
 
 }  // namespace codemode::config

@@ -293,13 +293,13 @@ TEST_CASE("unknown keys far from any known key list the known keys", "[config][k
                  "wall_ms, heap_mb, subrequests, response_bytes)"});
   CHECK(workspace.problems(R"({"openapi": "openapi.json", "servers": []})") ==
         Problems{"servers: unknown key (known keys: openapi, upstreams, ca_file, policy, limits, "
-                 "http, sandbox)"});
+                 "http, sandbox, audit)"});
   // Keys that are not plain words are quoted, so a problem stays one line.
   CHECK(
       workspace.problems(R"({"openapi": "openapi.json", "a b": 1, "x\ny": 2})") ==
       Problems{
-          R"(["a b"]: unknown key (known keys: openapi, upstreams, ca_file, policy, limits, http, sandbox))",
-          R"(["x\ny"]: unknown key (known keys: openapi, upstreams, ca_file, policy, limits, http, sandbox))"});
+          R"(["a b"]: unknown key (known keys: openapi, upstreams, ca_file, policy, limits, http, sandbox, audit))",
+          R"(["x\ny"]: unknown key (known keys: openapi, upstreams, ca_file, policy, limits, http, sandbox, audit))"});
 }
 
 TEST_CASE("duplicate keys are problems", "[config][keys]") {
@@ -665,6 +665,117 @@ TEST_CASE("the sandbox's sharing settings have defaults and ranges", "[config][s
                  "sandbox.idle_seconds: -1 is out of range 1..86400",
                  "sandbox.principal_calls: expected an integer, got a floating-point number",
                  "sandbox.principal_queue: expected an integer, got a string"});
+}
+
+// ---------------------------------------------------------------------------------------------
+// The audit trail.
+
+std::string with_audit(std::string_view audit_object) {
+  return R"({"openapi": "openapi.json", "audit": )" + std::string(audit_object) + "}";
+}
+
+TEST_CASE("audit is absent by default, and sqlite takes its defaults", "[config][audit]") {
+  const Workspace workspace;
+  CHECK_FALSE(workspace.load(R"({"openapi": "openapi.json"})").audit.has_value());
+  const Config config = workspace.load(with_audit(R"({"sqlite": "audit.db"})"));
+  REQUIRE(config.audit.has_value());
+  const Audit& audit = *config.audit;
+  CHECK(audit.store == Audit::Store::sqlite);
+  CHECK(audit.sqlite == workspace.dir() / "audit.db");  // need not exist yet
+  CHECK(audit.server.empty());
+  CHECK(audit.on_failure == Audit::OnFailure::drop);
+  CHECK(audit.queue == 10000);
+  CHECK(audit.max_age_days == 90);
+  CHECK(audit.max_mb == 1024);
+}
+
+TEST_CASE("audit on postgres fails closed by default and has no size bound", "[config][audit]") {
+  const Workspace workspace;
+  const Config config = workspace.load(
+      with_audit(R"({"postgres": "postgresql://audit@db.internal/audit", "server": "web-1.a_b",
+                     "queue": 1, "max_age_days": 0})"));
+  REQUIRE(config.audit.has_value());
+  CHECK(config.audit->store == Audit::Store::postgres);
+  CHECK(config.audit->postgres == "postgresql://audit@db.internal/audit");
+  CHECK(config.audit->server == "web-1.a_b");
+  CHECK(config.audit->on_failure == Audit::OnFailure::fail_closed);
+  CHECK(config.audit->queue == 1);
+  CHECK(config.audit->max_age_days == 0);
+  CHECK(config.audit->max_mb == 0);
+  CHECK(workspace.load(with_audit(R"({"postgres": "host=/tmp dbname=a", "on_failure": "drop"})"))
+            .audit->on_failure == Audit::OnFailure::drop);
+  CHECK(workspace
+            .load(with_audit(R"({"sqlite": "a.db", "on_failure": "fail_closed",
+                                      "max_mb": 0, "queue": 1000000, "max_age_days": 36500})"))
+            .audit->on_failure == Audit::OnFailure::fail_closed);
+}
+
+TEST_CASE("audit names exactly one store, with no password in a postgres string",
+          "[config][audit][secrets]") {
+  const Workspace workspace;
+  CHECK(workspace.problems(with_audit("{}")) ==
+        Problems{"audit: names no store: give \"sqlite\": \"audit.db\" or \"postgres\": "
+                 "\"postgresql://...\""});
+  CHECK(workspace.problems(with_audit(R"({"sqlite": "a.db", "postgres": "host=/tmp"})")) ==
+        Problems{"audit: names two stores (sqlite and postgres); give one"});
+  const std::string password_problem =
+      "audit.postgres: holds a password; give it in PGPASSWORD or ~/.pgpass instead (libpq "
+      "reads them), so the connection string is safe to show";
+  for (const std::string text :
+       {"postgresql://audit:s3cret-pw@db/audit", "postgres://a:s3cret-pw@h:5432/d?x=y",
+        "postgresql://db/audit?password=s3cret-pw", "host=db password=s3cret-pw"}) {
+    INFO(text);
+    const Problems problems = workspace.problems(with_audit(R"({"postgres": ")" + text + "\"}"));
+    CHECK(problems == Problems{password_problem});
+  }
+  const Problems from_env = workspace.problems(
+      with_audit(R"({"postgres": "postgresql://a:${PW}@db/x"})"), {{"PW", "s3cret-pw"}});
+  CHECK(from_env == Problems{password_problem});
+  CHECK(workspace.problems(with_audit(R"({"postgres": ""})")) ==
+        Problems{"audit.postgres: must not be empty"});
+}
+
+TEST_CASE("audit settings have ranges and known values", "[config][audit]") {
+  const Workspace workspace;
+  CHECK(workspace.problems(with_audit(R"({"sqlite": "no-such-dir/a.db", "server": "a b",
+      "on_failure": "retry", "queue": 0, "max_age_days": 36501, "max_mb": 1048577,
+      "retention": 1})")) ==
+        Problems{"audit.sqlite: the directory of " +
+                     (workspace.dir() / "no-such-dir/a.db").string() + " does not exist",
+                 "audit.server: may contain only ASCII letters, digits, '.', '_' and '-'",
+                 "audit.on_failure: must be \"fail_closed\" or \"drop\"",
+                 "audit.queue: 0 is out of range 1..1000000",
+                 "audit.max_age_days: 36501 is out of range 0..36500",
+                 "audit.max_mb: 1048577 is out of range 0..1048576",
+                 "audit.retention: unknown key (known keys: sqlite, postgres, server, on_failure, "
+                 "queue, max_age_days, max_mb)"});
+  workspace.temp().write("sub/file", "");
+  CHECK(workspace.problems(with_audit(R"({"sqlite": "sub"})")) ==
+        Problems{"audit.sqlite: " + (workspace.dir() / "sub").string() + " is a directory"});
+  CHECK(workspace.problems(with_audit(R"({"postgres": "host=db", "max_mb": 10})")) ==
+        Problems{"audit.max_mb: applies to sqlite only (the size of a PostgreSQL database is its "
+                 "operator's)"});
+  CHECK(workspace.problems(with_audit("[]")) ==
+        Problems{"audit: expected an object, got an array"});
+}
+
+TEST_CASE("load_audit_section reads the audit section and nothing else", "[config][audit]") {
+  const Workspace workspace;
+  const fs::path file = workspace.temp().write(
+      "c.json", R"({"openapi": "missing.json", "upstreams": [{"origin": "http://api.test",
+      "headers": {"Authorization": "Bearer ${UNSET_SECRET}"}}], "bogus": 1,
+      "audit": {"sqlite": "a.db", "server": "${NAME}"}})");
+  const LoadResult loaded = load_audit_section(file, env_of({{"NAME", "web-1"}}));
+  REQUIRE(loaded.problems == Problems{});
+  REQUIRE(loaded.config->audit.has_value());
+  CHECK(loaded.config->audit->sqlite == workspace.dir() / "a.db");
+  CHECK(loaded.config->audit->server == "web-1");
+  CHECK(loaded.config->upstreams.empty());
+  const fs::path none = workspace.temp().write("none.json", R"({"openapi": "x.json"})");
+  CHECK_FALSE(load_audit_section(none, env_of({})).config->audit.has_value());
+  const fs::path bad = workspace.temp().write("bad.json", R"({"audit": {"sqlite": 1}})");
+  CHECK(load_audit_section(bad, env_of({})).problems ==
+        Problems{"audit.sqlite: expected a string, got an integer"});
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1050,7 +1161,7 @@ TEST_CASE("every problem in a file is reported together", "[config]") {
             "limits.heap_mb: expected an integer, got a floating-point number",
             "http.bearer_tokens[0]: shorter than 16 characters; short tokens are guessable",
             "extra: unknown key (known keys: openapi, upstreams, ca_file, policy, limits, http, "
-            "sandbox)",
+            "sandbox, audit)",
         });
 }
 

@@ -67,7 +67,15 @@ std::optional<std::string> OperationPolicy::check(Method method, std::string_vie
          " matches no operation in the API description";
 }
 
-bool OperationPolicy::matches(Method method, std::string_view path) const {
+std::optional<std::string> OperationPolicy::operation_of(Method method,
+                                                         std::string_view target) const {
+  if (!options_.operations) return std::nullopt;
+  const Operation* operation = match(method, target.substr(0, target.find('?')));
+  if (operation == nullptr) return std::nullopt;
+  return std::string(to_string(operation->method)) + " " + operation->path_template;
+}
+
+const Operation* OperationPolicy::match(Method method, std::string_view path) const {
   for (const auto& base : options_.base_paths) {
     if (!path.starts_with(base)) continue;
     const std::string_view rest = path.substr(base.size());
@@ -83,10 +91,10 @@ bool OperationPolicy::matches(Method method, std::string_view path) const {
       for (std::size_t s = 0; s < pattern.size() && all; ++s) {
         all = segment_matches(pattern[s], request[s]);
       }
-      if (all) return true;
+      if (all) return &(*options_.operations)[i];
     }
   }
-  return false;
+  return nullptr;
 }
 
 }  // namespace codemode::gateway

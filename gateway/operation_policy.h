@@ -41,11 +41,18 @@ class OperationPolicy {
   // description" or "method DELETE is not allowed here (allowed: GET, HEAD)".
   std::optional<std::string> check(Method method, std::string_view target) const;
 
+  // The declared operation `method` and `target` (path and query) match, as the audit trail
+  // writes it: "GET /orders/{orderId}"; nullopt when none does or no operations are given.
+  std::optional<std::string> operation_of(Method method, std::string_view target) const;
+
   // Whether any method or operation is refused (what makes override headers worth dropping).
   bool restricts() const { return options_.operations.has_value() || !options_.methods.empty(); }
 
  private:
-  bool matches(Method method, std::string_view path) const;
+  bool matches(Method method, std::string_view path) const {
+    return match(method, path) != nullptr;
+  }
+  const Operation* match(Method method, std::string_view path) const;
 
   OperationPolicyOptions options_;
   std::vector<std::vector<std::string>> templates_;  // segments of each operation's template

@@ -58,3 +58,14 @@ TEST_CASE("methods narrow what is allowed, e.g. read-only", "[gateway][operation
   CHECK(both.check(Method::post, "/orders") == "method POST is not allowed here (allowed: GET)");
   CHECK_FALSE(both.check(Method::get, "/orders"));
 }
+
+TEST_CASE("operation_of names the declared operation a request matched",
+          "[gateway][operations][audit]") {
+  const auto policy = spec_policy();
+  CHECK(policy.operation_of(Method::get, "/v1/orders/ord_0001?x=1") == "GET /orders/{orderId}");
+  CHECK(policy.operation_of(Method::head, "/orders/ord_0001") == "GET /orders/{orderId}");
+  CHECK(policy.operation_of(Method::post, "/orders/o/cancel") == "POST /orders/{orderId}/cancel");
+  CHECK(policy.operation_of(Method::del, "/orders/ord_0001") == std::nullopt);
+  CHECK(policy.operation_of(Method::get, "/admin") == std::nullopt);
+  CHECK(OperationPolicy().operation_of(Method::get, "/orders") == std::nullopt);
+}

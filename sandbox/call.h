@@ -23,6 +23,9 @@ struct Call {
   std::string principal;
   // Lets the submitter stop the call from its own thread (notifications/cancelled, shutdown).
   std::shared_ptr<CancelToken> cancel;
+  // The call's id in the audit trail (audit::CallRecord::id), which the records of its fetches
+  // name; empty when there is no audit trail. The sandbox only passes it to its FetcherFactory.
+  std::string audit_id;
 };
 
 }  // namespace codemode::sandbox

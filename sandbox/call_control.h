@@ -11,6 +11,7 @@
 
 #include "config/config.h"
 #include "gateway/request.h"
+#include "sandbox/call.h"
 
 namespace codemode::sandbox {
 
@@ -59,10 +60,11 @@ using Fetcher = std::function<void(gateway::OutboundRequest request,
                                    std::function<void(gateway::FetchResult result)> done)>;
 
 // Makes one execute call's Fetcher as the call starts, with `limits` in force: the call's own
-// subrequest budget and fetch deadline live in what it returns. The daemon builds one over its
-// gateway (server/daemon.cpp); the sandbox knows the gateway only through it. Called on the
+// subrequest budget and fetch deadline live in what it returns. `call` says whose call it is
+// (its principal and audit id, for the audit trail's request records). The daemon builds one over
+// its gateway (server/daemon.cpp); the sandbox knows the gateway only through it. Called on the
 // thread that starts calls (the pool's executor, or a worker thread).
-using FetcherFactory = std::function<Fetcher(const config::Limits& limits)>;
+using FetcherFactory = std::function<Fetcher(const config::Limits& limits, const Call& call)>;
 
 // How long a call's thread may keep running, on its CPU clock, past cpu_ms once its termination
 // has been requested, before the watchdog gives up on V8's termination and calls

@@ -110,7 +110,7 @@ class ThreadRunner final : public Sandbox::Runner {
                        options_.api, call.cancel.get(), nullptr};
     if (call.tool != Tool::execute || !options_.fetch) return run_in_fresh_isolate(request);
     auto ledger = std::make_shared<RequestLedger>();
-    const Fetcher fetcher = record_requests(options_.fetch(options_.limits), ledger);
+    const Fetcher fetcher = record_requests(options_.fetch(options_.limits, call), ledger);
     request.fetcher = &fetcher;
     Outcome outcome = run_in_fresh_isolate(request);
     ledger->move_into(outcome);

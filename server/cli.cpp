@@ -34,6 +34,13 @@ Options:
                       less attack surface, slower code that computes (README.md, Security)
   --log-level LEVEL   stderr log level: trace, debug, info, warn, error, off (default: info);
                       at debug, sandbox processes write to stderr too
+  audit --config FILE tail|query|verify [--since T] [--until T] [--principal NAME]
+        [--tool NAME] [--outcome KIND] [--path PREFIX] [--server NAME] [--kind call|request]
+        [--limit N] [--format json|table]
+                      read the audit trail the config's "audit" section names: follow it
+                      (tail), select from it (query; JSON lines by default), or check its
+                      hash chains (verify; exit 1 at the first break). T: 2026-12-03T10:00:00Z,
+                      2026-12-03, or an age: 30s, 15m, 2h, 7d
   --sandbox-report    start one sandbox process, print which isolation layers (namespaces,
                       seccomp, rlimits, ...) this machine allows, and exit (1 when a layer
                       that --require-sandbox-layers names is not on)
@@ -61,11 +68,77 @@ Exit status 2: bad arguments or config (one line per problem on stderr).
 
 CliError error(std::string message) { return CliError{std::move(message)}; }
 
+// `audit --config FILE ACTION [FILTERS]`, options in any order.
+CommandLine parse_audit(std::span<const std::string_view> args) {
+  audit::ReadCommand command;
+  std::optional<std::string_view> action;
+  bool saw_config = false;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string_view arg = args[i];
+    if (!arg.starts_with("--")) {
+      if (action) return error("audit: one action only (tail, query or verify)");
+      action = arg;
+      continue;
+    }
+    if (i + 1 >= args.size()) return error("audit: " + std::string(arg) + " needs a value");
+    std::string value(args[++i]);
+    std::optional<std::string>* field = nullptr;
+    if (arg == "--config") {
+      command.config_file = std::move(value);
+      saw_config = true;
+    } else if (arg == "--since") {
+      field = &command.since;
+    } else if (arg == "--until") {
+      field = &command.until;
+    } else if (arg == "--server") {
+      field = &command.server;
+    } else if (arg == "--principal") {
+      field = &command.principal;
+    } else if (arg == "--tool") {
+      field = &command.tool;
+    } else if (arg == "--outcome") {
+      field = &command.outcome;
+    } else if (arg == "--path") {
+      field = &command.path;
+    } else if (arg == "--kind") {
+      if (value != "call" && value != "request") return error("audit: --kind is call or request");
+      field = &command.kind;
+    } else if (arg == "--format") {
+      if (value != "json" && value != "table") return error("audit: --format is json or table");
+      command.format =
+          value == "json" ? audit::ReadCommand::Format::json : audit::ReadCommand::Format::table;
+    } else if (arg == "--limit") {
+      const bool digits = !value.empty() && value.size() <= 7 &&
+                          value.find_first_not_of("0123456789") == std::string::npos;
+      if (!digits || std::stoul(value) == 0) {
+        return error("audit: --limit is a number from 1 to 9999999");
+      }
+      command.limit = std::stoul(value);
+    } else {
+      return error("audit: unknown argument '" + std::string(arg) + "'");
+    }
+    if (field) *field = std::move(value);
+  }
+  if (!action) return error("audit: which action? tail, query or verify");
+  if (*action == "tail") {
+    command.action = audit::ReadCommand::Action::tail;
+  } else if (*action == "query") {
+    command.action = audit::ReadCommand::Action::query;
+  } else if (*action == "verify") {
+    command.action = audit::ReadCommand::Action::verify;
+  } else {
+    return error("audit: unknown action '" + std::string(*action) + "' (tail, query or verify)");
+  }
+  if (!saw_config) return error("audit: --config FILE is needed (the config names the store)");
+  return command;
+}
+
 }  // namespace
 
 std::string_view usage_text() { return kUsage; }
 
 CommandLine parse_command_line(std::span<const std::string_view> args) {
+  if (!args.empty() && args[0] == "audit") return parse_audit(args.subspan(1));
   if (!args.empty() && args[0] == "--healthcheck") {
     if (args.size() != 2) return error("--healthcheck takes HOST:PORT and no other option");
     auto endpoint = parse_endpoint(args[1]);

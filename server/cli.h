@@ -13,6 +13,7 @@
 #include <string_view>
 #include <variant>
 
+#include "audit/cli.h"
 #include "sandbox/layers.h"
 #include "server/http_policy.h"
 #include "server/http_transport.h"
@@ -54,11 +55,14 @@ struct CliError {
   std::string message;
 };
 
-using CommandLine = std::variant<ServeOptions, CliAction, SandboxReport, Healthcheck, CliError>;
+// `codemode-mcp audit ...` reads the audit trail (audit/cli.h) instead of serving.
+using CommandLine =
+    std::variant<ServeOptions, CliAction, SandboxReport, Healthcheck, CliError, audit::ReadCommand>;
 
-// Parses the arguments after the program name. The first of --help, --version wins at once (as
-// they print and exit); --sandbox-report is checked after every argument parsed; --healthcheck
-// takes no other option.
+// Parses the arguments after the program name. A first argument `audit` starts the audit
+// reader's own grammar: `audit --config FILE tail|query|verify [FILTERS]`. The first of --help,
+// --version wins at once (as they print and exit); --sandbox-report is checked after every argument
+// parsed; --healthcheck takes no other option.
 CommandLine parse_command_line(std::span<const std::string_view> args);
 
 // The text of --help.

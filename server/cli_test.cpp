@@ -162,3 +162,55 @@ TEST_CASE("the usage text names every option", "[server][cli]") {
   CHECK(usage_text().find("http.tokens") != std::string_view::npos);
   CHECK(usage_text().find("http.bearer_tokens") != std::string_view::npos);
 }
+
+TEST_CASE("audit reads its own grammar: an action, --config and filters in any order",
+          "[server][cli][audit]") {
+  using codemode::audit::ReadCommand;
+  const CommandLine command = parse({"audit",       "query",  "--config", "c.json",
+                                     "--since",     "15m",    "--until",  "2026-12-03T10:00:00Z",
+                                     "--principal", "alice",  "--tool",   "execute",
+                                     "--outcome",   "policy", "--path",   "/orders",
+                                     "--server",    "web-1",  "--kind",   "request",
+                                     "--limit",     "50",     "--format", "table"});
+  REQUIRE(std::holds_alternative<ReadCommand>(command));
+  ReadCommand expected;
+  expected.action = ReadCommand::Action::query;
+  expected.config_file = "c.json";
+  expected.since = "15m";
+  expected.until = "2026-12-03T10:00:00Z";
+  expected.principal = "alice";
+  expected.tool = "execute";
+  expected.outcome = "policy";
+  expected.path = "/orders";
+  expected.server = "web-1";
+  expected.kind = "request";
+  expected.limit = 50;
+  expected.format = ReadCommand::Format::table;
+  CHECK(std::get<ReadCommand>(command) == expected);
+  const CommandLine tail = parse({"audit", "--config", "c.json", "tail"});
+  REQUIRE(std::holds_alternative<ReadCommand>(tail));
+  CHECK(std::get<ReadCommand>(tail).action == ReadCommand::Action::tail);
+  CHECK(std::get<ReadCommand>(tail).format == ReadCommand::Format::json);
+  CHECK(std::get<ReadCommand>(parse({"audit", "verify", "--config", "c.json"})).action ==
+        ReadCommand::Action::verify);
+}
+
+TEST_CASE("audit usage errors say what is wrong in one line", "[server][cli][audit]") {
+  CHECK(error_of({"audit"}) == "audit: which action? tail, query or verify");
+  CHECK(error_of({"audit", "query"}) ==
+        "audit: --config FILE is needed (the config names the store)");
+  CHECK(error_of({"audit", "list", "--config", "c"}) ==
+        "audit: unknown action 'list' (tail, query or verify)");
+  CHECK(error_of({"audit", "tail", "query"}) == "audit: one action only (tail, query or verify)");
+  CHECK(error_of({"audit", "tail", "--config"}) == "audit: --config needs a value");
+  CHECK(error_of({"audit", "tail", "--color", "x"}) == "audit: unknown argument '--color'");
+  CHECK(error_of({"audit", "tail", "--kind", "x"}) == "audit: --kind is call or request");
+  CHECK(error_of({"audit", "tail", "--format", "csv"}) == "audit: --format is json or table");
+  CHECK(error_of({"audit", "tail", "--limit", "0"}) ==
+        "audit: --limit is a number from 1 to 9999999");
+  CHECK(error_of({"audit", "tail", "--limit", "-5"}) ==
+        "audit: --limit is a number from 1 to 9999999");
+  // Only as the first word: elsewhere it is no option.
+  CHECK(error_of({"--jitless", "audit"}) == "unknown argument 'audit'");
+  CHECK(usage_text().find("audit --config FILE tail|query|verify") != std::string_view::npos);
+}

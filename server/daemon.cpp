@@ -13,6 +13,8 @@
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include "audit/store.h"
+#include "audit/writer.h"
 #include "gateway/gateway.h"
 #include "gateway/operation_policy.h"
 #include "gateway/request_check.h"
@@ -21,6 +23,7 @@
 #include "openapi/operations.h"
 #include "sandbox/call_control.h"
 #include "sandbox/sandbox.h"
+#include "server/call_audit.h"
 #include "server/stdio_transport.h"
 
 namespace codemode::server {
@@ -39,7 +42,7 @@ constexpr std::chrono::milliseconds kFetchDeadlineSlack{500};
 // The sandbox's way to the gateway: each execute call gets its own subrequest budget (held by
 // its fetcher; the gateway spends it inside fetch()) and a deadline past its own wall deadline.
 sandbox::FetcherFactory gateway_fetch(gateway::Gateway& gateway) {
-  return [&gateway](const config::Limits& limits) -> sandbox::Fetcher {
+  return [&gateway](const config::Limits& limits, const sandbox::Call&) -> sandbox::Fetcher {
     auto budget = std::make_shared<gateway::CallBudget>(limits.subrequests);
     const auto deadline =
         gateway::Clock::now() + std::chrono::milliseconds(limits.wall_ms) + kFetchDeadlineSlack;
@@ -48,6 +51,43 @@ sandbox::FetcherFactory gateway_fetch(gateway::Gateway& gateway) {
       gateway.fetch(std::move(outbound), *budget, deadline, std::move(done));
     };
   };
+}
+
+// Every operation the description declares, to name the one a request matched in the audit
+// trail, whatever `policy.operations` enforces.
+gateway::OperationPolicy audit_operations(const openapi::Document& api) {
+  gateway::OperationPolicyOptions options;
+  std::vector<gateway::Operation> operations;
+  for (const auto& declared : openapi::declared_operations(api)) {
+    if (auto method = gateway::parse_method(declared.method)) {
+      operations.push_back({*method, declared.path_template});
+    }
+  }
+  options.operations = std::move(operations);
+  options.base_paths = openapi::server_base_paths(api);
+  return gateway::OperationPolicy(std::move(options));
+}
+
+// The audit writer over the store the config names, or the start-up problem.
+std::variant<std::unique_ptr<audit::Writer>, std::string> start_audit(const config::Audit& config) {
+  auto opened = audit::open_store(config, audit::OpenMode::write);
+  if (auto* problem = std::get_if<std::string>(&opened)) return *problem;
+  audit::WriterOptions options;
+  options.server = config.server;
+  if (options.server.empty()) {
+    char host[256] = {};
+    ::gethostname(host, sizeof host - 1);
+    options.server = host[0] ? host : "codemode-mcp";
+  }
+  options.queue = config.queue;
+  options.on_failure = config.on_failure;
+  options.retention = audit::Retention{config.max_age_days, std::uint64_t{config.max_mb} << 20};
+  auto& store = std::get<std::unique_ptr<audit::Store>>(opened);
+  spdlog::info("audit: recording to {} as server {} ({})", store->describe(), options.server,
+               config.on_failure == config::Audit::OnFailure::fail_closed
+                   ? "fail_closed: calls are refused while it is down"
+                   : "drop: records are dropped while it is down and the queue is full");
+  return std::make_unique<audit::Writer>(std::move(store), std::move(options));
 }
 
 // How long a shutdown lets running calls finish: a signal gives them the shutdown grace
@@ -117,20 +157,32 @@ int Daemon::run() {
     return 2;
   }
   const openapi::DocumentImage image = std::move(std::get<openapi::DocumentImage>(built));
+  // The audit trail, when configured: its writer outlives the sandbox, whose fetches it records.
+  std::unique_ptr<audit::Writer> audit_writer;
+  std::optional<CallAudit> trail;
+  if (options_.config.audit) {
+    auto started = start_audit(*options_.config.audit);
+    if (auto* problem = std::get_if<std::string>(&started)) {
+      spdlog::error("audit: {}", *problem);
+      return 2;
+    }
+    audit_writer = std::move(std::get<std::unique_ptr<audit::Writer>>(started));
+    trail.emplace(*audit_writer, audit_operations(options_.api), gateway->policy());
+  }
   // From here on the sandbox reads the image; the parsed tree (GitHub's REST description: ~45 MB)
   // is not needed any more.
   options_.api = openapi::Document{};
   ::malloc_trim(0);
-  sandbox::Sandbox sandbox(sandbox::SandboxOptions{.limits = options_.config.limits,
-                                                   .api = &image,
-                                                   .fetch = gateway_fetch(*gateway),
-                                                   .child_command = options_.sandbox_command,
-                                                   .executor = io.get_executor(),
-                                                   .child_stderr = options_.sandbox_stderr,
-                                                   .processes = options_.config.sandbox,
-                                                   .jit = options_.config.sandbox.jitless
-                                                              ? sandbox::JitMode::jitless
-                                                              : sandbox::JitMode::enabled});
+  sandbox::Sandbox sandbox(sandbox::SandboxOptions{
+      .limits = options_.config.limits,
+      .api = &image,
+      .fetch = trail ? trail->recording(gateway_fetch(*gateway)) : gateway_fetch(*gateway),
+      .child_command = options_.sandbox_command,
+      .executor = io.get_executor(),
+      .child_stderr = options_.sandbox_stderr,
+      .processes = options_.config.sandbox,
+      .jit =
+          options_.config.sandbox.jitless ? sandbox::JitMode::jitless : sandbox::JitMode::enabled});
 
   // One principal's tool calls in flight, running or queued.
   const std::size_t max_calls = std::size_t{options_.config.sandbox.principal_calls} +
@@ -146,12 +198,12 @@ int Daemon::run() {
   std::optional<HttpServer> http;
   if (options_.http) {
     // Each HTTP session answers every message on the exchange that carried it: no default Send.
-    http.emplace(io, *options_.http,
-                 [&](boost::asio::any_io_executor executor, std::string principal) {
-                   return std::make_shared<McpSession>(
-                       std::move(executor), tools, sandbox, options_.info, [](std::string) {},
-                       std::move(principal), max_calls);
-                 });
+    http.emplace(
+        io, *options_.http, [&](boost::asio::any_io_executor executor, std::string principal) {
+          return std::make_shared<McpSession>(
+              std::move(executor), tools, sandbox, options_.info, [](std::string) {},
+              std::move(principal), max_calls, SessionAudit{trail ? &*trail : nullptr, "http"});
+        });
     if (auto problem = http->start()) {
       spdlog::error("http: {}", *problem);
       return 2;
@@ -208,7 +260,7 @@ int Daemon::run() {
             shut_down("stdout is gone", Grace::unbounded);
           });
         },
-        "stdio", max_calls);
+        "stdio", max_calls, SessionAudit{trail ? &*trail : nullptr, "stdio"});
   }
 
   signals.async_wait([&](boost::system::error_code ec, int signal) {
@@ -237,6 +289,11 @@ int Daemon::run() {
 
   io.run();
   if (stdio) stdio->stop();
+  if (audit_writer) {
+    audit_writer->stop();
+    const audit::Writer::Stats stats = audit_writer->stats();
+    spdlog::info("audit: {} records written, {} dropped", stats.written, stats.dropped);
+  }
   spdlog::info("stopped");
   return 0;
 }

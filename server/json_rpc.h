@@ -29,6 +29,9 @@ enum class ErrorCode : int {
   // A tools/call over the bound on one principal's calls in flight and queued (the config's
   // sandbox.principal_calls + principal_queue); retry once one has finished.
   too_many_calls = -32001,
+  // A tools/call refused because the audit trail cannot record it: audit.on_failure is
+  // fail_closed and its store is down (or its queue full); retry later.
+  audit_unavailable = -32002,
   // MCP 2026-07-28's own block (stateless_revision.h): an HTTP header disagrees with the body
   // or is missing/invalid; a client capability the request needs was not declared; the
   // requested protocol version is not served here.

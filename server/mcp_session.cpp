@@ -8,6 +8,7 @@
 #include <boost/asio/post.hpp>
 
 #include "base/check.h"
+#include "server/call_audit.h"
 #include "server/log_text.h"
 #include "server/stateless_revision.h"
 
@@ -37,14 +38,17 @@ std::optional<Json> progress_token(const Json& params) {
 
 McpSession::McpSession(boost::asio::any_io_executor executor, const ToolCatalog& tools,
                        sandbox::Sandbox& sandbox, ServerInfo info, Send send, std::string principal,
-                       std::size_t max_calls)
+                       std::size_t max_calls, SessionAudit audit)
     : executor_(std::move(executor)),
       tools_(tools),
       sandbox_(sandbox),
       info_(std::move(info)),
       send_(std::move(send)),
       principal_(std::move(principal)),
-      max_calls_(max_calls) {}
+      max_calls_(max_calls),
+      audit_(std::move(audit)) {
+  if (audit_.trail) audit_session_ = CallAudit::session_name(audit_.transport);
+}
 
 void McpSession::handle(std::string_view message) {
   dispatch(parse_message(message), send_, ReplyRoute::session, send_);
@@ -181,6 +185,8 @@ Json McpSession::initialize(const Json& params) {
     };
     if (!text("name").empty()) client = text("name");
     client += " " + text("version");
+    client_name_ = text("name");
+    client_version_ = text("version");
   }
   spdlog::info("initialized: {} asked for {}, speaking {}", escape_log_text(client),
                escape_log_text(requested), protocol_version_);
@@ -213,19 +219,40 @@ void McpSession::call_tool(const Json& id, const Json& params, const Send& out, 
                            "has finished");
   }
 
+  if (audit_.trail && !audit_.trail->accepting()) {
+    return reply_error(out, id, ErrorCode::audit_unavailable,
+                       "unavailable: the audit trail cannot record calls now (its store is down); "
+                       "retry later");
+  }
+  audit::CallRecord record;
+  if (audit_.trail) {
+    record.id = audit::new_record_id();
+    record.time_us = audit::now_us();
+    record.principal = principal_;
+    record.client_name = client_name_;
+    record.client_version = client_version_;
+    record.session = audit_session_;
+    record.transport = audit_.transport;
+    record.tool = name;
+    const Json& meta = params.contains("_meta") ? params["_meta"] : Json();
+    if (meta.is_object() && meta.contains("traceparent") && meta["traceparent"].is_string()) {
+      record.trace_id = CallAudit::trace_id(meta["traceparent"].get<std::string>());
+    }
+  }
+
   // Argument problems are tool results, not protocol errors, so the model can correct itself.
   const Json arguments = params.value("arguments", Json::object());
   if (!arguments.is_object() || !arguments.contains("code") || !arguments["code"].is_string()) {
-    return reply(out, id,
-                 shaped(tools_.result(sandbox::Outcome::failure(
-                                          sandbox::ErrorKind::input,
-                                          "arguments must be an object with \"code\", a string "
-                                          "holding an async arrow function"),
-                                      *tool),
-                        era));
+    const auto refused = sandbox::Outcome::failure(
+        sandbox::ErrorKind::input,
+        "arguments must be an object with \"code\", a string holding an async arrow function");
+    record_call(std::move(record), refused);
+    return reply(out, id, shaped(tools_.result(refused, *tool), era));
   }
   std::string code = arguments["code"].get<std::string>();
+  if (audit_.trail) record.code = code;
   if (auto refused = sandbox::check_input(code, tools_.limits())) {
+    record_call(std::move(record), *refused);
     return reply(out, id, shaped(tools_.result(*refused, *tool), era));
   }
 
@@ -237,16 +264,20 @@ void McpSession::call_tool(const Json& id, const Json& params, const Send& out, 
     state.progress = std::make_shared<boost::asio::steady_timer>(executor_);
     schedule_progress(key, std::move(*token), notify, started, 1);
   }
+  std::string audit_id = record.id;  // `record` moves into the completion below
   sandbox_.submit(
-      sandbox::Call{*tool, std::move(code), principal_, std::move(cancel)},
-      [self = shared_from_this(), id, name, started](sandbox::Outcome outcome) {
-        boost::asio::post(self->executor_, [self, id, name, started, outcome = std::move(outcome)] {
+      sandbox::Call{*tool, std::move(code), principal_, std::move(cancel), std::move(audit_id)},
+      [self = shared_from_this(), id, name, started,
+       record = std::move(record)](sandbox::Outcome outcome) mutable {
+        boost::asio::post(self->executor_, [self, id, name, started, outcome = std::move(outcome),
+                                            record = std::move(record)]() mutable {
           const double ms =
               std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
                   .count();
           // The answer first: the log line is a write to stderr, which the client often reads
           // too, and its wake-up would come ahead of the answer's.
           self->finish_call(id, outcome);
+          self->record_call(std::move(record), outcome);
           if (outcome.sandbox_us > 0) {
             spdlog::info(
                 "tools/call {} id={}: {} in {:.2f} ms (queued {:.2f} ms, sandbox process {:.2f} "
@@ -275,6 +306,20 @@ void McpSession::finish_call(const Json& id, const sandbox::Outcome& outcome) {
     state.reply_to(std::string());  // the exchange hears that no answer will come
   }
   maybe_idle();
+}
+
+void McpSession::record_call(audit::CallRecord record, const sandbox::Outcome& outcome) const {
+  if (!audit_.trail) return;
+  record.outcome = outcome.ok ? "ok" : std::string(sandbox::to_string(outcome.error_kind));
+  if (!outcome.ok) record.message = outcome.error_message;
+  if (outcome.ok) {
+    record.result_chars = sandbox::count_code_points(outcome.result_json);
+    record.result_cut = record.result_chars > tools_.limits().result_chars;
+  }
+  record.queue_us = outcome.queued_us;
+  record.run_us = outcome.sandbox_us;
+  record.cpu_us = outcome.cpu_us;
+  audit_.trail->record(std::move(record));
 }
 
 void McpSession::schedule_progress(const std::string& key, Json token, Send notify,

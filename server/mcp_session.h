@@ -35,6 +35,7 @@
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include "audit/record.h"
 #include "sandbox/sandbox.h"
 #include "server/json_rpc.h"
 #include "server/tools.h"
@@ -62,6 +63,15 @@ enum class Era { negotiated, stateless };
 // will get no answer.
 enum class ReplyRoute { session, message };
 
+class CallAudit;
+
+// A session's part in the audit trail (server/call_audit.h): where its calls are recorded, and
+// the transport it serves ("stdio", "http"). No trail: nothing is recorded.
+struct SessionAudit {
+  CallAudit* trail = nullptr;  // outlives the session
+  std::string transport;
+};
+
 class McpSession : public std::enable_shared_from_this<McpSession> {
  public:
   using Send = std::function<void(std::string message)>;
@@ -71,7 +81,7 @@ class McpSession : public std::enable_shared_from_this<McpSession> {
   // ErrorCode::too_many_calls (0: no bound).
   McpSession(boost::asio::any_io_executor executor, const ToolCatalog& tools,
              sandbox::Sandbox& sandbox, ServerInfo info, Send send, std::string principal = {},
-             std::size_t max_calls = 0);
+             std::size_t max_calls = 0, SessionAudit audit = {});
 
   // One message from the peer (a line without its newline, or an HTTP body).
   void handle(std::string_view message);
@@ -124,6 +134,8 @@ class McpSession : public std::enable_shared_from_this<McpSession> {
   void schedule_progress(const std::string& key, Json token, Send notify,
                          std::chrono::steady_clock::time_point started, int n);
   void finish_call(const Json& id, const sandbox::Outcome& outcome);
+  // The audit record of a call that reached a tool result; no-op without a trail.
+  void record_call(audit::CallRecord record, const sandbox::Outcome& outcome) const;
   // A result as `era` shapes it: 2026-07-28 adds resultType and the serverInfo `_meta`.
   Json shaped(Json result, Era era) const;
   void reply(const Send& out, const Json& id, const Json& result);
@@ -141,6 +153,10 @@ class McpSession : public std::enable_shared_from_this<McpSession> {
   std::string protocol_version_;
   std::map<std::string, CallState> calls_;  // key: dumped id, so 1 and "1" stay distinct
   std::function<void()> on_idle_;
+  SessionAudit audit_;
+  std::string audit_session_;  // the session's name in audit records
+  std::string client_name_;    // clientInfo from initialize, for the audit trail
+  std::string client_version_;
 };
 
 }  // namespace codemode::server

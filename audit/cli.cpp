@@ -1,0 +1,184 @@
+#include "audit/cli.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <thread>
+
+#include "audit/store.h"
+
+namespace codemode::audit {
+
+namespace {
+
+// Peer-written text for a table cell: control characters and backslashes escaped, cut.
+std::string cell(std::string_view text, std::size_t width) {
+  std::string out;
+  for (unsigned char c : text) {
+    if (c < 0x20 || c == 0x7F || c == '\\') {
+      char buffer[8];
+      std::snprintf(buffer, sizeof buffer, "\\x%02x", c);
+      out += buffer;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  if (width > 0 && out.size() > width) out = out.substr(0, width - 1) + "~";
+  return out;
+}
+
+std::string pad(std::string text, std::size_t width) {
+  if (text.size() < width) text.append(width - text.size(), ' ');
+  return text;
+}
+
+std::string milliseconds(std::uint64_t us) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.1f", static_cast<double>(us) / 1000.0);
+  return buffer;
+}
+
+void print_header(std::ostream& out) {
+  out << pad("TIME", 24) << " " << pad("SERVER#SEQ", 16) << " " << pad("PRINCIPAL", 12) << " "
+      << pad("KIND", 7) << " " << pad("OUTCOME", 9) << " " << pad("MS", 8) << " WHAT\n";
+}
+
+void print(const StoredRecord& record, ReadCommand::Format format, std::ostream& out) {
+  Json json = Json::parse(record.json, nullptr, false);
+  if (json.is_discarded()) json = Json::object();
+  if (format == ReadCommand::Format::json) {
+    json["server"] = record.server;
+    json["seq"] = record.seq;
+    json["time"] = format_time(record.summary.time_us);
+    out << json.dump(-1, ' ', false, Json::error_handler_t::replace) << "\n";
+    return;
+  }
+  const Summary& s = record.summary;
+  std::string what;
+  std::uint64_t us = 0;
+  if (s.kind == "call") {
+    what = json.value("tool", "") + " code " + json.value("code_sha256", "").substr(0, 12);
+    if (!json.value("message", "").empty()) what += ": " + json.value("message", "");
+    us = json.value("queue_us", std::uint64_t{0}) + json.value("run_us", std::uint64_t{0});
+  } else {
+    what = json.value("method", "") + " " + json.value("origin", "") + json.value("path", "");
+    if (!json.value("refusal", "").empty()) what += ": " + json.value("refusal", "");
+    us = json.value("duration_us", std::uint64_t{0});
+  }
+  out << format_time(s.time_us).substr(0, 23) << "Z "
+      << pad(cell(record.server, 10) + "#" + std::to_string(record.seq), 16) << " "
+      << pad(cell(s.principal, 12), 12) << " " << pad(s.kind, 7) << " "
+      << pad(cell(s.outcome, 9), 9) << " " << pad(milliseconds(us), 8) << " " << cell(what, 160)
+      << "\n";
+}
+
+}  // namespace
+
+int run_read_command(const ReadCommand& command, const config::Audit& audit, std::ostream& out,
+                     std::ostream& err, const FollowOptions& follow) {
+  Query query;
+  const std::int64_t now = now_us();
+  for (const auto& [text, bound] :
+       {std::pair{&command.since, &query.since_us}, std::pair{&command.until, &query.until_us}}) {
+    if (!*text) continue;
+    *bound = parse_time(**text, now);
+    if (!*bound) {
+      err << "codemode-mcp audit: '" << cell(**text, 40)
+          << "' is not a time (2026-12-03T10:00:00Z, 2026-12-03, or an age: 30s, 15m, 2h, 7d)\n";
+      return 2;
+    }
+  }
+  query.server = command.server;
+  query.kind = command.kind;
+  query.principal = command.principal;
+  query.tool = command.tool;
+  query.outcome = command.outcome;
+  query.path_prefix = command.path;
+
+  auto opened = open_store(audit, OpenMode::read);
+  if (auto* problem = std::get_if<std::string>(&opened)) {
+    err << "codemode-mcp audit: " << *problem << "\n";
+    return 2;
+  }
+  Store& store = *std::get<std::unique_ptr<Store>>(opened);
+
+  if (command.action == ReadCommand::Action::verify) {
+    const VerifyReport report = verify(store, command.server);
+    for (const ChainHead& head : report.chains) {
+      out << "server " << head.server << ": records " << head.first_seq << ".." << head.last_seq
+          << ", head " << head.last_hash << "\n";
+    }
+    if (!report.intact()) {
+      out << "BROKEN: " << report.first_break << "\n";
+      return 1;
+    }
+    out << "intact: " << report.records << " records in " << report.chains.size()
+        << (report.chains.size() == 1 ? " chain\n" : " chains\n");
+    return 0;
+  }
+
+  if (command.format == ReadCommand::Format::table) print_header(out);
+  if (command.action == ReadCommand::Action::query) {
+    query.limit = command.limit.value_or(1000);
+    auto rows = store.query(query);
+    if (auto* error = std::get_if<std::string>(&rows)) {
+      err << "codemode-mcp audit: " << *error << "\n";
+      return 2;
+    }
+    for (const StoredRecord& r : std::get<std::vector<StoredRecord>>(rows)) {
+      print(r, command.format, out);
+    }
+    return 0;
+  }
+
+  // tail: where each chain ends now, the newest records up to there, then what follows.
+  std::map<std::string, std::uint64_t> cursor;
+  auto heads = store.heads();
+  if (auto* error = std::get_if<std::string>(&heads)) {
+    err << "codemode-mcp audit: " << *error << "\n";
+    return 2;
+  }
+  for (const ChainHead& head : std::get<std::vector<ChainHead>>(heads)) {
+    cursor[head.server] = head.last_seq;
+  }
+  Query newest = query;
+  newest.order = Query::Order::newest_first;
+  newest.limit = command.limit.value_or(10);
+  auto rows = store.query(newest);
+  if (auto* error = std::get_if<std::string>(&rows)) {
+    err << "codemode-mcp audit: " << *error << "\n";
+    return 2;
+  }
+  auto& recent = std::get<std::vector<StoredRecord>>(rows);
+  std::reverse(recent.begin(), recent.end());
+  for (const StoredRecord& r : recent) {
+    if (r.seq <= cursor[r.server]) print(r, command.format, out);
+  }
+  out.flush();
+  while (follow.keep_following()) {
+    std::this_thread::sleep_for(follow.poll);
+    heads = store.heads();
+    if (auto* error = std::get_if<std::string>(&heads)) {
+      err << "codemode-mcp audit: " << *error << "\n";
+      continue;  // a store that restarts: go on following
+    }
+    for (const ChainHead& head : std::get<std::vector<ChainHead>>(heads)) {
+      std::uint64_t& at = cursor[head.server];
+      at = std::max(at, head.first_seq - 1);
+      while (at < head.last_seq) {
+        auto page = store.chain(head.server, at, 1000);
+        if (!std::holds_alternative<std::vector<StoredRecord>>(page)) break;
+        const auto& records = std::get<std::vector<StoredRecord>>(page);
+        if (records.empty()) break;
+        for (const StoredRecord& r : records) {
+          if (matches(query, r)) print(r, command.format, out);
+          at = r.seq;
+        }
+      }
+    }
+    out.flush();
+  }
+  return 0;
+}
+
+}  // namespace codemode::audit

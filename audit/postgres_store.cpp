@@ -1,0 +1,362 @@
+// The fleet store: PostgreSQL through libpq. Every statement runs with text parameters (never
+// spliced into SQL); a batch is one transaction that locks its chain's head row (SELECT ... FOR
+// UPDATE), so servers writing at once each keep an unbroken chain. A lost connection is
+// re-established before the next append; the password is libpq's business (PGPASSWORD,
+// ~/.pgpass) and never passes through this code.
+#include <libpq-fe.h>
+
+#include <memory>
+#include <utility>
+
+#include "audit/sql.h"
+#include "audit/store.h"
+
+namespace codemode::audit {
+
+namespace {
+
+using detail::kColumns;
+
+constexpr const char* kSchema = R"(
+CREATE TABLE IF NOT EXISTS audit_records (
+  row BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  id TEXT NOT NULL UNIQUE,
+  server TEXT NOT NULL,
+  seq BIGINT NOT NULL,
+  time_us BIGINT NOT NULL,
+  stored_us BIGINT NOT NULL,
+  kind TEXT NOT NULL,
+  principal TEXT NOT NULL,
+  tool TEXT NOT NULL,
+  outcome TEXT NOT NULL,
+  path TEXT NOT NULL,
+  json TEXT NOT NULL,
+  prev_hash TEXT NOT NULL,
+  hash TEXT NOT NULL,
+  UNIQUE (server, seq));
+CREATE INDEX IF NOT EXISTS audit_records_time ON audit_records (time_us);
+CREATE INDEX IF NOT EXISTS audit_records_principal ON audit_records (principal, time_us);
+CREATE INDEX IF NOT EXISTS audit_records_stored ON audit_records (server, stored_us);
+CREATE TABLE IF NOT EXISTS audit_chains (
+  server TEXT PRIMARY KEY,
+  first_seq BIGINT NOT NULL,
+  first_prev_hash TEXT NOT NULL,
+  last_seq BIGINT NOT NULL,
+  last_hash TEXT NOT NULL);
+)";
+
+// Rows per INSERT statement (13 parameters each; PostgreSQL allows 65,535).
+constexpr std::size_t kRowsPerInsert = 400;
+
+struct ResultDeleter {
+  void operator()(PGresult* r) const { PQclear(r); }
+};
+using PgResult = std::unique_ptr<PGresult, ResultDeleter>;
+
+using Param = std::variant<std::string, std::int64_t>;
+
+// libpq's messages end in a newline and may span lines: one line, single spaces.
+std::string one_line(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    const bool space = c == '\n' || c == '\r' || c == '\t' || c == ' ';
+    if (space && (out.empty() || out.back() == ' ')) continue;
+    out += space ? ' ' : c;
+  }
+  if (!out.empty() && out.back() == ' ') out.pop_back();
+  return out;
+}
+
+// The server's notices (a shutdown's "terminating connection") would go to stderr; the
+// writer reports the failure that follows them instead.
+void ignore_notice(void*, const char*) {}
+
+class PostgresStore final : public Store {
+ public:
+  explicit PostgresStore(std::string conninfo) : conninfo_(std::move(conninfo)) {}
+  ~PostgresStore() override {
+    if (conn_) PQfinish(conn_);
+  }
+
+  std::string describe() const override { return "PostgreSQL " + where_; }
+
+  std::optional<std::string> connect() {
+    if (conn_ && PQstatus(conn_) == CONNECTION_OK) return std::nullopt;
+    if (conn_) PQfinish(conn_);
+    // Defaults first: with expand_dbname the string's own settings override them.
+    const char* keys[] = {"connect_timeout", "application_name", "dbname", nullptr};
+    const char* values[] = {"5", "codemode-mcp", conninfo_.c_str(), nullptr};
+    conn_ = PQconnectdbParams(keys, values, 1);
+    if (!conn_) return "postgres: out of memory";
+    if (PQstatus(conn_) != CONNECTION_OK) {
+      std::string why = one_line(PQerrorMessage(conn_));
+      PQfinish(conn_);
+      conn_ = nullptr;
+      return "postgres: cannot connect: " + why;
+    }
+    PQsetNoticeProcessor(conn_, ignore_notice, nullptr);
+    const char* host = PQhost(conn_);
+    where_ = std::string(host ? host : "") + ":" + PQport(conn_) + "/" + PQdb(conn_);
+    return exec("SET client_min_messages = warning");
+  }
+
+  std::optional<std::string> prepare(OpenMode mode) {
+    if (auto e = connect()) return e;
+    if (mode == OpenMode::read) return std::nullopt;
+    // Servers of a fleet starting together: one creates the tables, the others wait for it.
+    if (auto e = exec("BEGIN")) return e;
+    auto e = exec("SELECT pg_advisory_xact_lock(7305733104731853632)");
+    if (!e) e = exec(kSchema);
+    if (e) {
+      exec("ROLLBACK");
+      return e;
+    }
+    return exec("COMMIT");
+  }
+
+  std::optional<std::string> append(std::string_view server, std::span<const Entry> entries,
+                                    std::int64_t stored_us) override {
+    if (auto e = connect()) return e;
+    if (auto e = exec("BEGIN")) return e;
+    auto e = append_in_transaction(server, entries, stored_us);
+    if (!e) e = exec("COMMIT");
+    if (e) {
+      if (PQstatus(conn_) == CONNECTION_OK) exec("ROLLBACK");
+      return e;
+    }
+    return std::nullopt;
+  }
+
+  Result<std::vector<StoredRecord>> query(const Query& query) override {
+    if (auto e = connect()) return *e;
+    const detail::SqlQuery q = detail::query_sql(query, detail::Dialect::postgres);
+    auto r = run(q.sql, q.params);
+    if (auto* e = std::get_if<std::string>(&r)) return *e;
+    return records(std::get<PgResult>(r).get());
+  }
+
+  Result<std::vector<StoredRecord>> chain(std::string_view server, std::uint64_t after,
+                                          std::size_t limit) override {
+    if (auto e = connect()) return *e;
+    auto r = run(
+        std::string("SELECT ") + kColumns +
+            " FROM audit_records WHERE server = $1 AND seq > $2::bigint ORDER BY seq "
+            "LIMIT $3::bigint",
+        {std::string(server), static_cast<std::int64_t>(after), static_cast<std::int64_t>(limit)});
+    if (auto* e = std::get_if<std::string>(&r)) return *e;
+    return records(std::get<PgResult>(r).get());
+  }
+
+  Result<std::vector<ChainHead>> heads() override {
+    if (auto e = connect()) return *e;
+    auto r =
+        run("SELECT server, first_seq, first_prev_hash, last_seq, last_hash FROM audit_chains "
+            "ORDER BY server",
+            {});
+    if (auto* e = std::get_if<std::string>(&r)) return *e;
+    PGresult* res = std::get<PgResult>(r).get();
+    std::vector<ChainHead> heads;
+    for (int i = 0; i < PQntuples(res); ++i) {
+      heads.push_back(ChainHead{PQgetvalue(res, i, 0), std::stoull(PQgetvalue(res, i, 1)),
+                                PQgetvalue(res, i, 2), std::stoull(PQgetvalue(res, i, 3)),
+                                PQgetvalue(res, i, 4)});
+    }
+    return heads;
+  }
+
+  Result<std::uint64_t> trim(const Retention& retention, std::int64_t now_us) override {
+    if (retention.max_age_days == 0) return std::uint64_t{0};
+    if (auto e = connect()) return *e;
+    const std::int64_t cutoff = now_us - std::int64_t{retention.max_age_days} * 86400 * 1000000;
+    if (auto e = exec("BEGIN")) return *e;
+    // Per chain, every record up to the newest one stored before the cutoff: a prefix. The
+    // heads are locked first, as an append does, so no batch lands in between.
+    auto r = run("SELECT server FROM audit_chains ORDER BY server FOR UPDATE", {});
+    std::uint64_t deleted = 0;
+    if (auto* locked = std::get_if<PgResult>(&r)) {
+      std::vector<std::string> servers;
+      for (int i = 0; i < PQntuples(locked->get()); ++i) {
+        servers.emplace_back(PQgetvalue(locked->get(), i, 0));
+      }
+      // Both steps use an index, so a trim costs the records it deletes, not the table's size.
+      for (const std::string& server : servers) {
+        r = run(
+            "DELETE FROM audit_records WHERE server = $1 AND seq <= (SELECT seq FROM "
+            "audit_records WHERE server = $1 AND stored_us < $2::bigint ORDER BY stored_us DESC "
+            "LIMIT 1)",
+            {server, cutoff});
+        auto* res = std::get_if<PgResult>(&r);
+        if (!res) break;
+        deleted += std::stoull(PQcmdTuples(res->get()));
+      }
+    }
+    if (std::holds_alternative<PgResult>(r)) {
+      r =
+          run("UPDATE audit_chains c SET "
+              "first_seq = COALESCE((SELECT MIN(seq) FROM audit_records r WHERE r.server = "
+              "c.server), c.last_seq + 1), "
+              "first_prev_hash = COALESCE((SELECT prev_hash FROM audit_records r WHERE r.server = "
+              "c.server ORDER BY seq LIMIT 1), c.last_hash)",
+              {});
+    }
+    if (auto* e = std::get_if<std::string>(&r)) {
+      std::string error = *e;
+      exec("ROLLBACK");
+      return error;
+    }
+    if (auto e = exec("COMMIT")) return *e;
+    return deleted;
+  }
+
+ private:
+  std::optional<std::string> append_in_transaction(std::string_view server,
+                                                   std::span<const Entry> entries,
+                                                   std::int64_t stored_us) {
+    const std::string name(server);
+    auto r =
+        run("INSERT INTO audit_chains (server, first_seq, first_prev_hash, last_seq, last_hash) "
+            "VALUES ($1, 1, $2, 0, $2) ON CONFLICT (server) DO NOTHING",
+            {name, std::string(kChainStart)});
+    if (auto* e = std::get_if<std::string>(&r)) return *e;
+    r = run("SELECT last_seq, last_hash FROM audit_chains WHERE server = $1 FOR UPDATE", {name});
+    if (auto* e = std::get_if<std::string>(&r)) return *e;
+    PGresult* head = std::get<PgResult>(r).get();
+    if (PQntuples(head) != 1) return std::string("postgres: the chain's head is missing");
+    std::uint64_t seq = std::stoull(PQgetvalue(head, 0, 0));
+    std::string prev = PQgetvalue(head, 0, 1);
+
+    // Ids stored already: a batch retried after a commit whose outcome was unknown.
+    std::string ids = "{";
+    for (const Entry& entry : entries) ids += (ids.size() > 1 ? "," : "") + entry.summary.id;
+    ids += "}";
+    r = run("SELECT id FROM audit_records WHERE id = ANY($1::text[])", {ids});
+    if (auto* e = std::get_if<std::string>(&r)) return *e;
+    std::vector<std::string> stored;
+    PGresult* found = std::get<PgResult>(r).get();
+    for (int i = 0; i < PQntuples(found); ++i) stored.emplace_back(PQgetvalue(found, i, 0));
+
+    std::vector<Param> params;
+    std::string sql;
+    std::size_t rows = 0;
+    auto flush = [&]() -> std::optional<std::string> {
+      if (rows == 0) return std::nullopt;
+      auto inserted = run(sql, params);
+      params.clear();
+      rows = 0;
+      if (auto* e = std::get_if<std::string>(&inserted)) return *e;
+      return std::nullopt;
+    };
+    for (const Entry& entry : entries) {
+      if (std::find(stored.begin(), stored.end(), entry.summary.id) != stored.end()) continue;
+      if (rows == 0) {
+        sql =
+            "INSERT INTO audit_records (id, server, seq, time_us, stored_us, kind, principal, "
+            "tool, outcome, path, json, prev_hash, hash) VALUES ";
+      } else {
+        sql += ",";
+      }
+      ++seq;
+      std::string hash = chain_hash(prev, server, seq, entry.json);
+      const Summary& s = entry.summary;
+      sql += "(";
+      for (int i = 1; i <= 13; ++i) {
+        sql += (i > 1 ? "," : "") + std::string("$") + std::to_string(params.size() + i);
+        if (i == 3 || i == 4 || i == 5) sql += "::bigint";
+      }
+      sql += ")";
+      params.insert(params.end(),
+                    {s.id, name, static_cast<std::int64_t>(seq), s.time_us, stored_us, s.kind,
+                     s.principal, s.tool, s.outcome, s.path, entry.json, prev, hash});
+      prev = std::move(hash);
+      if (++rows == kRowsPerInsert) {
+        if (auto e = flush()) return e;
+      }
+    }
+    if (auto e = flush()) return e;
+    r = run("UPDATE audit_chains SET last_seq = $1::bigint, last_hash = $2 WHERE server = $3",
+            {static_cast<std::int64_t>(seq), prev, name});
+    if (auto* e = std::get_if<std::string>(&r)) return *e;
+    return std::nullopt;
+  }
+
+  Result<PgResult> run(const std::string& sql, const std::vector<Param>& params) {
+    std::vector<std::string> texts;
+    texts.reserve(params.size());
+    for (const Param& p : params) {
+      if (const auto* s = std::get_if<std::string>(&p)) {
+        texts.push_back(*s);
+      } else {
+        texts.push_back(std::to_string(std::get<std::int64_t>(p)));
+      }
+    }
+    std::vector<const char*> values;
+    values.reserve(texts.size());
+    for (const std::string& t : texts) values.push_back(t.c_str());
+    PgResult r(PQexecParams(conn_, sql.c_str(), static_cast<int>(values.size()), nullptr,
+                            values.data(), nullptr, nullptr, 0));
+    const ExecStatusType status = r ? PQresultStatus(r.get()) : PGRES_FATAL_ERROR;
+    if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) {
+      return "postgres: " + one_line(PQerrorMessage(conn_));
+    }
+    return r;
+  }
+
+  std::optional<std::string> exec(const char* sql) {
+    PgResult r(PQexec(conn_, sql));
+    const ExecStatusType status = r ? PQresultStatus(r.get()) : PGRES_FATAL_ERROR;
+    if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) {
+      return "postgres: " + one_line(PQerrorMessage(conn_));
+    }
+    return std::nullopt;
+  }
+
+  static std::vector<StoredRecord> records(PGresult* res) {
+    std::vector<StoredRecord> out;
+    out.reserve(PQntuples(res));
+    for (int i = 0; i < PQntuples(res); ++i) {
+      StoredRecord r;
+      r.server = PQgetvalue(res, i, 0);
+      r.seq = std::stoull(PQgetvalue(res, i, 1));
+      r.json = PQgetvalue(res, i, 2);
+      r.prev_hash = PQgetvalue(res, i, 3);
+      r.hash = PQgetvalue(res, i, 4);
+      r.summary = Summary{PQgetvalue(res, i, 5), std::stoll(PQgetvalue(res, i, 6)),
+                          PQgetvalue(res, i, 7), PQgetvalue(res, i, 8),
+                          PQgetvalue(res, i, 9), PQgetvalue(res, i, 10),
+                          PQgetvalue(res, i, 11)};
+      out.push_back(std::move(r));
+    }
+    return out;
+  }
+
+  std::string conninfo_;
+  std::string where_;
+  PGconn* conn_ = nullptr;
+};
+
+}  // namespace
+
+std::variant<std::unique_ptr<Store>, std::string> open_postgres(const std::string& conninfo,
+                                                                OpenMode mode) {
+  char* error = nullptr;
+  PQconninfoOption* options = PQconninfoParse(conninfo.c_str(), &error);
+  if (!options) {
+    std::string why = error ? one_line(error) : "out of memory";
+    PQfreemem(error);
+    return "postgres: the connection string does not parse: " + why;
+  }
+  bool has_password = false;
+  for (PQconninfoOption* o = options; o->keyword; ++o) {
+    if (std::string_view(o->keyword) == "password" && o->val && *o->val) has_password = true;
+  }
+  PQconninfoFree(options);
+  if (has_password) {
+    return std::string(
+        "postgres: the connection string holds a password; give it in PGPASSWORD or ~/.pgpass");
+  }
+  auto store = std::make_unique<PostgresStore>(conninfo);
+  if (auto problem = store->prepare(mode)) return *problem;
+  return std::unique_ptr<Store>(std::move(store));
+}
+
+}  // namespace codemode::audit

@@ -1,0 +1,54 @@
+// The server's side of the audit trail (audit/README.md): it fills in one audit::CallRecord per
+// tools/call (McpSession) and one audit::RequestRecord per request a call's code makes through
+// the gateway (a FetcherFactory wrapped around the daemon's), and hands them to the
+// audit::Writer, whose thread stores them.
+//
+// What a record may hold is decided here: names, sizes, times, the code, the method, origin
+// and path of a request and the gateway's refusal. Never a header, a body, a bearer token or an
+// Mcp-Session-Id (which is a session's credential): a session is named by its transport and a
+// count ("http-7").
+//
+// Threading: built once by the daemon, read-only afterwards; accepting() and the wrapped
+// fetchers may run on any thread (the Writer's record() is thread-safe).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "audit/writer.h"
+#include "gateway/operation_policy.h"
+#include "gateway/url_policy.h"
+#include "sandbox/call_control.h"
+
+namespace codemode::server {
+
+class CallAudit {
+ public:
+  // `operations`: every operation the API description declares, to name the one a request
+  // matched (whatever `policy.operations` enforces). `urls`: the gateway's own policy, so a
+  // request's origin and path are written as the gateway normalised them.
+  CallAudit(audit::Writer& writer, gateway::OperationPolicy operations,
+            const gateway::UrlPolicy& urls);
+
+  // False while the store is down with on_failure fail_closed: new calls are refused.
+  bool accepting() const { return writer_.accepting(); }
+
+  void record(audit::Record record) { writer_.record(std::move(record)); }
+
+  // `inner` with every fetch of a call that has an audit id recorded when it completes.
+  sandbox::FetcherFactory recording(sandbox::FetcherFactory inner) const;
+
+  // A name for a session in the records: "stdio-1", "http-7" (a count per process).
+  static std::string session_name(std::string_view transport);
+
+  // The trace id of a W3C `traceparent` ("00-<32 hex>-<16 hex>-<2 hex>"); empty when it is
+  // not one.
+  static std::string trace_id(std::string_view traceparent);
+
+ private:
+  audit::Writer& writer_;
+  const gateway::OperationPolicy operations_;
+  const gateway::UrlPolicy& urls_;
+};
+
+}  // namespace codemode::server

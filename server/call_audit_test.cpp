@@ -1,0 +1,193 @@
+#include "server/call_audit.h"
+
+#include <sqlite3.h>
+
+#include <chrono>
+#include <random>
+#include <thread>
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <catch2/catch.hpp>
+
+#include "server/mcp_session.h"
+
+using namespace codemode;
+using namespace codemode::server;
+
+namespace {
+
+namespace fs = std::filesystem;
+
+class TempDir {
+ public:
+  TempDir() {
+    std::random_device random;
+    path_ = fs::temp_directory_path() /
+            ("codemode-call-audit-" + std::to_string(random()) + std::to_string(random()));
+    fs::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ignored;
+    fs::remove_all(path_, ignored);
+  }
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+void sql(const fs::path& file, const char* text) {
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open(file.c_str(), &db) == SQLITE_OK);
+  sqlite3_busy_timeout(db, 5000);
+  const int status = sqlite3_exec(db, text, nullptr, nullptr, nullptr);
+  sqlite3_close(db);
+  REQUIRE(status == SQLITE_OK);
+}
+
+sandbox::SandboxOptions one_worker() {
+  sandbox::SandboxOptions options;
+  options.workers = 1;
+  return options;
+}
+
+std::unique_ptr<audit::Writer> writer_on(const fs::path& file, config::Audit::OnFailure mode) {
+  auto store = audit::open_sqlite(file, audit::OpenMode::write);
+  REQUIRE(std::holds_alternative<std::unique_ptr<audit::Store>>(store));
+  audit::WriterOptions options;
+  options.server = "unit";
+  options.on_failure = mode;
+  options.first_retry = std::chrono::milliseconds(5);
+  options.last_retry = std::chrono::milliseconds(20);
+  return std::make_unique<audit::Writer>(std::move(std::get<std::unique_ptr<audit::Store>>(store)),
+                                         options);
+}
+
+// A session recording into `trail`, every outgoing message collected.
+struct Harness {
+  boost::asio::io_context io;
+  ToolCatalog tools{ApiSummary{"Search.", "Call."}, config::Limits{}};
+  sandbox::Sandbox sandbox{one_worker()};
+  gateway::UrlPolicy urls{std::vector<config::Upstream>{}};
+  std::unique_ptr<audit::Writer> writer;
+  std::optional<CallAudit> trail;
+  std::vector<Json> sent;
+  std::shared_ptr<McpSession> session;
+
+  explicit Harness(std::unique_ptr<audit::Writer> w) : writer(std::move(w)) {
+    trail.emplace(*writer, gateway::OperationPolicy(), urls);
+    session = std::make_shared<McpSession>(
+        io.get_executor(), tools, sandbox, ServerInfo{"codemode-mcp", "9.9.9", ""},
+        [this](std::string message) { sent.push_back(Json::parse(message)); }, "alice", 0,
+        SessionAudit{&*trail, "stdio"});
+    send(R"({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":)"
+         R"("2025-11-25","capabilities":{},"clientInfo":{"name":"unit-client","version":"3"}}})");
+  }
+  void send(std::string_view message) {
+    session->handle(message);
+    auto work = boost::asio::make_work_guard(io);
+    bool idle = false;
+    session->when_idle([&] { idle = true; });
+    io.restart();
+    while (!idle) io.run_one();
+    work.reset();
+    io.poll();
+  }
+  void call(int id, std::string_view code, std::string_view meta = "{}") {
+    send(R"({"jsonrpc":"2.0","id":)" + std::to_string(id) +
+         R"(,"method":"tools/call","params":{"name":"search","_meta":)" + std::string(meta) +
+         R"(,"arguments":{"code":")" + std::string(code) + R"("}}})");
+  }
+};
+
+std::vector<Json> calls_in(const fs::path& file) {
+  auto store = audit::open_sqlite(file, audit::OpenMode::read);
+  REQUIRE(std::holds_alternative<std::unique_ptr<audit::Store>>(store));
+  auto rows = std::get<std::unique_ptr<audit::Store>>(store)->query(audit::Query{});
+  REQUIRE(std::holds_alternative<std::vector<audit::StoredRecord>>(rows));
+  std::vector<Json> out;
+  for (const auto& r : std::get<std::vector<audit::StoredRecord>>(rows)) {
+    out.push_back(Json::parse(r.json));
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("a traceparent's trace id is taken only when well-formed", "[server][audit]") {
+  CHECK(CallAudit::trace_id("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01") ==
+        "4bf92f3577b34da6a3ce929d0e0e4736");
+  CHECK(CallAudit::trace_id("00-00000000000000000000000000000000-00f067aa0ba902b7-01") == "");
+  CHECK(CallAudit::trace_id("00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01") == "");
+  CHECK(CallAudit::trace_id("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7") == "");
+  CHECK(CallAudit::trace_id("") == "");
+  CHECK(CallAudit::session_name("http") != CallAudit::session_name("http"));
+}
+
+TEST_CASE("each tools/call leaves one record with its session's facts", "[server][audit]") {
+  TempDir dir;
+  const fs::path file = dir.path() / "audit.db";
+  {
+    Harness h(writer_on(file, config::Audit::OnFailure::drop));
+    h.call(1, "async () => 'x'.repeat(20000)",
+           R"({"traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"})");
+    h.send(R"({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"search",)"
+           R"("arguments":{}}})");
+    h.send(R"({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"nope",)"
+           R"("arguments":{}}})");  // a protocol error, no call
+    REQUIRE(h.writer->flush(std::chrono::seconds(10)));
+  }
+  const std::vector<Json> records = calls_in(file);
+  REQUIRE(records.size() == 2);
+  const Json& first = records[0];
+  CHECK(first["kind"] == "call");
+  CHECK(first["principal"] == "alice");
+  CHECK(first["client_name"] == "unit-client");
+  CHECK(first["client_version"] == "3");
+  CHECK(first["transport"] == "stdio");
+  CHECK(first["session"].get<std::string>().starts_with("stdio-"));
+  CHECK(first["tool"] == "search");
+  CHECK(first["code"] == "async () => 'x'.repeat(20000)");
+  CHECK(first["code_sha256"] == audit::sha256_hex("async () => 'x'.repeat(20000)"));
+  CHECK(first["outcome"] == "ok");
+  CHECK(first["result_chars"] == 20002);  // the JSON string, quotes included
+  CHECK(first["result_cut"] == true);     // result_chars is 12,000
+  CHECK(first["trace_id"] == "4bf92f3577b34da6a3ce929d0e0e4736");
+  CHECK(records[1]["outcome"] == "input");
+  CHECK(records[1]["code"] == "");
+  CHECK(records[1]["session"] == first["session"]);
+}
+
+TEST_CASE("fail_closed: while the store refuses writes, new calls are refused, none is lost",
+          "[server][audit]") {
+  TempDir dir;
+  const fs::path file = dir.path() / "audit.db";
+  Harness h(writer_on(file, config::Audit::OnFailure::fail_closed));
+  h.call(1, "async () => 1");
+  REQUIRE(h.writer->flush(std::chrono::seconds(10)));
+  // The store goes down: SQLite itself refuses every insert.
+  sql(file,
+      "CREATE TRIGGER down BEFORE INSERT ON audit_records BEGIN SELECT RAISE(FAIL, 'down'); END");
+  h.call(2, "async () => 2");  // accepted: the writer has not failed yet
+  CHECK(h.sent.back()["result"]["structuredContent"]["result"] == 2);
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (h.trail->accepting() && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  REQUIRE_FALSE(h.trail->accepting());
+  h.call(3, "async () => 3");
+  CHECK(h.sent.back()["error"]["code"] == -32002);
+  CHECK(h.sent.back()["error"]["message"] ==
+        "unavailable: the audit trail cannot record calls now (its store is down); retry later");
+  sql(file, "DROP TRIGGER down");
+  REQUIRE(h.writer->flush(std::chrono::seconds(10)));
+  CHECK(h.trail->accepting());
+  h.call(4, "async () => 4");
+  REQUIRE(h.writer->flush(std::chrono::seconds(10)));
+  const std::vector<Json> records = calls_in(file);
+  REQUIRE(records.size() == 3);  // calls 1, 2 and 4; 3 never ran
+  CHECK(records[1]["code"] == "async () => 2");
+  CHECK(records[2]["code"] == "async () => 4");
+  CHECK(h.writer->stats().dropped == 0);
+}

@@ -24,6 +24,7 @@
 #include "sandbox/call_control.h"
 #include "sandbox/sandbox.h"
 #include "server/call_audit.h"
+#include "server/metrics.h"
 #include "server/stdio_transport.h"
 
 namespace codemode::server {
@@ -169,20 +170,26 @@ int Daemon::run() {
     audit_writer = std::move(std::get<std::unique_ptr<audit::Writer>>(started));
     trail.emplace(*audit_writer, audit_operations(options_.api), gateway->policy());
   }
+  std::vector<std::string> upstream_origins;
+  for (const auto& upstream : options_.config.upstreams)
+    upstream_origins.push_back(upstream.origin);
+  Metrics metrics(std::move(upstream_origins));
+  sandbox::FetcherFactory fetch = metrics.counting(gateway_fetch(*gateway));
+  if (trail) fetch = trail->recording(std::move(fetch));
   // From here on the sandbox reads the image; the parsed tree (GitHub's REST description: ~45 MB)
   // is not needed any more.
   options_.api = openapi::Document{};
   ::malloc_trim(0);
-  sandbox::Sandbox sandbox(sandbox::SandboxOptions{
-      .limits = options_.config.limits,
-      .api = &image,
-      .fetch = trail ? trail->recording(gateway_fetch(*gateway)) : gateway_fetch(*gateway),
-      .child_command = options_.sandbox_command,
-      .executor = io.get_executor(),
-      .child_stderr = options_.sandbox_stderr,
-      .processes = options_.config.sandbox,
-      .jit =
-          options_.config.sandbox.jitless ? sandbox::JitMode::jitless : sandbox::JitMode::enabled});
+  sandbox::Sandbox sandbox(sandbox::SandboxOptions{.limits = options_.config.limits,
+                                                   .api = &image,
+                                                   .fetch = std::move(fetch),
+                                                   .child_command = options_.sandbox_command,
+                                                   .executor = io.get_executor(),
+                                                   .child_stderr = options_.sandbox_stderr,
+                                                   .processes = options_.config.sandbox,
+                                                   .jit = options_.config.sandbox.jitless
+                                                              ? sandbox::JitMode::jitless
+                                                              : sandbox::JitMode::enabled});
 
   // One principal's tool calls in flight, running or queued.
   const std::size_t max_calls = std::size_t{options_.config.sandbox.principal_calls} +
@@ -196,14 +203,27 @@ int Daemon::run() {
   }
 
   std::optional<HttpServer> http;
+  metrics.set_levels([&] {
+    Metrics::Levels levels{sandbox.stats()};
+    if (audit_writer) {
+      const audit::Writer::Stats stats = audit_writer->stats();
+      levels.audit = true;
+      levels.audit_queue = stats.queued;
+      levels.audit_dropped = stats.dropped;
+    }
+    return levels;
+  });
   if (options_.http) {
+    HttpOptions http_options = *options_.http;
+    http_options.metrics = [&] { return metrics.exposition(); };
     // Each HTTP session answers every message on the exchange that carried it: no default Send.
-    http.emplace(
-        io, *options_.http, [&](boost::asio::any_io_executor executor, std::string principal) {
-          return std::make_shared<McpSession>(
-              std::move(executor), tools, sandbox, options_.info, [](std::string) {},
-              std::move(principal), max_calls, SessionAudit{trail ? &*trail : nullptr, "http"});
-        });
+    http.emplace(io, std::move(http_options),
+                 [&](boost::asio::any_io_executor executor, std::string principal) {
+                   return std::make_shared<McpSession>(
+                       std::move(executor), tools, sandbox, options_.info, [](std::string) {},
+                       std::move(principal), max_calls,
+                       SessionAudit{trail ? &*trail : nullptr, "http", &metrics});
+                 });
     if (auto problem = http->start()) {
       spdlog::error("http: {}", *problem);
       return 2;
@@ -260,7 +280,7 @@ int Daemon::run() {
             shut_down("stdout is gone", Grace::unbounded);
           });
         },
-        "stdio", max_calls, SessionAudit{trail ? &*trail : nullptr, "stdio"});
+        "stdio", max_calls, SessionAudit{trail ? &*trail : nullptr, "stdio", &metrics});
   }
 
   signals.async_wait([&](boost::system::error_code ec, int signal) {

@@ -18,6 +18,7 @@
 #include <boost/beast/http.hpp>
 
 #include "server/log_text.h"
+#include "server/metrics.h"
 #include "server/stateless_revision.h"
 
 namespace codemode::server {
@@ -192,6 +193,10 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
     const HttpPolicy& policy = *state_->policy;
     if (auto refusal = policy.check_host(header(request, "Host"))) return refusal;
     if (auto refusal = policy.check_origin(header(request, "Origin"))) return refusal;
+    if (path == "/metrics" && state_->options.metrics) {
+      // What the server has done is for its operators: the same token as /mcp.
+      return policy.authenticate(header(request, "Authorization")).refusal;
+    }
     if (path != "/mcp") return std::nullopt;
     auto authentication = policy.authenticate(header(request, "Authorization"));
     if (authentication.refusal) return authentication.refusal;
@@ -229,6 +234,12 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
     keep_alive_ = keep_alive_ && !linger_;
     const bool get = method == http::verb::get;
     if (path == "/healthz" && get) return respond_text(http::status::ok, "ok\n");
+    if (path == "/metrics" && get && state_->options.metrics) {
+      HttpResponse response(http::status::ok, 11);
+      response.set(http::field::content_type, Metrics::kContentType);
+      response.body() = state_->options.metrics();
+      return write(std::move(response));
+    }
     if (path == "/readyz" && get) {
       if (state_->draining) return respond_text(http::status::service_unavailable, "draining\n");
       return respond_text(http::status::ok, "ready\n");

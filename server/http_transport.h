@@ -89,6 +89,9 @@ struct HttpOptions {
   // the most (its client gets 404 and initializes again, as the transport spec has clients do).
   std::size_t max_sessions = 1024;
   std::size_t max_sessions_per_owner = 256;
+  // GET /metrics: the Prometheus exposition (server/metrics.h), behind the bearer token like
+  // /mcp when tokens are configured. Empty: /metrics is 404.
+  std::function<std::string()> metrics;
 };
 
 // Makes a fresh McpSession for `principal` running on `executor`, whose every message comes with

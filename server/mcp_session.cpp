@@ -10,6 +10,7 @@
 #include "base/check.h"
 #include "server/call_audit.h"
 #include "server/log_text.h"
+#include "server/metrics.h"
 #include "server/stateless_revision.h"
 
 namespace codemode::server {
@@ -247,12 +248,14 @@ void McpSession::call_tool(const Json& id, const Json& params, const Send& out, 
         sandbox::ErrorKind::input,
         "arguments must be an object with \"code\", a string holding an async arrow function");
     record_call(std::move(record), refused);
+    if (audit_.metrics) audit_.metrics->call_finished(*tool, refused, 0);
     return reply(out, id, shaped(tools_.result(refused, *tool), era));
   }
   std::string code = arguments["code"].get<std::string>();
   if (audit_.trail) record.code = code;
   if (auto refused = sandbox::check_input(code, tools_.limits())) {
     record_call(std::move(record), *refused);
+    if (audit_.metrics) audit_.metrics->call_finished(*tool, *refused, 0);
     return reply(out, id, shaped(tools_.result(*refused, *tool), era));
   }
 
@@ -267,9 +270,10 @@ void McpSession::call_tool(const Json& id, const Json& params, const Send& out, 
   std::string audit_id = record.id;  // `record` moves into the completion below
   sandbox_.submit(
       sandbox::Call{*tool, std::move(code), principal_, std::move(cancel), std::move(audit_id)},
-      [self = shared_from_this(), id, name, started,
+      [self = shared_from_this(), id, name, tool = *tool, started,
        record = std::move(record)](sandbox::Outcome outcome) mutable {
-        boost::asio::post(self->executor_, [self, id, name, started, outcome = std::move(outcome),
+        boost::asio::post(self->executor_, [self, id, name, tool, started,
+                                            outcome = std::move(outcome),
                                             record = std::move(record)]() mutable {
           const double ms =
               std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
@@ -278,6 +282,7 @@ void McpSession::call_tool(const Json& id, const Json& params, const Send& out, 
           // too, and its wake-up would come ahead of the answer's.
           self->finish_call(id, outcome);
           self->record_call(std::move(record), outcome);
+          if (self->audit_.metrics) self->audit_.metrics->call_finished(tool, outcome, ms / 1000);
           if (outcome.sandbox_us > 0) {
             spdlog::info(
                 "tools/call {} id={}: {} in {:.2f} ms (queued {:.2f} ms, sandbox process {:.2f} "

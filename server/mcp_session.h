@@ -67,9 +67,13 @@ class CallAudit;
 
 // A session's part in the audit trail (server/call_audit.h): where its calls are recorded, and
 // the transport it serves ("stdio", "http"). No trail: nothing is recorded.
+class Metrics;
+
+// What a session reports its calls to: the audit trail and the metrics, each when there is one.
 struct SessionAudit {
   CallAudit* trail = nullptr;  // outlives the session
   std::string transport;
+  Metrics* metrics = nullptr;  // outlives the session; counts every call answered
 };
 
 class McpSession : public std::enable_shared_from_this<McpSession> {

@@ -8,6 +8,7 @@
 #include <prometheus/text_serializer.h>
 
 #include <algorithm>
+#include <chrono>
 #include <utility>
 #include <variant>
 
@@ -184,7 +185,7 @@ void Metrics::call_finished(sandbox::Tool tool, const sandbox::Outcome& outcome,
   }
 }
 
-void Metrics::request_finished(const gateway::OutboundRequest& request,
+void Metrics::request_finished(std::string_view url, std::size_t sent_bytes,
                                const gateway::FetchResult& result, double seconds) {
   if (const auto* error = std::get_if<gateway::GatewayError>(&result)) {
     if (error->kind == gateway::ErrorKind::policy) {
@@ -196,7 +197,7 @@ void Metrics::request_finished(const gateway::OutboundRequest& request,
   // Sent: the upstream is the response's origin, or the first upstream's for a relative URL.
   std::string upstream = "other";
   const auto* response = std::get_if<gateway::InboundResponse>(&result);
-  std::string_view origin = origin_of(response != nullptr ? response->final_url : request.url);
+  std::string_view origin = origin_of(response != nullptr ? response->final_url : url);
   if (origin.empty() && !upstreams_.empty()) origin = upstreams_.front();
   if (std::find(upstreams_.begin(), upstreams_.end(), origin) != upstreams_.end()) {
     upstream = std::string(origin);
@@ -207,9 +208,28 @@ void Metrics::request_finished(const gateway::OutboundRequest& request,
   }
   families_->requests.Add({{"upstream", upstream}, {"status", status}}).Increment();
   families_->request_duration.Add({{"upstream", upstream}}, kCallSeconds).Observe(seconds);
-  families_->sent.Increment(static_cast<double>(request.body.size()));
+  families_->sent.Increment(static_cast<double>(sent_bytes));
   if (response != nullptr)
     families_->received.Increment(static_cast<double>(response->body.size()));
+}
+
+sandbox::FetcherFactory Metrics::counting(sandbox::FetcherFactory inner) {
+  return [this, inner = std::move(inner)](const config::Limits& limits,
+                                          const sandbox::Call& call) -> sandbox::Fetcher {
+    return [this, fetch = inner(limits, call)](gateway::OutboundRequest request,
+                                               std::function<void(gateway::FetchResult)> done) {
+      const auto started = std::chrono::steady_clock::now();
+      std::string url = request.url;
+      const std::size_t sent = request.body.size();
+      fetch(std::move(request), [this, started, url = std::move(url), sent,
+                                 done = std::move(done)](gateway::FetchResult result) {
+        request_finished(
+            url, sent, result,
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+        done(std::move(result));
+      });
+    };
+  };
 }
 
 std::string Metrics::exposition() {

@@ -32,6 +32,7 @@
 
 #include "gateway/request.h"
 #include "sandbox/call.h"
+#include "sandbox/call_control.h"
 #include "sandbox/outcome.h"
 #include "sandbox/process_pool.h"
 
@@ -53,9 +54,13 @@ class Metrics {
   // One tools/call answered: its tool, its outcome and its time in the server.
   void call_finished(sandbox::Tool tool, const sandbox::Outcome& outcome, double seconds);
 
-  // One fetch() of an execute call answered by the gateway.
-  void request_finished(const gateway::OutboundRequest& request, const gateway::FetchResult& result,
-                        double seconds);
+  // One fetch() of an execute call answered by the gateway: the URL the code asked for, the
+  // bytes of its body, the answer.
+  void request_finished(std::string_view url, std::size_t sent_bytes,
+                        const gateway::FetchResult& result, double seconds);
+
+  // `inner` with every fetch counted here when the gateway answers it.
+  sandbox::FetcherFactory counting(sandbox::FetcherFactory inner);
 
   // Where scrapes read the levels: the pool's, and the audit writer's (depth, dropped so far).
   struct Levels {

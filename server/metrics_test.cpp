@@ -38,29 +38,31 @@ TEST_CASE("calls are counted by tool and outcome, with their times", "[server][m
 TEST_CASE("gateway requests by upstream and status class, refusals by reason",
           "[server][metrics]") {
   Metrics metrics({"http://127.0.0.1:8788", "https://api.example.com"});
+  auto finish = [&](const gateway::OutboundRequest& request, const gateway::FetchResult& result,
+                    double seconds) {
+    metrics.request_finished(request.url, request.body.size(), result, seconds);
+  };
   gateway::OutboundRequest relative{"POST", "/orders", {}, "12345"};
   gateway::InboundResponse created;
   created.status = 201;
   created.body = "1234567890";
   created.final_url = "http://127.0.0.1:8788/orders";
-  metrics.request_finished(relative, created, 0.01);
+  finish(relative, created, 0.01);
 
   gateway::OutboundRequest elsewhere{"GET", "https://api.example.com/x?q=1", {}, ""};
   gateway::InboundResponse missing;
   missing.status = 404;
   missing.final_url = "https://api.example.com/x?q=1";
-  metrics.request_finished(elsewhere, missing, 0.02);
-  metrics.request_finished(
-      elsewhere, gateway::GatewayError{gateway::ErrorKind::runtime, "connect refused"}, 0.001);
+  finish(elsewhere, missing, 0.02);
+  finish(elsewhere, gateway::GatewayError{gateway::ErrorKind::runtime, "connect refused"}, 0.001);
   // The code chose this URL; it must not become a label value.
   gateway::OutboundRequest wild{"GET", "http://attacker.test/a", {}, ""};
-  metrics.request_finished(wild,
-                           gateway::GatewayError{gateway::ErrorKind::policy,
-                                                 "origin http://attacker.test is not allowed"},
-                           0);
-  metrics.request_finished(
-      elsewhere, gateway::GatewayError{gateway::ErrorKind::policy, "subrequest limit 3 reached"},
-      0);
+  finish(wild,
+         gateway::GatewayError{gateway::ErrorKind::policy,
+                               "origin http://attacker.test is not allowed"},
+         0);
+  finish(elsewhere, gateway::GatewayError{gateway::ErrorKind::policy, "subrequest limit 3 reached"},
+         0);
 
   const std::string text = metrics.exposition();
   CHECK(has_line(

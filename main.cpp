@@ -155,7 +155,7 @@ int main(int argc, char** argv) {
   logger->set_level(spdlog::level::from_str(args.log_level));
   spdlog::set_default_logger(logger);
   // A client that exits mid-write must not kill us with SIGPIPE; the write reports it instead.
-  std::signal(SIGPIPE, SIG_IGN);
+  (void)std::signal(SIGPIPE, SIG_IGN);
 
   codemode::config::Config config;
   codemode::openapi::LoadResult api;

@@ -9,11 +9,11 @@
 #include <cstdio>
 #include <cstdlib>
 
-#define CODEMODE_CHECK(condition, belief)                                                    \
-  do {                                                                                       \
-    if (!(condition)) [[unlikely]] {                                                         \
-      std::fprintf(stderr, "%s:%d: broken invariant: %s (%s)\n", __FILE__, __LINE__, belief, \
-                   #condition);                                                              \
-      std::abort();                                                                          \
-    }                                                                                        \
+#define CODEMODE_CHECK(condition, belief)                                                          \
+  do {                                                                                             \
+    if (!(condition)) [[unlikely]] {                                                               \
+      (void)std::fprintf(stderr, "%s:%d: broken invariant: %s (%s)\n", __FILE__, __LINE__, belief, \
+                         #condition);                                                              \
+      std::abort();                                                                                \
+    }                                                                                              \
   } while (false)

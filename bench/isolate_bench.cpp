@@ -30,12 +30,15 @@
 using namespace codemode;
 
 namespace {
-double ms(const timeval& t) { return t.tv_sec * 1e3 + t.tv_usec / 1e3; }
+double ms(const timeval& t) {
+  return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_usec) / 1e3;
+}
 }  // namespace
 
 int main(int argc, char** argv) {
   const int n = argc > 1 ? std::stoi(argv[1]) : 2000;
   const std::string code = argc > 2 ? argv[2] : "async () => 1 + 1";
+  // NOLINTNEXTLINE(concurrency-mt-unsafe): before any thread starts
   if (const char* flags = std::getenv("V8_EXTRA_FLAGS")) v8::V8::SetFlagsFromString(flags);
   sandbox::ensure_v8_initialized();
   auto loaded = openapi::parse_json(fixtures::markethub_openapi_json());
@@ -71,7 +74,7 @@ int main(int argc, char** argv) {
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
             .count());
     if (!outcome.ok) {
-      std::fprintf(stderr, "%s\n", outcome.error_message.c_str());
+      (void)std::fprintf(stderr, "%s\n", outcome.error_message.c_str());
       return 1;
     }
   }

@@ -32,7 +32,7 @@ using detail::Json;
 using detail::printable;
 using detail::type_phrase;
 
-constexpr std::size_t kMaxFileBytes = 16 * 1024 * 1024;
+constexpr std::size_t kMaxFileBytes = std::size_t{16} * 1024 * 1024;
 constexpr std::size_t kMinBearerTokenChars = 16;
 constexpr std::size_t kMaxTokenNameChars = 64;
 constexpr std::size_t kMaxSuggestionDistance = 2;  // edits between an unknown key and a known one
@@ -428,6 +428,7 @@ class Loader {
   void load_limits(const Json& value, Limits& limits) {
     if (!expect_object(value, "limits")) return;
     std::vector<std::string_view> known;
+    known.reserve(kLimitSpecs.size());
     for (const LimitSpec& spec : kLimitSpecs) known.push_back(spec.name);
     std::map<std::string_view, bool> valid;  // limit name -> read without problems
     for (const auto& [key, field] : value.items()) {
@@ -780,6 +781,7 @@ class Loader {
 
 Environment process_environment() {
   return [](std::string_view name) -> std::optional<std::string> {
+    // NOLINTNEXTLINE(concurrency-mt-unsafe): nothing in the daemon changes its environment
     const char* value = std::getenv(std::string(name).c_str());
     if (value == nullptr) return std::nullopt;
     return std::string(value);
@@ -845,7 +847,8 @@ LoadResult load_sections(const std::filesystem::path& file, const Environment& e
     const std::size_t count = std::fread(buffer.data(), 1, buffer.size(), stream.get());
     text.append(buffer.data(), count);
     if (text.size() > kMaxFileBytes) {
-      return cannot_read("larger than " + std::to_string(kMaxFileBytes / (1024 * 1024)) +
+      return cannot_read("larger than " +
+                         std::to_string(kMaxFileBytes / (std::size_t{1024} * 1024)) +
                          " MiB, which no config file is");
     }
     if (count < buffer.size()) break;

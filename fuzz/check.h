@@ -5,11 +5,11 @@
 #include <cstdio>
 #include <cstdlib>
 
-#define FUZZ_CHECK(condition, belief)                                                        \
-  do {                                                                                       \
-    if (!(condition)) {                                                                      \
-      std::fprintf(stderr, "%s:%d: invariant broken: %s (%s)\n", __FILE__, __LINE__, belief, \
-                   #condition);                                                              \
-      std::abort();                                                                          \
-    }                                                                                        \
+#define FUZZ_CHECK(condition, belief)                                                              \
+  do {                                                                                             \
+    if (!(condition)) {                                                                            \
+      (void)std::fprintf(stderr, "%s:%d: invariant broken: %s (%s)\n", __FILE__, __LINE__, belief, \
+                         #condition);                                                              \
+      std::abort();                                                                                \
+    }                                                                                              \
   } while (false)

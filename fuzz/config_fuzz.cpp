@@ -30,23 +30,23 @@ using Json = nlohmann::ordered_json;
 constexpr std::string_view kSecret = "S3cr3t-Fuzz-Token-Value";
 
 const std::map<std::string, std::string, std::less<>>& environment_values() {
-  static const auto* const values =
+  static const auto* const kValues =
       new std::map<std::string, std::string, std::less<>>{{"TOKEN", std::string(kSecret)},
                                                           {"PORT", "8788"},
                                                           {"EMPTY", ""},
                                                           {"ORIGIN", "http://127.0.0.1:8788"},
                                                           {"BRACES", "${TOKEN}$$"}};
-  return *values;
+  return *kValues;
 }
 
 const config::Environment& environment() {
-  static const config::Environment env = [](std::string_view name) -> std::optional<std::string> {
+  static const config::Environment kEnv = [](std::string_view name) -> std::optional<std::string> {
     const auto& values = environment_values();
     const auto it = values.find(name);
     if (it == values.end()) return std::nullopt;
     return it->second;
   };
-  return env;
+  return kEnv;
 }
 
 // A scratch directory of this process's own holding the files the seeds name; removed when
@@ -61,8 +61,8 @@ fs::path make_base_dir() {
 }
 
 const fs::path& base_dir() {
-  static const fs::path* const dir = new fs::path(make_base_dir());
-  return *dir;
+  static const fs::path* const kDir = new fs::path(make_base_dir());
+  return *kDir;
 }
 
 void remove_base_dir() {
@@ -120,7 +120,7 @@ Json to_json(const config::Config& config) {
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
   base_dir();
-  std::atexit(remove_base_dir);
+  (void)std::atexit(remove_base_dir);  // if it fails, the directory stays, as after a crash
   return 0;
 }
 
@@ -148,7 +148,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const config::LoadResult again = config::parse(written, base_dir(), environment());
   if (!again.config) {
     for (const auto& problem : again.problems)
-      std::fprintf(stderr, "reparse: %s\n", problem.c_str());
+      (void)std::fprintf(stderr, "reparse: %s\n", problem.c_str());
   }
   FUZZ_CHECK(again.config.has_value(), "an accepted config, written back out, is accepted");
   FUZZ_CHECK(to_json(*again.config) == to_json(*result.config),

@@ -57,8 +57,8 @@ struct World {
 };
 
 World& world() {
-  static World* const instance = new World;
-  return *instance;
+  static World* const kInstance = new World;
+  return *kInstance;
 }
 
 // Requests seen and answers sent per id (dumped, so 1 and "1" differ). A peer may reuse an id,
@@ -130,7 +130,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   Tally tally;
   auto session = std::make_shared<server::McpSession>(
       w.io.get_executor(), w.tools, w.sandbox, server::ServerInfo{"codemode-mcp", "0.0.0", ""},
-      [&tally](std::string message) { check_sent(message, tally); });
+      [&tally](const std::string& message) { check_sent(message, tally); });
 
   std::size_t start = 0;
   while (start <= input.size()) {

@@ -69,10 +69,12 @@ void check_normalised(const NormalisedUrl& url) {
 
   const UrlResult again = normalise_url(url.full(), "");
   const auto* same = std::get_if<NormalisedUrl>(&again);
-  if (same == nullptr) std::fprintf(stderr, "refused: %s\n", std::get<std::string>(again).c_str());
+  if (same == nullptr)
+    (void)std::fprintf(stderr, "refused: %s\n", std::get<std::string>(again).c_str());
   FUZZ_CHECK(same != nullptr, "a normalised URL normalises");
   if (same->full() != url.full()) {
-    std::fprintf(stderr, "first:  %s\nsecond: %s\n", url.full().c_str(), same->full().c_str());
+    (void)std::fprintf(stderr, "first:  %s\nsecond: %s\n", url.full().c_str(),
+                       same->full().c_str());
   }
   FUZZ_CHECK(same->full() == url.full() && same->port == url.port && same->scheme == url.scheme &&
                  same->host == url.host,

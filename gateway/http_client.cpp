@@ -195,7 +195,8 @@ struct HttpClient::State : std::enable_shared_from_this<HttpClient::State> {
     return nullptr;
   }
 
-  void release(std::shared_ptr<Connection> conn) {
+  // A sink: the caller gives up its reference (std::move(conn_)), which a const& would keep.
+  void release(std::shared_ptr<Connection> conn) {  // NOLINT(performance-unnecessary-value-param)
     auto& list = idle[conn->origin];
     if (closed || list.size() >= options.max_idle_per_origin) {
       conn->close();
@@ -299,11 +300,11 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
           }
           std::vector<tcp::endpoint> endpoints;
           for (const auto& entry : results) endpoints.push_back(entry.endpoint());
-          self->connect(std::move(endpoints));
+          self->connect(endpoints);
         });
   }
 
-  void connect(std::vector<tcp::endpoint> endpoints) {
+  void connect(const std::vector<tcp::endpoint>& endpoints) {
     phase_ = Phase::connect;
     conn_ = std::make_shared<Connection>();
     conn_->origin = origin();

@@ -27,7 +27,8 @@ std::string_view to_string(Method method);
 std::optional<Method> parse_method(std::string_view text);
 
 inline constexpr std::size_t kMaxRequestHeaders = 100;
-inline constexpr std::size_t kMaxRequestHeaderBytes = 64 * 1024;  // names + values, the code's
+inline constexpr std::size_t kMaxRequestHeaderBytes =
+    std::size_t{64} * 1024;  // names + values, the code's
 
 // True for RFC 9110 tokens (the only valid field names).
 bool is_header_name(std::string_view name);

@@ -195,7 +195,7 @@ struct TestServer::Impl {
       while (left > 0) {
         const std::size_t n = std::min<std::size_t>(left, 1000);
         char size[16];
-        std::snprintf(size, sizeof size, "%zx\r\n", n);
+        (void)std::snprintf(size, sizeof size, "%zx\r\n", n);
         bytes += size + std::string(n, 'y') + "\r\n";
         left -= n;
       }
@@ -272,9 +272,9 @@ struct TestServer::Impl {
       std::string lower, upper, mixed;
       for (const unsigned char c : auth) {
         char hex[8];
-        std::snprintf(hex, sizeof hex, "\\u%04x", c);
+        (void)std::snprintf(hex, sizeof hex, "\\u%04x", c);
         lower += hex;
-        std::snprintf(hex, sizeof hex, "\\u%04X", c);
+        (void)std::snprintf(hex, sizeof hex, "\\u%04X", c);
         upper += hex;
         mixed += c == '/'   ? std::string("\\/")
                  : c == '+' ? std::string("\\u002B")
@@ -304,7 +304,7 @@ struct TestServer::Impl {
     } else if (path == "/transfer-gzip") {
       const std::string gz = compress("hello", 31);
       char size[16];
-      std::snprintf(size, sizeof size, "%zx\r\n", gz.size());
+      (void)std::snprintf(size, sizeof size, "%zx\r\n", gz.size());
       co_await send_raw(stream, "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n" +
                                     std::string(size) + gz + "\r\n0\r\n\r\n");
       co_return true;

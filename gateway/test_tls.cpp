@@ -52,7 +52,7 @@ TlsIdentity make_self_signed(const std::vector<std::string>& alt_names) {
   static std::atomic<long> serial{1};
   ASN1_INTEGER_set(X509_get_serialNumber(cert.get()), serial++);
   X509_gmtime_adj(X509_getm_notBefore(cert.get()), -60);
-  X509_gmtime_adj(X509_getm_notAfter(cert.get()), 24 * 3600);
+  X509_gmtime_adj(X509_getm_notAfter(cert.get()), long{24} * 3600);
   X509_set_pubkey(cert.get(), key.get());
   X509_NAME* name = X509_get_subject_name(cert.get());
   X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,

@@ -15,7 +15,7 @@ namespace {
 namespace urls = boost::urls;
 
 constexpr std::size_t kMaxHostChars = 253;  // DNS name limit; longer names cannot resolve
-constexpr std::size_t kMaxUrlChars = 64 * 1024;
+constexpr std::size_t kMaxUrlChars = std::size_t{64} * 1024;
 
 using net::default_port;
 using net::is_alpha;

@@ -299,7 +299,8 @@ LoadResult load_file(const std::filesystem::path& file) {
   if (root.is_object()) Bundler(file, warnings, problems).bundle(root);
   LoadResult out = problems.empty() ? check_document(std::move(root)) : LoadResult{};
   out.problems.insert(out.problems.begin(), problems.begin(), problems.end());
-  for (auto& problem : out.problems) problem = file.string() + ": " + problem;
+  const std::string prefix = file.string() + ": ";
+  for (auto& problem : out.problems) problem.insert(0, prefix);
   if (out.document) {
     out.document->warnings.insert(out.document->warnings.begin(), warnings.begin(), warnings.end());
   }

@@ -41,7 +41,7 @@ Document make_document(std::shared_ptr<const nlohmann::ordered_json> root);
 
 // Bounds on what is loaded: the file, and the values a YAML document may expand to through
 // aliases (GitHub's 13 MB REST description holds about 1.2 million values).
-inline constexpr std::size_t kMaxDocumentBytes = 256 * 1024 * 1024;
+inline constexpr std::size_t kMaxDocumentBytes = std::size_t{256} * 1024 * 1024;
 inline constexpr std::size_t kMaxDocumentValues = 20'000'000;
 // Real descriptions nest a few dozen levels; deeper ones are refused, because every consumer
 // that walks a document recursively (serialisers, the sandbox channel) needs a bound.

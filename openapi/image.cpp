@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 #include <limits>
+#include <system_error>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -27,7 +28,9 @@ constexpr std::uint32_t kCircular = 1u << 9;
 // As deep as RefIndex indexes; deeper nodes (only in documents no loader accepted) become null.
 constexpr int kMaxDepth = 2000;
 
-std::string errno_text(const char* what) { return std::string(what) + ": " + std::strerror(errno); }
+std::string errno_text(const char* what) {
+  return std::string(what) + ": " + std::generic_category().message(errno);
+}
 
 // Writes the image into a byte buffer: children before their parents, each string and number
 // once, ref targets patched in at the end (a target may come after the ref that names it).

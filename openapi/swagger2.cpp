@@ -114,7 +114,8 @@ class Converter {
       return list;
     }
     if (schemes.empty()) schemes.push_back("https");
-    for (const auto& scheme : schemes) list.push_back(json{{"url", scheme + "://" + host + base}});
+    const std::string after_scheme = "://" + host + base;
+    for (const auto& scheme : schemes) list.push_back(json{{"url", scheme + after_scheme}});
     return list;
   }
 

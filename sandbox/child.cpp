@@ -36,7 +36,7 @@ void SetPrintStackTrace(void (*print_stack_trace)());
 namespace codemode::sandbox {
 namespace {
 
-constexpr std::size_t kMB = 1024 * 1024;
+constexpr std::size_t kMB = std::size_t{1024} * 1024;
 
 // CPU time of the calling thread, in microseconds.
 std::uint64_t thread_cpu_us() {
@@ -97,7 +97,7 @@ void send(const channel::Message& message) {
 constexpr std::uintptr_t kFailureStartMarker = 0xdecade10;
 constexpr std::uintptr_t kFailureEndMarker = 0xdecade11;
 constexpr std::size_t kFailureMessageBytes = 512;
-constexpr std::size_t kStackSearchBytes = 4 * 1024;
+constexpr std::size_t kStackSearchBytes = std::size_t{4} * 1024;
 
 // The frame address, not a local's: ASan's use-after-return mode moves locals to a heap "fake
 // stack", while the frame (and V8_Fatal's above it) stays on the thread's stack.
@@ -376,7 +376,8 @@ void warm_up(const config::Limits& limits, const openapi::DocumentImage* api) {
   constexpr std::string_view kCode =
       "async () => [new Date(0).toString(), (1234.5).toLocaleString(), "
       "new Intl.DateTimeFormat().resolvedOptions().timeZone, typeof spec, typeof fetch]";
-  const Fetcher none = [](gateway::OutboundRequest, std::function<void(gateway::FetchResult)>) {};
+  const Fetcher none = [](const gateway::OutboundRequest&,
+                          const std::function<void(gateway::FetchResult)>&) {};
   for (Tool tool : {Tool::search, Tool::execute}) {
     RunRequest request{tool, kCode, &limits, api, nullptr, &none};
     (void)run_in_fresh_isolate(request);

@@ -122,7 +122,7 @@ void process_id(const v8::FunctionCallbackInfo<v8::Value>& info) {
   info.GetReturnValue().Set(static_cast<double>(::getpid()));
 }
 
-void crash(const v8::FunctionCallbackInfo<v8::Value>&) { ::raise(SIGSEGV); }
+void crash(const v8::FunctionCallbackInfo<v8::Value>&) { (void)::raise(SIGSEGV); }
 
 // Spins in native code, where no V8 interrupt can reach it.
 void hang(const v8::FunctionCallbackInfo<v8::Value>&) {

@@ -206,8 +206,8 @@ namespace {
 // Bounds on what the host copies out of the isolate for one request, before the gateway's own
 // checks: enough for any API call, small enough that hostile code cannot make the host copy
 // hundreds of megabytes.
-constexpr std::size_t kMaxUrlBytes = 16 * 1024;
-constexpr std::size_t kMaxHeaderBytes = 16 * 1024;
+constexpr std::size_t kMaxUrlBytes = std::size_t{16} * 1024;
+constexpr std::size_t kMaxHeaderBytes = std::size_t{16} * 1024;
 constexpr std::uint32_t kMaxHeaders = 100;
 constexpr std::size_t kMaxRequestBodyBytes = 8 * kMB;
 
@@ -308,7 +308,7 @@ void host_read_body(const v8::FunctionCallbackInfo<v8::Value>& info) {
 }
 
 const intptr_t* external_references() {
-  static const intptr_t references[] = {
+  static const intptr_t kReferences[] = {
       reinterpret_cast<intptr_t>(host_log),
       reinterpret_cast<intptr_t>(host_set_timeout),
       reinterpret_cast<intptr_t>(host_clear_timeout),
@@ -321,7 +321,7 @@ const intptr_t* external_references() {
       reinterpret_cast<intptr_t>(host_read_body),
       0,
   };
-  return references;
+  return kReferences;
 }
 
 }  // namespace codemode::sandbox::detail

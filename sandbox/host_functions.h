@@ -21,7 +21,7 @@
 
 namespace codemode::sandbox::detail {
 
-inline constexpr std::size_t kMB = 1024 * 1024;
+inline constexpr std::size_t kMB = std::size_t{1024} * 1024;
 inline constexpr std::size_t kMaxLogLines = 100;
 inline constexpr std::size_t kMaxLogChars = 8000;
 

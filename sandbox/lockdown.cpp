@@ -10,9 +10,9 @@
 
 #include <cerrno>
 #include <cstdio>
-#include <cstring>
 #include <fstream>
 #include <string>
+#include <system_error>
 
 namespace codemode::sandbox::lockdown {
 namespace {
@@ -29,7 +29,7 @@ constexpr bool kAddressSanitizer = false;
 constexpr bool kAddressSanitizer = false;
 #endif
 
-std::string errno_text(int error) { return std::strerror(error); }
+std::string errno_text(int error) { return std::generic_category().message(error); }
 
 bool set_limit(int resource, rlim_t value) {
   const rlimit limit{value, value};

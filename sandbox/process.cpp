@@ -15,6 +15,7 @@
 #include <cstring>
 #include <deque>
 #include <optional>
+#include <system_error>
 #include <utility>
 
 #include <boost/asio/dispatch.hpp>
@@ -36,7 +37,7 @@ using namespace std::chrono_literals;
 constexpr auto kGrace = 1000ms;
 constexpr auto kCancelGrace = 1000ms;
 
-std::string errno_text(int error) { return std::strerror(error); }
+std::string errno_text(int error) { return std::generic_category().message(error); }
 
 int remaining_ms(Clock::time_point deadline) {
   const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
@@ -92,7 +93,7 @@ std::string signal_name(int signal) {
 // written, and the bytes of the frames being read (all calls' frames share the stream).
 struct SandboxProcess::Channel {
   Channel(int fd, boost::asio::any_io_executor executor)
-      : executor(executor), socket(executor, fd) {}
+      : executor(std::move(executor)), socket(this->executor, fd) {}
   boost::asio::any_io_executor executor;
   boost::asio::posix::stream_descriptor socket;
   std::deque<std::string> writes;  // the front one is being written
@@ -103,12 +104,12 @@ struct SandboxProcess::Channel {
 
 struct SandboxProcess::RunningCall {
   RunningCall(std::uint64_t id, Completion done, Fetcher fetch, const config::Limits& limits,
-              boost::asio::any_io_executor executor)
+              const boost::asio::any_io_executor& executor)
       : id(id),
         done(std::move(done)),
         fetch(std::move(fetch)),
         limits(limits),
-        deadline_timer(std::move(executor)) {}
+        deadline_timer(executor) {}
   std::uint64_t id;
   Completion done;
   Fetcher fetch;
@@ -178,6 +179,7 @@ std::variant<std::shared_ptr<SandboxProcess>, std::string> SandboxProcess::start
     ::syscall(SYS_close_range, image_fd >= 0 ? kImageFd + 1 : kChannelFd + 1, ~0U, 0);
     sigset_t none;
     ::sigemptyset(&none);
+    // NOLINTNEXTLINE(concurrency-mt-unsafe): a forked child has one thread until execve
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent) ::_exit(125);  // the daemon died before the line above

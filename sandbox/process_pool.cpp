@@ -43,15 +43,15 @@ std::uint64_t microseconds_since(Clock::time_point then) {
 // once: ~37 of a process's ~47 MB resident), 0 when it cannot be read.
 std::uint64_t resident_bytes(pid_t pid) {
   char path[64];
-  std::snprintf(path, sizeof path, "/proc/%d/statm", static_cast<int>(pid));
+  (void)std::snprintf(path, sizeof path, "/proc/%d/statm", static_cast<int>(pid));
   std::FILE* file = std::fopen(path, "re");
   if (file == nullptr) return 0;
   unsigned long long size = 0, resident = 0, shared = 0;
   const int got = std::fscanf(file, "%llu %llu %llu", &size, &resident, &shared);
-  std::fclose(file);
-  static const long page = ::sysconf(_SC_PAGESIZE);
+  (void)std::fclose(file);
+  static const long kPageBytes = ::sysconf(_SC_PAGESIZE);
   if (got != 3 || shared > resident) return 0;
-  return (resident - shared) * static_cast<std::uint64_t>(page);
+  return (resident - shared) * static_cast<std::uint64_t>(kPageBytes);
 }
 
 }  // namespace
@@ -143,9 +143,9 @@ struct ProcessPool::State : std::enable_shared_from_this<State> {
 
   State(ProcessPoolOptions options, boost::asio::any_io_executor executor, Launcher& launcher)
       : options(std::move(options)),
-        executor(executor),
+        executor(std::move(executor)),
         launcher(&launcher),
-        sweep_timer(executor) {}
+        sweep_timer(this->executor) {}
 
   void submit(Job job) {
     if (stopped) {

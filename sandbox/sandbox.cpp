@@ -150,7 +150,7 @@ std::variant<std::vector<std::string>, std::string> probe_layers(
   return std::get<std::shared_ptr<SandboxProcess>>(started)->layers();
 }
 
-Sandbox::Sandbox(SandboxOptions options) : limits_(options.limits) {
+Sandbox::Sandbox(const SandboxOptions& options) : limits_(options.limits) {
   if (options.child_command.empty()) {
     runner_ = make_thread_runner(options);
   } else {

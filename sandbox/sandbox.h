@@ -84,7 +84,7 @@ class Sandbox {
  public:
   using Completion = std::function<void(Outcome)>;
 
-  explicit Sandbox(SandboxOptions options);
+  explicit Sandbox(const SandboxOptions& options);
   ~Sandbox();
   Sandbox(const Sandbox&) = delete;
   Sandbox& operator=(const Sandbox&) = delete;

@@ -126,6 +126,7 @@ bool SpecView::add_lazy_members(v8::Local<v8::Context> context, v8::Local<v8::Ob
     if (!v8_string(isolate_, name, v8::NewStringType::kInternalized).ToLocal(&key)) return false;
     // Redefining replaces a target's member with the sibling's (3.1 allows e.g. description).
     if (skip_ref && object->Delete(context, key).IsNothing()) return false;
+    // NOLINTNEXTLINE(performance-no-int-to-ptr): a node index in v8::External, never dereferenced
     auto* member = reinterpret_cast<void*>(static_cast<std::uintptr_t>(image_.value(node, i)));
     auto data = v8::External::New(isolate_, member);
     if (object->SetLazyDataProperty(context, key, &SpecView::lazy_get, data).IsNothing()) {

@@ -158,7 +158,7 @@ CommandLine parse_command_line(std::span<const std::string_view> args) {
     };
     if (arg == "-h" || arg == "--help") {
       return CliAction::help;
-    } else if (arg == "--version") {
+    } else if (arg == "--version") {  // NOLINT(readability-else-after-return): one chain of options
       return CliAction::version;
     } else if (arg == "--config") {
       options.config_file = value();

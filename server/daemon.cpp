@@ -220,7 +220,7 @@ int Daemon::run() {
     http.emplace(io, std::move(http_options),
                  [&](boost::asio::any_io_executor executor, std::string principal) {
                    return std::make_shared<McpSession>(
-                       std::move(executor), tools, sandbox, options_.info, [](std::string) {},
+                       std::move(executor), tools, sandbox, options_.info, [](const std::string&) {},
                        std::move(principal), max_calls,
                        SessionAudit{trail ? &*trail : nullptr, "http", &metrics});
                  });
@@ -271,7 +271,7 @@ int Daemon::run() {
     // session, which is inside its own send here.
     stdio_session = std::make_shared<McpSession>(
         io.get_executor(), tools, sandbox, options_.info,
-        [&](std::string message) {
+        [&](const std::string& message) {
           if (stdio->write_line(message) || stdout_gone) return;
           stdout_gone = true;
           spdlog::warn("stdout is gone; stdio answers are lost and stdin is no longer read");
@@ -296,7 +296,7 @@ int Daemon::run() {
   if (stdio) {
     stdio->start(StdioHandlers{
         .on_line =
-            [&](std::string line) {
+            [&](const std::string& line) {
               if (!stopping && !stdout_gone) stdio_session->handle(line);
             },
         .on_oversize =

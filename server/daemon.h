@@ -27,7 +27,7 @@ struct DaemonOptions {
   config::Config config;
   openapi::Document api;
   ServerInfo info;
-  std::size_t max_message_bytes = 4 * 1024 * 1024;
+  std::size_t max_message_bytes = std::size_t{4} * 1024 * 1024;
   // Which transports run: stdio (stdin/stdout), HTTP (when set), or both.
   bool serve_stdio = true;
   std::optional<HttpOptions> http;

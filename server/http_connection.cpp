@@ -42,7 +42,7 @@ std::optional<std::string_view> header(const http::fields& fields, std::string_v
 // The longest a connection's peer may send ahead of the answer to its request in flight
 // (pipelined bytes, kept for the next read). Beyond it the client is not waiting for an answer
 // the way HTTP/1.1 has it wait: the call is cancelled and the connection closed.
-constexpr std::size_t kMaxBytesAheadOfAnswer = 64 * 1024;
+constexpr std::size_t kMaxBytesAheadOfAnswer = std::size_t{64} * 1024;
 
 bool is_http_parse_error(const boost::system::error_code& ec) {
   return ec.category() == http::make_error_code(http::error::bad_target).category();
@@ -332,8 +332,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
         auto session = state_->sessions.find(*session_id, principal_);
         if (!session) return refuse({404, "not found: no session with this Mcp-Session-Id"});
         if (auto refusal = check_protocol_version(version)) return refuse(*refusal);
-        return dispatch(std::move(session), std::move(message), format, std::nullopt,
-                        Era::negotiated);
+        return dispatch(session, std::move(message), format, std::nullopt, Era::negotiated);
       }
       case PostRoute::fresh_session: {
         auto session = state_->make_session(asio::make_strand(state_->io), sessionless_principal());
@@ -341,20 +340,19 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
         if (!rpc_request || rpc_request->method != "initialize") {
           session->assume_initialized(std::string(version.value_or(kDefaultHttpProtocolVersion)));
         }
-        return dispatch(std::move(session), std::move(message), format, std::nullopt,
-                        Era::negotiated);
+        return dispatch(session, std::move(message), format, std::nullopt, Era::negotiated);
       }
     }
   }
 
   // Hands a message that passed the transport's checks to `session`; a request's answer comes
   // back to on_answer on this connection.
-  void dispatch(std::shared_ptr<McpSession> session, Message message, ResponseFormat format,
+  void dispatch(const std::shared_ptr<McpSession>& session, Message message, ResponseFormat format,
                 std::optional<std::string> new_id, Era era) {
     const auto* rpc_request = std::get_if<Request>(&message);
     if (!rpc_request) {  // a notification or a response: accepted, nothing to answer
       asio::post(session->executor(), [session, message = std::move(message)]() mutable {
-        session->handle(std::move(message), [](std::string) {});
+        session->handle(std::move(message), [](const std::string&) {});
       });
       return write(empty_response(http::status::accepted));
     }
@@ -376,25 +374,23 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
                        era,     ++generation_,   streaming, session->principal()};
     McpSession::Send reply_to = [self = shared_from_this(),
                                  generation = generation_](std::string answer) {
-      asio::post(self->stream_.get_executor(),
-                 [self, generation, answer = std::move(answer)]() mutable {
-                   self->on_answer(generation, std::move(answer));
-                 });
+      asio::post(self->stream_.get_executor(), [self, generation, answer = std::move(answer)] {
+        self->on_answer(generation, answer);
+      });
     };
-    McpSession::Send notify = [](std::string) {};  // no stream: nowhere to send progress
+    McpSession::Send notify = [](const std::string&) {};  // no stream: nowhere to send progress
     if (streaming) {
       notify = [self = shared_from_this(), generation = generation_](std::string note) {
-        asio::post(self->stream_.get_executor(),
-                   [self, generation, note = std::move(note)]() mutable {
-                     self->on_progress(generation, std::move(note));
-                   });
+        asio::post(self->stream_.get_executor(), [self, generation, note = std::move(note)] {
+          self->on_progress(generation, note);
+        });
       };
       start_stream(era);
     }
     asio::post(session->executor(),
                [session, message = std::move(message), reply_to = std::move(reply_to),
                 notify = std::move(notify)]() mutable {
-                 session->handle(std::move(message), std::move(reply_to), std::move(notify));
+                 session->handle(std::move(message), reply_to, notify);
                });
     watch_for_hangup();
   }
@@ -410,7 +406,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
     write(empty_response(http::status::no_content));
   }
 
-  void on_answer(std::uint64_t generation, std::string answer) {
+  void on_answer(std::uint64_t generation, const std::string& answer) {
     if (closed_ || !pending_ || pending_->generation != generation) return;  // the client left
     Pending pending = std::move(*pending_);
     pending_.reset();
@@ -447,7 +443,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
     write(std::move(response));
   }
 
-  void on_progress(std::uint64_t generation, std::string note) {
+  void on_progress(std::uint64_t generation, const std::string& note) {
     if (closed_ || !pending_ || pending_->generation != generation || !pending_->streaming) return;
     send_event(note);
   }
@@ -668,7 +664,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
     discard_more();
   }
   void discard_more() {
-    discard_.resize(64 * 1024);
+    discard_.resize(std::size_t{64} * 1024);
     stream_.async_read_some(
         asio::buffer(discard_),
         [self = shared_from_this()](boost::system::error_code ec, std::size_t n) {

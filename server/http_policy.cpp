@@ -205,8 +205,7 @@ std::optional<HttpRefusal> HttpPolicy::check_bearer(
 HttpPolicy::Authentication HttpPolicy::authenticate(
     std::optional<std::string_view> authorization) const {
   if (tokens_.empty()) return {};
-  const Authentication refused{HttpRefusal{401, "unauthorized: a valid bearer token is required"},
-                               ""};
+  Authentication refused{HttpRefusal{401, "unauthorized: a valid bearer token is required"}, ""};
   if (!authorization) return refused;
   const std::string_view value = trim_ows(*authorization);
   if (!net::istarts_with(value, "bearer ")) return refused;

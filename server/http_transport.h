@@ -67,8 +67,9 @@ struct HttpOptions {
   HttpMode mode = HttpMode::stateful;
   std::vector<std::string> allowed_origins;        // from config::Http
   std::vector<config::BearerToken> bearer_tokens;  // from config::Http; empty: no authentication
-  std::size_t max_body_bytes = 4 * 1024 * 1024;    // larger bodies: 413 (the stdio line cap)
-  std::size_t max_header_bytes = 16 * 1024;        // larger header blocks: 431
+  std::size_t max_body_bytes =
+      std::size_t{4} * 1024 * 1024;                       // larger bodies: 413 (the stdio line cap)
+  std::size_t max_header_bytes = std::size_t{16} * 1024;  // larger header blocks: 431
   // Bound on reading one request's body, and on an admitted connection's header block: its
   // keep-alive idle time.
   std::chrono::milliseconds read_timeout{30000};

@@ -55,7 +55,7 @@ void McpSession::handle(std::string_view message) {
   dispatch(parse_message(message), send_, ReplyRoute::session, send_);
 }
 
-void McpSession::handle(Message message, Send reply_to, Send notify) {
+void McpSession::handle(Message message, const Send& reply_to, const Send& notify) {
   dispatch(std::move(message), reply_to, ReplyRoute::message, notify ? notify : send_);
 }
 

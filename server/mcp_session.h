@@ -94,7 +94,7 @@ class McpSession : public std::enable_shared_from_this<McpSession> {
   // A request gets exactly one call of `reply_to`: its answer, or an empty string when no answer
   // will come (the call was cancelled). Notifications and responses never call it.
   // `notify` carries the request's progress notifications; empty: the session's Send.
-  void handle(Message message, Send reply_to, Send notify = nullptr);
+  void handle(Message message, const Send& reply_to, const Send& notify = nullptr);
 
   // Treats the session as initialized at `version` without an initialize exchange: stateless
   // HTTP, where every request may reach a fresh session (any replica serves any request).

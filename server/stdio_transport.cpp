@@ -10,7 +10,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
-#include <cstring>
 #include <system_error>
 
 #include <spdlog/spdlog.h>
@@ -20,7 +19,7 @@ namespace codemode::server {
 
 namespace {
 
-constexpr std::size_t kReadBytes = 64 * 1024;
+constexpr std::size_t kReadBytes = std::size_t{64} * 1024;
 
 // How long the writer waits between looks at stdout, and how long, at the end, it keeps
 // handing the queue over to a peer that takes nothing.
@@ -132,7 +131,7 @@ void StdioTransport::read_loop() {
     pollfd fds[2] = {{in_fd_, POLLIN, 0}, {wake_pipe_[0], POLLIN, 0}};
     if (::poll(fds, 2, -1) < 0) {
       if (errno == EINTR) continue;
-      spdlog::error("poll on stdin failed: {}", std::strerror(errno));
+      spdlog::error("poll on stdin failed: {}", std::generic_category().message(errno));
       break;
     }
     if (fds[1].revents != 0) return;  // stop(): no EOF event, the owner is shutting down
@@ -148,7 +147,7 @@ StdioTransport::Read StdioTransport::read_available(Delivery delivery) {
   const int ready = ::poll(&fd, 1, 0);
   if (ready < 0 && errno == EINTR) return Read::more;
   if (ready < 0) {
-    spdlog::error("poll on stdin failed: {}", std::strerror(errno));
+    spdlog::error("poll on stdin failed: {}", std::generic_category().message(errno));
     return Read::ended;
   }
   if (ready == 0) return Read::drained;
@@ -156,7 +155,7 @@ StdioTransport::Read StdioTransport::read_available(Delivery delivery) {
   const ssize_t n = ::read(in_fd_, buffer, sizeof buffer);
   if (n < 0 && errno == EINTR) return Read::more;
   if (n < 0 && errno == EAGAIN) return Read::drained;
-  if (n < 0) spdlog::error("reading stdin failed: {}", std::strerror(errno));
+  if (n < 0) spdlog::error("reading stdin failed: {}", std::generic_category().message(errno));
   if (n <= 0) return Read::ended;
   consume(std::string_view(buffer, static_cast<std::size_t>(n)), delivery);
   return Read::more;

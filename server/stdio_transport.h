@@ -48,7 +48,7 @@ struct StdioHandlers {
 class StdioTransport {
  public:
   // What stdout may hold back from a peer that does not read: hundreds of the largest answers.
-  static constexpr std::size_t kDefaultMaxQueuedBytes = 16 * 1024 * 1024;
+  static constexpr std::size_t kDefaultMaxQueuedBytes = std::size_t{16} * 1024 * 1024;
 
   StdioTransport(boost::asio::any_io_executor executor, int in_fd, int out_fd,
                  std::size_t max_line_bytes, std::size_t max_queued_bytes = kDefaultMaxQueuedBytes);

@@ -134,6 +134,7 @@ int main(int argc, char** argv) {
   if (const auto* probe = std::get_if<codemode::server::Healthcheck>(&command)) {
     return healthcheck(probe->endpoint);
   }
+  // NOLINTNEXTLINE(concurrency-mt-unsafe): main() reads it before any thread starts
   const char* required_variable = std::getenv("CODEMODE_REQUIRE_SANDBOX_LAYERS");
   if (const auto* report = std::get_if<codemode::server::SandboxReport>(&command)) {
     const auto required =

@@ -17,7 +17,7 @@ std::string cell(std::string_view text, std::size_t width) {
   for (unsigned char c : text) {
     if (c < 0x20 || c == 0x7F || c == '\\') {
       char buffer[8];
-      std::snprintf(buffer, sizeof buffer, "\\x%02x", c);
+      (void)std::snprintf(buffer, sizeof buffer, "\\x%02x", c);  // fits: 4 of 8 bytes
       out += buffer;
     } else {
       out += static_cast<char>(c);
@@ -34,7 +34,8 @@ std::string pad(std::string text, std::size_t width) {
 
 std::string milliseconds(std::uint64_t us) {
   char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "%.1f", static_cast<double>(us) / 1000.0);
+  (void)std::snprintf(buffer, sizeof buffer, "%.1f",  // fits: at most 22 of 32 bytes
+                      static_cast<double>(us) / 1000.0);
   return buffer;
 }
 

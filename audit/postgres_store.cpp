@@ -156,6 +156,7 @@ class PostgresStore final : public Store {
     if (auto* e = std::get_if<std::string>(&r)) return *e;
     PGresult* res = std::get<PgResult>(r).get();
     std::vector<ChainHead> heads;
+    heads.reserve(static_cast<std::size_t>(PQntuples(res)));
     for (int i = 0; i < PQntuples(res); ++i) {
       heads.push_back(ChainHead{PQgetvalue(res, i, 0), std::stoull(PQgetvalue(res, i, 1)),
                                 PQgetvalue(res, i, 2), std::stoull(PQgetvalue(res, i, 3)),
@@ -175,6 +176,7 @@ class PostgresStore final : public Store {
     std::uint64_t deleted = 0;
     if (auto* locked = std::get_if<PgResult>(&r)) {
       std::vector<std::string> servers;
+      servers.reserve(static_cast<std::size_t>(PQntuples(locked->get())));
       for (int i = 0; i < PQntuples(locked->get()); ++i) {
         servers.emplace_back(PQgetvalue(locked->get(), i, 0));
       }
@@ -233,6 +235,7 @@ class PostgresStore final : public Store {
     if (auto* e = std::get_if<std::string>(&r)) return *e;
     std::vector<std::string> stored;
     PGresult* found = std::get<PgResult>(r).get();
+    stored.reserve(static_cast<std::size_t>(PQntuples(found)));
     for (int i = 0; i < PQntuples(found); ++i) stored.emplace_back(PQgetvalue(found, i, 0));
 
     std::vector<Param> params;

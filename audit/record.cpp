@@ -165,9 +165,9 @@ std::string format_time(std::int64_t time_us) {
   std::tm tm{};
   ::gmtime_r(&t, &tm);
   char text[48];
-  std::snprintf(text, sizeof text, "%04d-%02d-%02dT%02d:%02d:%02d.%06dZ", tm.tm_year + 1900,
-                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-                static_cast<int>(micros));
+  (void)std::snprintf(text, sizeof text,  // fits: 27 of 48 bytes
+                      "%04d-%02d-%02dT%02d:%02d:%02d.%06dZ", tm.tm_year + 1900, tm.tm_mon + 1,
+                      tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(micros));
   return text;
 }
 

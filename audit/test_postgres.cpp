@@ -32,6 +32,7 @@ int run_command(const std::vector<std::string>& argv, std::string* out) {
     posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
   }
   std::vector<char*> args;
+  args.reserve(argv.size() + 1);
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
   pid_t pid = -1;
@@ -92,6 +93,7 @@ std::variant<std::unique_ptr<TestPostgres>, TestPostgres::Failure> TestPostgres:
   pg->password_ = "pw-" + random_hex(24);
   { std::ofstream(pg->dir_ / "pwfile") << pg->password_ << "\n"; }
   if (pg->as_postgres_user_) {
+    // NOLINTNEXTLINE(concurrency-mt-unsafe): a test helper, before its server starts threads
     const passwd* user = ::getpwnam("postgres");
     if (!user) return Failure{false, "running as root, and there is no `postgres` user to run as"};
     if (::chown(pg->dir_.c_str(), user->pw_uid, user->pw_gid) != 0 ||
@@ -149,6 +151,7 @@ std::optional<std::string> TestPostgres::psql(const std::string& sql) const {
   std::vector<std::string> argv = {(bin_ / "psql").string(), "-X", "-q",       "-A", "-t", "-v",
                                    "ON_ERROR_STOP=1",        "-d", conninfo(), "-c", sql};
   // psql reads the password from the environment, as the store does.
+  // NOLINTNEXTLINE(concurrency-mt-unsafe): the test process sets it before running psql
   ::setenv("PGPASSWORD", password_.c_str(), 1);
   if (run_command(argv, &out) != 0) return std::nullopt;
   while (!out.empty() && out.back() == '\n') out.pop_back();

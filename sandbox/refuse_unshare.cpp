@@ -7,11 +7,11 @@
 
 #include <cerrno>
 #include <cstdio>
-#include <cstring>
+#include <system_error>
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: refuse_unshare PROGRAM [ARGS...]\n");
+    (void)std::fprintf(stderr, "usage: refuse_unshare PROGRAM [ARGS...]\n");
     return 2;
   }
   // Everything is allowed but unshare; libseccomp sets no_new_privs first (unprivileged use).
@@ -22,10 +22,11 @@ int main(int argc, char** argv) {
       ::seccomp_load(filter) == 0;
   ::seccomp_release(filter);
   if (!loaded) {
-    std::fprintf(stderr, "refuse_unshare: the seccomp filter could not be loaded\n");
+    (void)std::fprintf(stderr, "refuse_unshare: the seccomp filter could not be loaded\n");
     return 3;
   }
   ::execv(argv[1], argv + 1);
-  std::fprintf(stderr, "refuse_unshare: %s: %s\n", argv[1], std::strerror(errno));
+  (void)std::fprintf(stderr, "refuse_unshare: %s: %s\n", argv[1],
+                     std::generic_category().message(errno).c_str());
   return 127;
 }

@@ -56,7 +56,9 @@ sandbox::FetcherFactory CallAudit::recording(sandbox::FetcherFactory inner) cons
       record->call_id = call_id;
       record->principal = principal;
       record->time_us = audit::now_us();
-      for (char c : request.method) record->method += net::is_alpha(c) ? c & ~0x20 : c;
+      for (char c : request.method) {
+        record->method += net::is_alpha(c) ? static_cast<char>(c & ~0x20) : c;
+      }
       record->bytes_sent = request.body.size();
       const gateway::PolicyDecision decision = urls_.decide(request.url);
       if (const auto* allowed = std::get_if<gateway::Allowed>(&decision)) {

@@ -84,7 +84,7 @@ CommandLine parse_audit(std::span<const std::string_view> args) {
     std::string value(args[++i]);
     std::optional<std::string>* field = nullptr;
     if (arg == "--config") {
-      command.config_file = std::move(value);
+      command.config_file = value;
       saw_config = true;
     } else if (arg == "--since") {
       field = &command.since;

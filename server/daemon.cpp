@@ -220,8 +220,8 @@ int Daemon::run() {
     http.emplace(io, std::move(http_options),
                  [&](boost::asio::any_io_executor executor, std::string principal) {
                    return std::make_shared<McpSession>(
-                       std::move(executor), tools, sandbox, options_.info, [](const std::string&) {},
-                       std::move(principal), max_calls,
+                       std::move(executor), tools, sandbox, options_.info,
+                       [](const std::string&) {}, std::move(principal), max_calls,
                        SessionAudit{trail ? &*trail : nullptr, "http", &metrics});
                  });
     if (auto problem = http->start()) {

@@ -25,10 +25,10 @@ using prometheus::Gauge;
 using prometheus::Histogram;
 
 // Call times from a hello (~1 ms in the server) to a call at its wall limit (tens of seconds).
-const Histogram::BucketBoundaries kCallSeconds{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
+const Histogram::BucketBoundaries call_seconds{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
                                                0.25,  0.5,    1,     2.5,  5,     10,   30};
 // Queue waits and CPU: mostly well under a millisecond, the tail up to the limits.
-const Histogram::BucketBoundaries kShortSeconds{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01,
+const Histogram::BucketBoundaries short_seconds{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01,
                                                 0.025,  0.05,    0.1,    0.5,   1,      5};
 
 // The origin of an absolute http(s) URL ("http://127.0.0.1:8788"), or empty.
@@ -174,13 +174,13 @@ void Metrics::call_finished(sandbox::Tool tool, const sandbox::Outcome& outcome,
   const std::string name(sandbox::to_string(tool));
   const std::string kind(outcome.ok ? "ok" : sandbox::to_string(outcome.error_kind));
   families_->calls.Add({{"tool", name}, {"outcome", kind}}).Increment();
-  families_->duration.Add({{"tool", name}}, kCallSeconds).Observe(seconds);
+  families_->duration.Add({{"tool", name}}, call_seconds).Observe(seconds);
   if (outcome.sandbox_us > 0 || outcome.queued_us > 0) {
-    families_->queue.Add({{"tool", name}}, kShortSeconds)
+    families_->queue.Add({{"tool", name}}, short_seconds)
         .Observe(static_cast<double>(outcome.queued_us) / 1e6);
   }
   if (outcome.sandbox_us > 0) {
-    families_->cpu.Add({{"tool", name}}, kShortSeconds)
+    families_->cpu.Add({{"tool", name}}, short_seconds)
         .Observe(static_cast<double>(outcome.cpu_us) / 1e6);
   }
 }
@@ -207,7 +207,7 @@ void Metrics::request_finished(std::string_view url, std::size_t sent_bytes,
     status = std::to_string(response->status / 100) + "xx";
   }
   families_->requests.Add({{"upstream", upstream}, {"status", status}}).Increment();
-  families_->request_duration.Add({{"upstream", upstream}}, kCallSeconds).Observe(seconds);
+  families_->request_duration.Add({{"upstream", upstream}}, call_seconds).Observe(seconds);
   families_->sent.Increment(static_cast<double>(sent_bytes));
   if (response != nullptr)
     families_->received.Increment(static_cast<double>(response->body.size()));

@@ -17,6 +17,8 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { BIN, SOURCE_DIR, startFixture } from '../e2e/harness.mjs';
 import { startNginx } from './nginx.mjs';
+import { startPostgres } from './postgres.mjs';
+import { spawnSync } from 'node:child_process';
 
 const kReplicaHosts = ['127.0.0.2', '127.0.0.3', '127.0.0.4'];
 const kWorkers = 8;            // clients sending short calls back to back
@@ -90,10 +92,15 @@ test('a fleet behind nginx loses no call when one replica is killed and another 
   const dir = mkdtempSync(join(tmpdir(), 'codemode-fleet-'));
   t.after(() => rmSync(dir, { recursive: true, force: true }));
   const config = join(dir, 'config.json');
+  // One audit store for the fleet: each replica writes its own hash chain (audit.server from
+  // REPLICA_NAME) into one PostgreSQL.
+  const postgres = startPostgres();
+  t.after(() => postgres.stop());
   writeFileSync(config, JSON.stringify({
     openapi: join(SOURCE_DIR, 'fixtures/markethub/openapi.json'),
     upstreams: [{ origin: fixture.origin, headers: { Authorization: 'Bearer ${MARKETHUB_TOKEN}' } }],
     http: { tokens: [{ name: 'agent', token: '${CODEMODE_TOKEN}' }] },
+    audit: { postgres: postgres.conninfo, server: '${REPLICA_NAME}' },
   }));
   const env = { CODEMODE_TOKEN: token, MARKETHUB_TOKEN: fixture.token };
 
@@ -102,7 +109,7 @@ test('a fleet behind nginx loses no call when one replica is killed and another 
   let port;
   for (let attempt = 0; !replicas; ++attempt) {
     port = await freePort(kReplicaHosts[0]);
-    const tried = kReplicaHosts.map((host) => startReplica(host, port, config, env));
+    const tried = kReplicaHosts.map((host) => startReplica(host, port, config, { ...env, REPLICA_NAME: `replica-${host}` }));
     try {
       await Promise.all(tried.map((r) => r.listening));
       replicas = tried;
@@ -298,10 +305,37 @@ test('a fleet behind nginx loses no call when one replica is killed and another 
   assert.ok(afterDrain.length >= kCallsAfterDrain);
   for (const c of afterDrain) assert.equal(byTag.get(c.tag).upstreams.at(-1), survivor.addr, `call ${c.tag}`);
 
+  // The shared audit store: one record per call a replica answered, on that replica's chain, and
+  // no call recorded twice; every chain verifies. (The killed replica's records still queued in
+  // its writer died with it: at most one per call there.)
+  const reader = (args) => spawnSync(BIN, ['audit', '--config', config, ...args],
+    { env: { ...process.env, REPLICA_NAME: 'reader' }, encoding: 'utf8', timeout: 30000 });
+  const verify = reader(['verify']);
+  assert.equal(verify.status, 0, `audit verify:\n${verify.stdout}${verify.stderr}`);
+  const queried = reader(['query', '--kind', 'call', '--limit', '1000000']);
+  assert.equal(queried.status, 0, queried.stderr);
+  const recorded = new Map();
+  for (const line of queried.stdout.split('\n').filter(Boolean)) {
+    const record = JSON.parse(line);
+    const tag = /\/\* fleet (\d+) \*\//.exec(record.code ?? '')?.[1];
+    if (tag === undefined) continue;
+    assert.ok(!recorded.has(tag), `call ${tag} recorded twice`);
+    recorded.set(tag, record.server);
+  }
+  for (const c of calls.filter((x) => x.result)) {
+    const answeredBy = byTag.get(c.tag).upstreams.at(-1);
+    if (answeredBy === killed.addr) continue;
+    assert.equal(recorded.get(c.tag), `replica-${answeredBy.split(':')[0]}`, `call ${c.tag}'s audit record`);
+  }
+  for (const r of replicas) {
+    assert.ok([...recorded.values()].includes(`replica-${r.host}`), `no record from ${r.addr}`);
+  }
+
   const resent = log.filter((l) => l.upstreamStatuses.includes(503)).length;
   const refused = log.filter((l) => l.upstreams.length > 1).length - resent;
   t.diagnostic(`fleet: ${calls.length} calls in ${((ended - started) / 1000).toFixed(1)} s; ` +
     `${failed.length} errored on the SIGKILL (${killedLong} long, ${failed.length - killedLong} short), ` +
     `${onDrained.length} long calls answered by the drained replica after SIGTERM; nginx retried ` +
-    `${refused} after a refused connect and resent ${resent} refused with 503 by the draining replica`);
+    `${refused} after a refused connect and resent ${resent} refused with 503 by the draining replica; ` +
+    `${recorded.size} calls in the shared audit store`);
 });

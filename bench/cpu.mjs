@@ -1,7 +1,7 @@
 // Where one call's time and CPU go: the daemon, its sandbox processes, the client.
 //
 //   node bench/cpu.mjs [--calls N] [--concurrency C] [--tool search|execute] [--code CODE]
-//                      [--gap MS] [--session-per-lane]
+//                      [--gap MS] [--session-per-lane] [--config FILE]
 //
 // Starts codemode-mcp on Streamable HTTP (the built-in MarketHub demo), warms up, then runs N
 // calls over C lanes (keep-alive connections spread over 127.0.0.1-4, carrying one MCP session,
@@ -35,7 +35,8 @@ const TICKS = 100;  // USER_HZ: /proc reports CPU time in clock ticks
 
 const server = [];
 const inProcess = [];
-const proc = spawn(bin, ['--http', '127.0.0.1:0', '--log-level', 'info'], { stdio: ['ignore', 'ignore', 'pipe'] });
+const configArgs = opt('config') ? ['--config', opt('config')] : [];
+const proc = spawn(bin, ['--http', '127.0.0.1:0', '--log-level', 'info', ...configArgs], { stdio: ['ignore', 'ignore', 'pipe'] });
 const url = await new Promise((resolve, reject) => {
   createInterface({ input: proc.stderr }).on('line', (line) => {
     const listening = /listening on (http:\/\/\S+)/.exec(line);

@@ -93,10 +93,12 @@ TEST_CASE("a builtin that never reaches an interrupt check is reported to the wa
   PreparedIsolate isolate(PrepareRequest{Tool::execute, limits});
   const clockid_t clock = this_thread_cpu_clock();
   RecordingWaiter waiter(clock);
-  // One replaceAll over 2.4 million characters: ~0.6 s of CPU without an interrupt check. Nothing
-  // kills this thread, so the builtin runs to its end and the termination lands after it.
+  // One replaceAll over 5 million characters, with no interrupt check inside: ~0.7 s of CPU here,
+  // ~0.5 s on CI's faster cores (2.4 million ran only ~0.2 s there, too close to the runaway
+  // report's 150 ms). Nothing kills this thread, so the builtin runs to its end and the
+  // termination lands after it.
   const milliseconds before = cpu_time(clock);
-  Outcome o = isolate.run("async () => 'ab'.repeat(1.2e6).replaceAll('a', 'cc').length", nullptr,
+  Outcome o = isolate.run("async () => 'ab'.repeat(2.5e6).replaceAll('a', 'cc').length", nullptr,
                           nullptr, &waiter);
   const milliseconds after = cpu_time(clock);
   CHECK(std::string(to_string(o.error_kind)) + ": " + o.error_message ==

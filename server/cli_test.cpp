@@ -83,7 +83,7 @@ TEST_CASE("usage errors say what is wrong in one line", "[server][cli]") {
         "0-65535)");
 }
 
-TEST_CASE("--metrics gives its own address, with stdio or with --http", "[server][cli]") {
+TEST_CASE("a metrics address of its own, with stdio or with --http", "[server][cli]") {
   const ServeOptions alone = serve({"--metrics", ":9464"});
   REQUIRE(alone.metrics);
   CHECK(alone.metrics->host == "127.0.0.1");

@@ -133,13 +133,19 @@ std::optional<std::string_view> reserved_header_reason(std::string_view name) {
 // Bearer tokens.
 
 // The name of a `bearer_tokens` entry: config.h promises token-1, token-2, ... by position.
+// A principal's name (a token's `name`, a `principals` key): safe unquoted in logs, metrics
+// labels and audit records.
+bool is_name_char(char c) { return is_alpha(c) || is_digit(c) || c == '.' || c == '_' || c == '-'; }
+
 std::string generated_token_name(std::size_t index) { return "token-" + std::to_string(index + 1); }
 
 // ---------------------------------------------------------------------------------------------
 // The schema walk. Every check adds problems and carries on, so that one run reports them all.
 
-constexpr std::array<std::string_view, 8> kTopKeys = {"openapi", "upstreams", "ca_file", "policy",
-                                                      "limits",  "http",      "sandbox", "audit"};
+constexpr std::array<std::string_view, 9> kTopKeys = {"openapi", "upstreams", "ca_file",
+                                                      "policy",  "limits",    "http",
+                                                      "sandbox", "audit",     "principals"};
+constexpr std::array<std::string_view, 2> kPrincipalKeys = {"upstreams", "policy"};
 constexpr std::array<std::string_view, 7> kAuditKeys = {
     "sqlite", "postgres", "server", "on_failure", "queue", "max_age_days", "max_mb"};
 constexpr std::array<std::string_view, 8> kSandboxKeys = {
@@ -222,6 +228,8 @@ class Loader {
         load_sandbox(value, config.sandbox);
       } else if (key == "audit") {
         config.audit = load_audit(value);
+      } else if (key == "principals") {
+        load_principals(value, config.principals);
       } else {
         unknown_key("", key, kTopKeys);
       }
@@ -229,6 +237,7 @@ class Loader {
     if (!saw_openapi) {
       add("openapi", "required key is missing (the path of the OpenAPI document)");
     }
+    check_principal_origins(config);
     return config;
   }
 
@@ -333,11 +342,12 @@ class Loader {
     return path;
   }
 
-  void load_upstreams(const Json& value, std::vector<Upstream>& upstreams) {
-    if (!expect_array(value, "upstreams")) return;
+  void load_upstreams(const Json& value, std::vector<Upstream>& upstreams,
+                      const std::string& where = "upstreams") {
+    if (!expect_array(value, where)) return;
     std::map<std::string, std::size_t> index_of_origin;
     for (std::size_t i = 0; i < value.size(); ++i) {
-      const std::string path = element_path("upstreams", i);
+      const std::string path = element_path(where, i);
       const Json& item = value[i];
       if (!expect_object(item, path)) continue;
       Upstream upstream;
@@ -350,7 +360,7 @@ class Loader {
           if (!origin) continue;
           const auto [it, inserted] = index_of_origin.emplace(*origin, i);
           if (!inserted) {
-            add(origin_path, "same origin as " + element_path("upstreams", it->second) +
+            add(origin_path, "same origin as " + element_path(where, it->second) +
                                  ".origin (one entry per origin)");
           }
           upstream.origin = std::move(*origin);
@@ -456,10 +466,10 @@ class Loader {
     }
   }
 
-  void load_policy(const Json& value, Policy& policy) {
-    if (!expect_object(value, "policy")) return;
+  void load_policy(const Json& value, Policy& policy, const std::string& where = "policy") {
+    if (!expect_object(value, where)) return;
     for (const auto& [key, field] : value.items()) {
-      const std::string path = child_path("policy", key);
+      const std::string path = child_path(where, key);
       if (key == "operations") {
         const std::optional<Expanded> text = read_required_string(field, path);
         if (!text) continue;
@@ -488,7 +498,56 @@ class Loader {
           }
         }
       } else {
-        unknown_key("policy", key, kPolicyKeys);
+        unknown_key(where, key, kPolicyKeys);
+      }
+    }
+  }
+
+  void load_principals(const Json& value, std::map<std::string, PrincipalSettings>& principals) {
+    if (!expect_object(value, "principals")) return;
+    for (const auto& [name, entry] : value.items()) {
+      const std::string path = child_path("principals", name);
+      if (!is_principal_name(name)) {
+        add("principals",
+            "a principal's name is 1 to 64 characters of A-Z, a-z, 0-9, '.', '_' "
+            "and '-' (as a token's name)");
+        continue;
+      }
+      if (!expect_object(entry, path)) continue;
+      PrincipalSettings settings;
+      for (const auto& [key, field] : entry.items()) {
+        if (key == "upstreams") {
+          load_upstreams(field, settings.upstreams, child_path(path, key));
+        } else if (key == "policy") {
+          load_policy(field, settings.policy.emplace(), child_path(path, key));
+        } else {
+          unknown_key(path, key, kPrincipalKeys);
+        }
+      }
+      principals.emplace(name, std::move(settings));
+    }
+  }
+
+  static bool is_principal_name(std::string_view name) {
+    return !name.empty() && name.size() <= kMaxTokenNameChars &&
+           std::all_of(name.begin(), name.end(), is_name_char);
+  }
+
+  // A principal's headers are for an origin the top-level upstreams allow: never a way to widen
+  // the allowlist.
+  void check_principal_origins(const Config& config) {
+    for (const auto& [name, settings] : config.principals) {
+      for (std::size_t i = 0; i < settings.upstreams.size(); ++i) {
+        const std::string& origin = settings.upstreams[i].origin;
+        if (origin.empty()) continue;  // already a problem
+        const bool known = std::any_of(config.upstreams.begin(), config.upstreams.end(),
+                                       [&](const Upstream& u) { return u.origin == origin; });
+        if (!known) {
+          add(child_path(element_path(child_path(child_path("principals", name), "upstreams"), i),
+                         "origin"),
+              "not one of the top-level upstreams (a principal's entry gives headers for a "
+              "configured origin; it does not add one)");
+        }
       }
     }
   }
@@ -699,9 +758,7 @@ class Loader {
     std::optional<Expanded> text = read_required_string(value, path);
     if (!text) return std::nullopt;
     const std::string& name = text->value;
-    const bool allowed = std::all_of(name.begin(), name.end(), [](char c) {
-      return is_alpha(c) || is_digit(c) || c == '.' || c == '_' || c == '-';
-    });
+    const bool allowed = std::all_of(name.begin(), name.end(), is_name_char);
     if (!allowed) {
       add(path, "may contain only ASCII letters, digits, '.', '_' and '-'");
       return std::nullopt;

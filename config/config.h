@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <functional>
 #include <optional>
 #include <string>
@@ -152,6 +153,18 @@ struct Audit {
   std::uint32_t max_mb = 1024;
 };
 
+// What one principal gets instead of the defaults (config `principals`, keyed by the principal's
+// name: a bearer token's `name`). Anyone not listed gets the top-level headers and policy.
+struct PrincipalSettings {
+  // Headers for some of the top-level upstreams, replacing that origin's top-level headers for
+  // this principal's requests: typically the principal's own API credential. Same rules as
+  // Upstream::headers; each origin must be a top-level upstream (the allowlist stays the
+  // top-level one), at most once.
+  std::vector<Upstream> upstreams;
+  // Replaces the top-level policy for this principal; absent: the top-level policy.
+  std::optional<Policy> policy;
+};
+
 struct Config {
   // The OpenAPI document (JSON), resolved against the config file's directory. Required in a
   // config file. Empty only for the embedded MarketHub default, whose document is compiled in.
@@ -166,6 +179,8 @@ struct Config {
   Http http;
   SandboxSettings sandbox;
   std::optional<Audit> audit;
+  // By principal name (1..64 characters of [A-Za-z0-9._-], as token names are).
+  std::map<std::string, PrincipalSettings> principals;
 };
 
 struct LoadResult {

@@ -293,13 +293,13 @@ TEST_CASE("unknown keys far from any known key list the known keys", "[config][k
                  "wall_ms, heap_mb, subrequests, response_bytes)"});
   CHECK(workspace.problems(R"({"openapi": "openapi.json", "servers": []})") ==
         Problems{"servers: unknown key (known keys: openapi, upstreams, ca_file, policy, limits, "
-                 "http, sandbox, audit)"});
+                 "http, sandbox, audit, principals)"});
   // Keys that are not plain words are quoted, so a problem stays one line.
   CHECK(
       workspace.problems(R"({"openapi": "openapi.json", "a b": 1, "x\ny": 2})") ==
       Problems{
-          R"(["a b"]: unknown key (known keys: openapi, upstreams, ca_file, policy, limits, http, sandbox, audit))",
-          R"(["x\ny"]: unknown key (known keys: openapi, upstreams, ca_file, policy, limits, http, sandbox, audit))"});
+          R"(["a b"]: unknown key (known keys: openapi, upstreams, ca_file, policy, limits, http, sandbox, audit, principals))",
+          R"(["x\ny"]: unknown key (known keys: openapi, upstreams, ca_file, policy, limits, http, sandbox, audit, principals))"});
 }
 
 TEST_CASE("duplicate keys are problems", "[config][keys]") {
@@ -619,6 +619,52 @@ TEST_CASE("policy narrows execute: operations and methods", "[config][policy]") 
                  R"(policy.method: unknown key (did you mean "methods"?))"});
   CHECK(workspace.problems(R"({"openapi": "openapi.json", "policy": {"methods": []}})") ==
         Problems{"policy.methods: must name at least one method (omit it to allow all)"});
+}
+
+TEST_CASE("principals get their own headers and policy for configured upstreams",
+          "[config][principals]") {
+  const Workspace workspace;
+  CHECK(workspace.load(R"({"openapi": "openapi.json"})").principals.empty());
+  const Config config = workspace.load(R"({"openapi": "openapi.json",
+      "upstreams": [{"origin": "https://API.test:443", "headers": {"Authorization": "Bearer shared"}},
+                    {"origin": "http://other.test"}],
+      "principals": {
+        "alice": {"upstreams": [{"origin": "https://api.test",
+                                 "headers": {"Authorization": "Bearer ${ALICE_KEY}"}}],
+                  "policy": {"methods": ["get"]}},
+        "ops.team-1": {}}})",
+                                       {{"ALICE_KEY", "alice-secret"}});
+  REQUIRE(config.principals.size() == 2);
+  const PrincipalSettings& alice = config.principals.at("alice");
+  REQUIRE(alice.upstreams.size() == 1);
+  CHECK(alice.upstreams[0].origin == "https://api.test");
+  CHECK(alice.upstreams[0].headers ==
+        std::vector<std::pair<std::string, std::string>>{{"Authorization", "Bearer alice-secret"}});
+  REQUIRE(alice.policy.has_value());
+  CHECK(alice.policy->methods == std::vector<std::string>{"GET"});
+  CHECK_FALSE(config.principals.at("ops.team-1").policy.has_value());
+
+  CHECK(workspace.problems(R"({"openapi": "openapi.json",
+      "upstreams": [{"origin": "https://api.test"}],
+      "principals": {
+        "alice": {"upstreams": [{"origin": "https://elsewhere.test"},
+                                {"origin": "https://api.test", "headers": {"Host": "x"}},
+                                {"origin": "https://api.test"}],
+                  "policy": {"methods": ["TRACE"]}, "polcy": {}},
+        "bob smith": {},
+        "carol": []}})") ==
+        Problems{"principals.alice.upstreams[1].headers.Host: may not be set (the gateway derives "
+                 "Host from the origin)",
+                 "principals.alice.upstreams[2].origin: same origin as "
+                 "principals.alice.upstreams[1].origin (one entry per origin)",
+                 "principals.alice.policy.methods[0]: must be one of GET, HEAD, POST, PUT, PATCH, "
+                 "DELETE",
+                 R"(principals.alice.polcy: unknown key (did you mean "policy"?))",
+                 "principals: a principal's name is 1 to 64 characters of A-Z, a-z, 0-9, '.', "
+                 "'_' and '-' (as a token's name)",
+                 "principals.carol: expected an object, got an array",
+                 "principals.alice.upstreams[0].origin: not one of the top-level upstreams (a "
+                 "principal's entry gives headers for a configured origin; it does not add one)"});
 }
 
 TEST_CASE("sandbox.jitless turns V8's JIT off, absent, it stays on", "[config][sandbox]") {
@@ -1161,7 +1207,7 @@ TEST_CASE("every problem in a file is reported together", "[config]") {
             "limits.heap_mb: expected an integer, got a floating-point number",
             "http.bearer_tokens[0]: shorter than 16 characters; short tokens are guessable",
             "extra: unknown key (known keys: openapi, upstreams, ca_file, policy, limits, http, "
-            "sandbox, audit)",
+            "sandbox, audit, principals)",
         });
 }
 

@@ -52,8 +52,24 @@ std::vector<std::string> secrets_of(const std::vector<config::Upstream>& upstrea
   return secrets;
 }
 
+// Whose rules a request follows: the headers per upstream and the methods and operations.
+struct Profile {
+  std::vector<config::Upstream> upstreams;
+  OperationPolicy operation_policy;
+};
+
+// Every configured header value, the defaults' and each principal's.
+std::vector<config::Upstream> all_upstreams(const GatewayOptions& options) {
+  std::vector<config::Upstream> all = options.upstreams;
+  for (const auto& [name, profile] : options.principals) {
+    all.insert(all.end(), profile.upstreams.begin(), profile.upstreams.end());
+  }
+  return all;
+}
+
 // A request on its way, possibly across same-origin redirects.
 struct Attempt {
+  const Profile* profile = nullptr;
   Method method = Method::get;
   NormalisedUrl url;
   std::size_t upstream = 0;
@@ -80,16 +96,26 @@ struct Gateway::State : std::enable_shared_from_this<Gateway::State> {
       : io(io_context),
         options(std::move(opts)),
         policy(options.upstreams),
-        operation_policy(options.operations),
+        defaults{options.upstreams, OperationPolicy(options.operations)},
         client(std::move(http)),
-        secrets(secrets_of(options.upstreams)) {}
+        secrets(secrets_of(all_upstreams(options))) {
+    for (const auto& [name, profile] : options.principals) {
+      principals.emplace(name, Profile{profile.upstreams, OperationPolicy(profile.operations)});
+    }
+  }
 
   net::io_context& io;
   GatewayOptions options;
   UrlPolicy policy;
-  OperationPolicy operation_policy;
+  Profile defaults;
+  std::map<std::string, Profile, std::less<>> principals;
   std::unique_ptr<HttpClient> client;
   std::vector<std::string> secrets;
+
+  const Profile& profile_of(std::string_view principal) const {
+    const auto it = principals.find(principal);
+    return it == principals.end() ? defaults : it->second;
+  }
 
   // Our own text (errors, log lines) never shows a configured credential, even when the code
   // or the upstream put one into a URL or a message.
@@ -109,7 +135,7 @@ struct Gateway::State : std::enable_shared_from_this<Gateway::State> {
   void send(Attempt attempt) {
     ClientRequest request{
         attempt.method, attempt.url,
-        inject_credentials(attempt.code_headers, options.upstreams[attempt.upstream]),
+        inject_credentials(attempt.code_headers, attempt.profile->upstreams[attempt.upstream]),
         attempt.body};
     const Deadline deadline = attempt.deadline;
     client->send(std::move(request), deadline,
@@ -266,7 +292,8 @@ struct Gateway::State : std::enable_shared_from_this<Gateway::State> {
     if (location == response.headers.end()) return false;
     PolicyDecision decision = policy.decide(location->second, attempt.url.full());
     auto* allowed = std::get_if<Allowed>(&decision);
-    if (allowed != nullptr && operation_policy.check(attempt.method, allowed->url.target)) {
+    if (allowed != nullptr &&
+        attempt.profile->operation_policy.check(attempt.method, allowed->url.target)) {
       spdlog::debug("gateway: not following a redirect to an operation the policy refuses");
       return false;
     }
@@ -299,6 +326,16 @@ struct Gateway::State : std::enable_shared_from_this<Gateway::State> {
 std::variant<std::unique_ptr<Gateway>, std::vector<std::string>> Gateway::create(
     net::io_context& io, GatewayOptions options) {
   std::vector<std::string> problems = UrlPolicy(options.upstreams).problems();
+  for (const auto& [name, profile] : options.principals) {
+    const bool same_origins = std::equal(
+        profile.upstreams.begin(), profile.upstreams.end(), options.upstreams.begin(),
+        options.upstreams.end(),
+        [](const config::Upstream& a, const config::Upstream& b) { return a.origin == b.origin; });
+    if (!same_origins) {
+      problems.push_back("principal " + name +
+                         ": its upstreams must be the configured ones, in the same order");
+    }
+  }
   ClientOptions client_options;
   client_options.ca_file = options.ca_file;
   client_options.system_trust = options.system_trust;
@@ -322,8 +359,9 @@ const UrlPolicy& Gateway::policy() const { return state_->policy; }
 
 std::uint64_t Gateway::connections_opened() const { return state_->client->connections_opened(); }
 
-void Gateway::fetch(OutboundRequest request, CallBudget& budget, Deadline deadline,
-                    Completion done) {
+void Gateway::fetch(OutboundRequest request, CallBudget& budget, Deadline deadline, Completion done,
+                    std::string_view principal) {
+  const Profile& profile = state_->profile_of(principal);
   const std::optional<Method> method = parse_method(request.method);
   if (!method) {
     const bool quotable =
@@ -338,7 +376,7 @@ void Gateway::fetch(OutboundRequest request, CallBudget& budget, Deadline deadli
     return state_->refuse(std::move(done), policy_error(std::move(refused->message)));
   }
   Allowed& allowed = std::get<Allowed>(decision);
-  if (auto refused = state_->operation_policy.check(*method, allowed.url.target)) {
+  if (auto refused = profile.operation_policy.check(*method, allowed.url.target)) {
     return state_->refuse(std::move(done), policy_error(std::move(*refused)));
   }
   if ((*method == Method::get || *method == Method::head) && !request.body.empty()) {
@@ -361,7 +399,7 @@ void Gateway::fetch(OutboundRequest request, CallBudget& budget, Deadline deadli
         policy_error("subrequest limit " + std::to_string(budget.limit()) + " reached"));
   }
   auto& headers = std::get<CheckedHeaders>(checked);
-  if (state_->operation_policy.restricts()) {
+  if (profile.operation_policy.restricts()) {
     // Many frameworks take the method or path from these instead of the request line, which
     // would walk around the methods and operations just checked.
     std::erase_if(headers.headers, [&](const Header& header) {
@@ -376,6 +414,7 @@ void Gateway::fetch(OutboundRequest request, CallBudget& budget, Deadline deadli
     spdlog::debug("gateway: dropped headers the gateway owns: {}", state_->scrub(names));
   }
   Attempt attempt;
+  attempt.profile = &profile;
   attempt.method = *method;
   attempt.url = std::move(allowed.url);
   attempt.upstream = allowed.upstream;

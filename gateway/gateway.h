@@ -20,9 +20,11 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -60,6 +62,15 @@ class CallBudget {
   std::atomic<std::uint32_t> used_{0};
 };
 
+// What one principal's requests get instead of the defaults (config `principals`): its own
+// headers for each upstream and its own methods and operations. `upstreams` lists the same
+// origins as GatewayOptions::upstreams, in the same order (the allowlist is shared); only the
+// headers differ.
+struct PrincipalProfile {
+  std::vector<config::Upstream> upstreams;
+  OperationPolicyOptions operations;
+};
+
 struct GatewayOptions {
   std::vector<config::Upstream> upstreams;
   config::Limits limits;  // response_bytes and subrequests are the ones used here
@@ -71,6 +82,8 @@ struct GatewayOptions {
   std::chrono::milliseconds connect_timeout{5000};
   // Spec-aware narrowing (config `policy`): by default every path and method passes.
   OperationPolicyOptions operations;
+  // By principal name; anyone else gets `upstreams`' headers and `operations`.
+  std::map<std::string, PrincipalProfile> principals;
 };
 
 class Gateway {
@@ -86,8 +99,10 @@ class Gateway {
   Gateway& operator=(const Gateway&) = delete;
 
   // Sends `request` if the policy allows it, within `budget` and by `deadline`; `done` runs
-  // exactly once on the I/O thread with the response or a GatewayError.
-  void fetch(OutboundRequest request, CallBudget& budget, Deadline deadline, Completion done);
+  // exactly once on the I/O thread with the response or a GatewayError. `principal` is whose
+  // call it is: a principal with a profile gets that profile's policy and headers.
+  void fetch(OutboundRequest request, CallBudget& budget, Deadline deadline, Completion done,
+             std::string_view principal = {});
 
   const UrlPolicy& policy() const;
   // New TCP connections to upstreams so far (keep-alive reuse shows as fewer).

@@ -361,6 +361,60 @@ TEST_CASE("MarketHub end to end: the injected token is what gets in", "[gateway]
             .status == 200);  // without credentials configured, the code's header is sent
 }
 
+TEST_CASE("each principal's requests carry its own credential and follow its own policy",
+          "[gateway][principals]") {
+  using codemode::fixtures::MarkethubOptions;
+  using codemode::fixtures::MarkethubServer;
+  MarkethubServer markethub(MarkethubOptions{.token = "alice-key-7d0c9e2b"});
+  markethub.start();
+  IoThread io;
+  GatewayOptions options;
+  options.upstreams = {Upstream{markethub.origin(), {{"Authorization", "Bearer shared-key-1f4a"}}}};
+  options.principals["alice"] = PrincipalProfile{
+      {Upstream{markethub.origin(), {{"Authorization", "Bearer alice-key-7d0c9e2b"}}}},
+      OperationPolicyOptions{.methods = {Method::get, Method::head}}};
+  options.principals["bob"] = PrincipalProfile{
+      {Upstream{markethub.origin(), {{"Authorization", "Bearer bob-key-93be1f07"}}}}, {}};
+  auto created = Gateway::create(io.io(), std::move(options));
+  REQUIRE(std::holds_alternative<std::unique_ptr<Gateway>>(created));
+  Gateway& gateway = *std::get<std::unique_ptr<Gateway>>(created);
+  CallBudget budget(100);
+  const auto status_as = [&](std::string_view principal, OutboundRequest request) {
+    auto promise = std::make_shared<std::promise<FetchResult>>();
+    auto future = promise->get_future();
+    gateway.fetch(
+        std::move(request), budget, Clock::now() + 5s,
+        [promise](FetchResult result) { promise->set_value(std::move(result)); }, principal);
+    REQUIRE(future.wait_for(20s) == std::future_status::ready);
+    FetchResult result = future.get();
+    if (auto* error = std::get_if<GatewayError>(&result)) return error->text();
+    return std::to_string(std::get<InboundResponse>(result).status);
+  };
+  // The fixture takes only alice's key: only her requests get in, interleaved with the others'
+  // on the same pooled connections.
+  for (int round = 0; round < 3; ++round) {
+    CHECK(status_as("alice", get("/products?limit=1")) == "200");
+    CHECK(status_as("bob", get("/products?limit=1")) == "401");
+    CHECK(status_as("", get("/products?limit=1")) == "401");
+    CHECK(status_as("carol", get("/products?limit=1")) == "401");  // not listed: the defaults
+  }
+  // Alice's policy is read-only; the others keep the top-level one, which allows writes.
+  const OutboundRequest post{"POST", "/orders", {{"Content-Type", "application/json"}}, "{}"};
+  CHECK(status_as("alice", post) == "policy: method POST is not allowed here (allowed: GET, HEAD)");
+  CHECK(status_as("bob", post) == "401");
+}
+
+TEST_CASE("a principal's profile must list the configured upstreams", "[gateway][principals]") {
+  IoThread io;
+  GatewayOptions options;
+  options.upstreams = {Upstream{"http://127.0.0.1:1", {}}};
+  options.principals["mallory"] = PrincipalProfile{{Upstream{"http://127.0.0.1:2", {}}}, {}};
+  auto created = Gateway::create(io.io(), std::move(options));
+  REQUIRE(std::holds_alternative<std::vector<std::string>>(created));
+  CHECK(std::get<std::vector<std::string>>(created).at(0) ==
+        "principal mallory: its upstreams must be the configured ones, in the same order");
+}
+
 // ---------------------------------------------------------------------------------------------
 // Hostile and careless upstreams: what they send must neither reach another call through the
 // connection pool nor carry a credential to the code.

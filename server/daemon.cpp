@@ -42,15 +42,16 @@ constexpr std::chrono::milliseconds kAnswerFlush{2000};
 constexpr std::chrono::milliseconds kFetchDeadlineSlack{500};
 
 // The sandbox's way to the gateway: each execute call gets its own subrequest budget (held by
-// its fetcher; the gateway spends it inside fetch()) and a deadline past its own wall deadline.
+// its fetcher; the gateway spends it inside fetch()), a deadline past its own wall deadline, and
+// its principal's profile (config `principals`: that principal's headers and policy).
 sandbox::FetcherFactory gateway_fetch(gateway::Gateway& gateway) {
-  return [&gateway](const config::Limits& limits, const sandbox::Call&) -> sandbox::Fetcher {
+  return [&gateway](const config::Limits& limits, const sandbox::Call& call) -> sandbox::Fetcher {
     auto budget = std::make_shared<gateway::CallBudget>(limits.subrequests);
     const auto deadline =
         gateway::Clock::now() + std::chrono::milliseconds(limits.wall_ms) + kFetchDeadlineSlack;
-    return [&gateway, budget = std::move(budget), deadline](
+    return [&gateway, budget = std::move(budget), deadline, principal = call.principal](
                gateway::OutboundRequest outbound, std::function<void(gateway::FetchResult)> done) {
-      gateway.fetch(std::move(outbound), *budget, deadline, std::move(done));
+      gateway.fetch(std::move(outbound), *budget, deadline, std::move(done), principal);
     };
   };
 }
@@ -134,6 +135,25 @@ gateway::OperationPolicyOptions operation_policy(const openapi::Document& api,
   return options;
 }
 
+// Each configured principal's profile: the top-level upstreams with that principal's headers
+// where it gives some, and its own policy or the top-level one.
+std::map<std::string, gateway::PrincipalProfile> principal_profiles(const openapi::Document& api,
+                                                                    const config::Config& config) {
+  std::map<std::string, gateway::PrincipalProfile> profiles;
+  for (const auto& [name, settings] : config.principals) {
+    gateway::PrincipalProfile profile;
+    profile.upstreams = config.upstreams;
+    for (auto& upstream : profile.upstreams) {
+      for (const auto& own : settings.upstreams) {
+        if (own.origin == upstream.origin) upstream.headers = own.headers;
+      }
+    }
+    profile.operations = operation_policy(api, settings.policy.value_or(config.policy));
+    profiles.emplace(name, std::move(profile));
+  }
+  return profiles;
+}
+
 Daemon::Daemon(DaemonOptions options) : options_(std::move(options)) {}
 
 int Daemon::run() {
@@ -147,6 +167,15 @@ int Daemon::run() {
   gateway_options.limits = options_.config.limits;
   gateway_options.ca_file = options_.config.ca_file;
   gateway_options.operations = operation_policy(options_.api, options_.config.policy);
+  gateway_options.principals = principal_profiles(options_.api, options_.config);
+  for (const auto& principal : options_.config.principals) {
+    const std::string& name = principal.first;  // not a structured binding: the lambda reads it
+    const auto& tokens = options_.config.http.bearer_tokens;
+    const bool named = std::any_of(tokens.begin(), tokens.end(),
+                                   [&](const config::BearerToken& t) { return t.name == name; });
+    // A misspelt name would leave that person on the shared credential without a word.
+    if (!named) spdlog::warn("config: principals.{}: no bearer token has this name", name);
+  }
   auto created = gateway::Gateway::create(io, std::move(gateway_options));
   if (auto* problems = std::get_if<std::vector<std::string>>(&created)) {
     for (const auto& problem : *problems) spdlog::error("gateway: {}", problem);

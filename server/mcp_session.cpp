@@ -243,10 +243,9 @@ void McpSession::call_tool(const Json& id, const Json& params, const Send& out, 
       }
     }
   }
-  const CallSpan span = audit_.tracer
-                            ? audit_.tracer->begin_call(meta_trace, transport_trace)
-                            : begin_call_span(meta_trace, transport_trace, NewTraces::none);
-  const CallFacts facts = call_facts(id, name, params, era);
+  CallSpan span = audit_.tracer ? audit_.tracer->begin_call(meta_trace, transport_trace)
+                                : begin_call_span(meta_trace, transport_trace, NewTraces::none);
+  CallFacts facts = call_facts(id, name, params, era);
   audit::CallRecord record;
   if (audit_.trail) {
     record.id = audit::new_record_id();

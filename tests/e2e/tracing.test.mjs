@@ -16,7 +16,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { BIN, SOURCE_DIR, run } from './harness.mjs';
-import { startHttpServer, rawExchange, post } from './http_harness.mjs';
+import { startHttpServer, rawExchange, post, INITIALIZE } from './http_harness.mjs';
 
 const SECRET = 'sk-trace-e2e-5c0ffee1d2e3f4a5';
 const COLLECTOR_TOKEN = 'collector-token-9a8b7c6d5e4f';
@@ -274,6 +274,24 @@ describe('traces over Streamable HTTP: the traceparent header', () => {
     assert.equal(metaCall.name, 'tools/call search');
     assert.equal(metaCall.parentSpanId, PARENT);
     for (const e of receiver.exports) assert.ok(!e.raw.includes(SECRET));
+  });
+
+  test('two traceparent header fields are no trace context: a new trace starts', async () => {
+    const init = await rawExchange(server.port, post(server.port, INITIALIZE));
+    const session = init.headers['mcp-session-id'];
+    assert.ok(session, init.body);
+    const body = JSON.stringify({ jsonrpc: '2.0', id: 4242, method: 'tools/call', params: { name: 'search', arguments: { code: 'async () => 3' } } });
+    const r = await rawExchange(server.port, [
+      'POST /mcp HTTP/1.1', `Host: 127.0.0.1:${server.port}`, 'Content-Type: application/json',
+      'Accept: application/json, text/event-stream', 'MCP-Protocol-Version: 2025-11-25', `Mcp-Session-Id: ${session}`,
+      `traceparent: 00-${'3'.repeat(32)}-${'4'.repeat(16)}-01`, `traceparent: 00-${'5'.repeat(32)}-${'6'.repeat(16)}-01`,
+      `Content-Length: ${Buffer.byteLength(body)}`, 'Connection: close', '', body,
+    ].join('\r\n'));
+    assert.equal(r.status, 200, r.body);
+    const spans = await receiver.until((all) => all.some((s) => s.kind === 2 && attr(s, 'jsonrpc.request.id') === '4242'));
+    const call = spans.find((s) => s.kind === 2 && attr(s, 'jsonrpc.request.id') === '4242');
+    assert.ok(![`${'3'.repeat(32)}`, `${'5'.repeat(32)}`].includes(call.traceId), 'one of two traceparent fields was taken');
+    assert.equal(call.parentSpanId ?? '', '');
   });
 });
 

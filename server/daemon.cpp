@@ -179,7 +179,8 @@ int Daemon::run() {
   // Traces: spans exported when configured; the trace context passed on either way.
   std::unique_ptr<SpanExporter> span_exporter;
   if (options_.config.tracing) {
-    auto started = SpanExporter::start(*options_.config.tracing, options_.info.version);
+    auto started = SpanExporter::start(*options_.config.tracing, options_.info.version,
+                                       options_.config.ca_file);
     if (auto* problem = std::get_if<std::string>(&started)) {
       spdlog::error("{}", *problem);
       return 2;

@@ -174,7 +174,8 @@ struct SpanExporter::Impl {
 };
 
 std::variant<std::unique_ptr<SpanExporter>, std::string> SpanExporter::start(
-    const config::Tracing& config, std::string version) {
+    const config::Tracing& config, std::string version,
+    const std::optional<std::filesystem::path>& ca_file) {
   auto impl = std::make_unique<Impl>();
   impl->config = config;
   impl->version = std::move(version);
@@ -185,6 +186,7 @@ std::variant<std::unique_ptr<SpanExporter>, std::string> SpanExporter::start(
   impl->url = std::get<gateway::NormalisedUrl>(std::move(parsed));
   gateway::ClientOptions options;
   options.max_idle_per_origin = 1;
+  options.ca_file = ca_file;
   auto client = gateway::HttpClient::create(impl->io, options);
   if (auto* problems = std::get_if<std::vector<std::string>>(&client)) {
     return "tracing: " + (problems->empty() ? std::string("no HTTP client") : problems->front());

@@ -20,6 +20,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <filesystem>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -73,9 +74,11 @@ class SpanExporter {
   static constexpr std::chrono::seconds kFailureLogInterval{60};    // one log line per this
 
   // The exporter for `config`, its thread started; or the start-up problem (a URL that does not
-  // parse). `version`: service.version.
+  // parse, an unreadable CA file). `version`: service.version. `ca_file`: trusted for an https
+  // collector besides the system store (the config's `ca_file`, as for upstreams).
   static std::variant<std::unique_ptr<SpanExporter>, std::string> start(
-      const config::Tracing& config, std::string version);
+      const config::Tracing& config, std::string version,
+      const std::optional<std::filesystem::path>& ca_file);
   ~SpanExporter();
   SpanExporter(const SpanExporter&) = delete;
   SpanExporter& operator=(const SpanExporter&) = delete;

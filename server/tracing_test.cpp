@@ -1,5 +1,14 @@
 #include "server/tracing.h"
 
+#include <chrono>
+#include <thread>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/read_until.hpp>
+#include <boost/asio/streambuf.hpp>
+#include <boost/asio/write.hpp>
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
@@ -26,6 +35,53 @@ const Json* attribute(const Json& span, std::string_view key) {
   }
   return nullptr;
 }
+
+Span some_span(int n) {
+  Span span;
+  span.trace_id = new_trace_id();
+  span.span_id = new_span_id();
+  span.name = "span " + std::to_string(n);
+  return span;
+}
+
+// A loopback collector that reads one request (headers and a Content-Length body), answers
+// 200 and closes; `request` holds what it read once the thread is joined.
+class OneShotCollector {
+ public:
+  OneShotCollector() : acceptor_(io_, {boost::asio::ip::make_address("127.0.0.1"), 0}) {
+    thread_ = std::thread([this] {
+      boost::asio::ip::tcp::socket socket = acceptor_.accept();
+      boost::asio::streambuf buffer;
+      const std::size_t head = boost::asio::read_until(socket, buffer, "\r\n\r\n");
+      std::string text(boost::asio::buffers_begin(buffer.data()),
+                       boost::asio::buffers_end(buffer.data()));
+      const auto length_at = text.find("Content-Length: ");
+      const std::size_t length = std::stoul(text.substr(length_at + 16));
+      if (text.size() < head + length) {
+        boost::asio::read(socket, buffer,
+                          boost::asio::transfer_exactly(head + length - text.size()));
+      }
+      request = std::string(boost::asio::buffers_begin(buffer.data()),
+                            boost::asio::buffers_end(buffer.data()));
+      boost::asio::write(socket, boost::asio::buffer(std::string_view(
+                                     "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: "
+                                     "close\r\n\r\n{}")));
+    });
+  }
+  ~OneShotCollector() {
+    if (thread_.joinable()) thread_.join();
+  }
+  std::string url() const {
+    return "http://127.0.0.1:" + std::to_string(acceptor_.local_endpoint().port()) + "/v1/traces";
+  }
+  void join() { thread_.join(); }
+  std::string request;
+
+ private:
+  boost::asio::io_context io_;
+  boost::asio::ip::tcp::acceptor acceptor_;
+  std::thread thread_;
+};
 
 }  // namespace
 
@@ -222,4 +278,71 @@ TEST_CASE("requests carry the host's traceparent, never the code's, and get CLIE
   CHECK((*attribute(refused_span, "codemode.refusal.reason"))["stringValue"] == "origin");
   CHECK((*attribute(refused_span, "url.full"))["stringValue"] == "http://evil.test/\xef\xbf\xbd");
   CHECK(refused_span["status"]["message"] == "policy: origin http://evil.test is not allowed");
+}
+
+TEST_CASE("the exporter posts OTLP JSON with the configured headers, and stop() flushes",
+          "[server][tracing][exporter]") {
+  OneShotCollector collector;
+  config::Tracing config;
+  config.otlp = collector.url();
+  config.service_name = "unit";
+  config.headers = {{"Authorization", "Bearer collector-token"}};
+  auto started = SpanExporter::start(config, "9.9", std::nullopt);
+  REQUIRE(std::holds_alternative<std::unique_ptr<SpanExporter>>(started));
+  auto& exporter = std::get<std::unique_ptr<SpanExporter>>(started);
+  exporter->add(some_span(1));
+  exporter->add(some_span(2));
+  exporter->stop();  // sends the two before the interval is up
+  collector.join();
+  const auto stats = exporter->stats();
+  CHECK(stats.exported == 2);
+  CHECK(stats.dropped == 0);
+  CHECK(stats.failures == 0);
+  const std::string& request = collector.request;
+  CHECK(request.starts_with("POST /v1/traces HTTP/1.1\r\n"));
+  CHECK(request.find("\r\nContent-Type: application/json\r\n") != std::string::npos);
+  CHECK(request.find("\r\nAuthorization: Bearer collector-token\r\n") != std::string::npos);
+  const Json body = Json::parse(request.substr(request.find("\r\n\r\n") + 4));
+  const Json& spans = body["resourceSpans"][0]["scopeSpans"][0]["spans"];
+  REQUIRE(spans.size() == 2);
+  CHECK(spans[0]["name"] == "span 1");
+  CHECK(spans[1]["name"] == "span 2");
+}
+
+TEST_CASE("a full queue drops and counts, and a collector that is down costs stop() little",
+          "[server][tracing][exporter]") {
+  std::uint16_t closed_port = 0;
+  {
+    boost::asio::io_context io;
+    boost::asio::ip::tcp::acceptor probe(io, {boost::asio::ip::make_address("127.0.0.1"), 0});
+    closed_port = probe.local_endpoint().port();
+  }  // nothing listens there now
+  config::Tracing config;
+  config.otlp = "http://127.0.0.1:" + std::to_string(closed_port) + "/v1/traces";
+  config.queue = 3;
+  auto started = SpanExporter::start(config, "9.9", std::nullopt);
+  REQUIRE(std::holds_alternative<std::unique_ptr<SpanExporter>>(started));
+  auto& exporter = std::get<std::unique_ptr<SpanExporter>>(started);
+  for (int i = 0; i < 5; ++i) exporter->add(some_span(i));
+  // The thread takes a partial batch once a second: the queue is still full here.
+  auto stats = exporter->stats();
+  CHECK(stats.queued == 3);
+  CHECK(stats.dropped == 2);
+  const auto before = std::chrono::steady_clock::now();
+  exporter->stop();
+  CHECK(std::chrono::steady_clock::now() - before < SpanExporter::kShutdownFlush);
+  stats = exporter->stats();
+  CHECK(stats.exported == 0);
+  CHECK(stats.dropped == 5);
+  CHECK(stats.failures == 1);
+  exporter->add(some_span(6));  // after stop: dropped, never queued
+  CHECK(exporter->stats().dropped == 6);
+}
+
+TEST_CASE("an OTLP URL that does not parse is a start-up problem", "[server][tracing][exporter]") {
+  config::Tracing config;
+  config.otlp = "http://exa mple.test:99999/v1/traces";
+  auto started = SpanExporter::start(config, "9.9", std::nullopt);
+  REQUIRE(std::holds_alternative<std::string>(started));
+  CHECK(std::get<std::string>(started).starts_with("tracing.otlp: "));
 }

@@ -142,10 +142,12 @@ std::string generated_token_name(std::size_t index) { return "token-" + std::to_
 // ---------------------------------------------------------------------------------------------
 // The schema walk. Every check adds problems and carries on, so that one run reports them all.
 
-constexpr std::array<std::string_view, 9> kTopKeys = {"openapi", "upstreams", "ca_file",
-                                                      "policy",  "limits",    "http",
-                                                      "sandbox", "audit",     "principals"};
+constexpr std::array<std::string_view, 10> kTopKeys = {"openapi", "upstreams", "ca_file", "policy",
+                                                       "limits",  "http",      "sandbox", "audit",
+                                                       "tracing", "principals"};
 constexpr std::array<std::string_view, 2> kPrincipalKeys = {"upstreams", "policy"};
+constexpr std::array<std::string_view, 4> kTracingKeys = {"otlp", "service_name", "headers",
+                                                          "queue"};
 constexpr std::array<std::string_view, 7> kAuditKeys = {
     "sqlite", "postgres", "server", "on_failure", "queue", "max_age_days", "max_mb"};
 constexpr std::array<std::string_view, 8> kSandboxKeys = {
@@ -230,6 +232,8 @@ class Loader {
         config.audit = load_audit(value);
       } else if (key == "principals") {
         load_principals(value, config.principals);
+      } else if (key == "tracing") {
+        config.tracing = load_tracing(value);
       } else {
         unknown_key("", key, kTopKeys);
       }
@@ -641,6 +645,46 @@ class Loader {
         on_failure.value_or(audit.store == Audit::Store::postgres ? Audit::OnFailure::fail_closed
                                                                   : Audit::OnFailure::drop);
     return audit;
+  }
+
+  // The tracing section: where spans go and what they are sent with.
+  std::optional<Tracing> load_tracing(const Json& value) {
+    if (!expect_object(value, "tracing")) return std::nullopt;
+    Tracing tracing;
+    bool saw_otlp = false;
+    for (const auto& [key, field] : value.items()) {
+      const std::string path = child_path("tracing", key);
+      if (key == "otlp") {
+        saw_otlp = true;
+        if (auto text = read_required_string(field, path)) {
+          const std::string scheme = lower(text->value.substr(0, 8));
+          if (!scheme.starts_with("http://") && !scheme.starts_with("https://")) {
+            add(path, "must be an http:// or https:// URL (the collector's OTLP/HTTP traces URL)");
+          } else {
+            tracing.otlp = std::move(text->value);
+          }
+        }
+      } else if (key == "service_name") {
+        if (auto text = read_required_string(field, path)) {
+          const bool printable = std::all_of(text->value.begin(), text->value.end(),
+                                             [](char c) { return c >= 0x20 && c < 0x7f; });
+          if (!printable || text->value.size() > 128) {
+            add(path, "must be 1 to 128 printable ASCII characters");
+          } else {
+            tracing.service_name = std::move(text->value);
+          }
+        }
+      } else if (key == "headers") {
+        load_headers(field, path, tracing.headers);
+      } else if (key == "queue") {
+        if (auto n = read_integer(field, path, 1, 1000000))
+          tracing.queue = static_cast<std::uint32_t>(*n);
+      } else {
+        unknown_key("tracing", key, kTracingKeys);
+      }
+    }
+    if (!saw_otlp) add("tracing.otlp", "required key is missing (the collector's traces URL)");
+    return tracing;
   }
 
   // A libpq connection string that carries a password: a URI's userinfo with a ':' or a

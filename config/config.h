@@ -12,8 +12,8 @@
 
 #include <cstdint>
 #include <filesystem>
-#include <map>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -165,6 +165,23 @@ struct PrincipalSettings {
   std::optional<Policy> policy;
 };
 
+// Traces (README.md, "Traces"): spans exported to an OpenTelemetry collector over OTLP/HTTP in
+// its JSON encoding. Absent "tracing": no span is exported, and a call that arrives with a W3C
+// traceparent still passes its trace on to the upstream requests it makes.
+struct Tracing {
+  // "otlp": required; the collector's traces URL, http:// or https://
+  // ("http://127.0.0.1:4318/v1/traces"). Operator config: the gateway's allowlist does not apply.
+  std::string otlp;
+  // "service_name": the resource's service.name, 1..128 printable ASCII. Absent: "codemode-mcp".
+  std::string service_name = "codemode-mcp";
+  // "headers": sent with every export (a collector's token, say), same rules as an upstream's;
+  // never logged. Absent: none.
+  std::vector<std::pair<std::string, std::string>> headers;
+  // "queue": 1..1000000 spans waiting for the exporter thread; a span that finds it full is
+  // dropped and counted (codemode_trace_spans_dropped_total). Absent: 2048.
+  std::uint32_t queue = 2048;
+};
+
 struct Config {
   // The OpenAPI document (JSON), resolved against the config file's directory. Required in a
   // config file. Empty only for the embedded MarketHub default, whose document is compiled in.
@@ -181,6 +198,7 @@ struct Config {
   std::optional<Audit> audit;
   // By principal name (1..64 characters of [A-Za-z0-9._-], as token names are).
   std::map<std::string, PrincipalSettings> principals;
+  std::optional<Tracing> tracing;
 };
 
 struct LoadResult {

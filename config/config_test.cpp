@@ -293,13 +293,13 @@ TEST_CASE("unknown keys far from any known key list the known keys", "[config][k
                  "wall_ms, heap_mb, subrequests, response_bytes)"});
   CHECK(workspace.problems(R"({"openapi": "openapi.json", "servers": []})") ==
         Problems{"servers: unknown key (known keys: openapi, upstreams, ca_file, policy, limits, "
-                 "http, sandbox, audit, principals)"});
+                 "http, sandbox, audit, tracing, principals)"});
   // Keys that are not plain words are quoted, so a problem stays one line.
   CHECK(
       workspace.problems(R"({"openapi": "openapi.json", "a b": 1, "x\ny": 2})") ==
       Problems{
-          R"(["a b"]: unknown key (known keys: openapi, upstreams, ca_file, policy, limits, http, sandbox, audit, principals))",
-          R"(["x\ny"]: unknown key (known keys: openapi, upstreams, ca_file, policy, limits, http, sandbox, audit, principals))"});
+          R"(["a b"]: unknown key (known keys: openapi, upstreams, ca_file, policy, limits, http, sandbox, audit, tracing, principals))",
+          R"(["x\ny"]: unknown key (known keys: openapi, upstreams, ca_file, policy, limits, http, sandbox, audit, tracing, principals))"});
 }
 
 TEST_CASE("duplicate keys are problems", "[config][keys]") {
@@ -1207,7 +1207,7 @@ TEST_CASE("every problem in a file is reported together", "[config]") {
             "limits.heap_mb: expected an integer, got a floating-point number",
             "http.bearer_tokens[0]: shorter than 16 characters; short tokens are guessable",
             "extra: unknown key (known keys: openapi, upstreams, ca_file, policy, limits, http, "
-            "sandbox, audit, principals)",
+            "sandbox, audit, tracing, principals)",
         });
 }
 
@@ -1280,6 +1280,39 @@ TEST_CASE("parse never throws, whatever the text", "[config][syntax]") {
     CHECK_FALSE(result.config.has_value());
     CHECK(result.problems.size() == 1);
   }
+}
+
+TEST_CASE("tracing is absent by default, and names its collector", "[config][tracing]") {
+  const Workspace workspace;
+  CHECK_FALSE(workspace.load(R"({"openapi": "openapi.json"})").tracing.has_value());
+  const Config config = workspace.load(
+      R"({"openapi": "openapi.json", "tracing": {"otlp": "${OTEL_EXPORTER_OTLP_TRACES_ENDPOINT}",
+          "headers": {"Authorization": "Bearer ${COLLECTOR_TOKEN}"}}})",
+      {{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "http://127.0.0.1:4318/v1/traces"},
+       {"COLLECTOR_TOKEN", "collector-token-value"}});
+  REQUIRE(config.tracing.has_value());
+  CHECK(config.tracing->otlp == "http://127.0.0.1:4318/v1/traces");
+  CHECK(config.tracing->service_name == "codemode-mcp");
+  CHECK(config.tracing->queue == 2048);
+  CHECK(config.tracing->headers == std::vector<std::pair<std::string, std::string>>{
+                                       {"Authorization", "Bearer collector-token-value"}});
+}
+
+TEST_CASE("tracing problems are reported together, never echoing a value", "[config][tracing]") {
+  const Workspace workspace;
+  CHECK(workspace.problems(R"({"openapi": "openapi.json", "tracing": {}})") ==
+        Problems{"tracing.otlp: required key is missing (the collector's traces URL)"});
+  CHECK(workspace.problems(R"({"openapi": "openapi.json", "tracing": {"otlp": "ftp://x",
+          "service_name": "a\nb", "queue": 0, "sampler": "always",
+          "headers": {"Host": "x"}}})") ==
+        Problems{
+            "tracing.otlp: must be an http:// or https:// URL (the collector's OTLP/HTTP traces "
+            "URL)",
+            "tracing.service_name: must be 1 to 128 printable ASCII characters",
+            "tracing.queue: 0 is out of range 1..1000000",
+            "tracing.sampler: unknown key (known keys: otlp, service_name, headers, queue)",
+            "tracing.headers.Host: may not be set (the gateway derives Host from the origin)",
+        });
 }
 
 }  // namespace

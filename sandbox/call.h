@@ -26,6 +26,11 @@ struct Call {
   // The call's id in the audit trail (audit::CallRecord::id), which the records of its fetches
   // name; empty when there is no audit trail. The sandbox only passes it to its FetcherFactory.
   std::string audit_id;
+  // The call's own span as a W3C traceparent, and the tracestate it came with: the parent of its
+  // fetches' spans (server/tracing.h). Empty when the call is not traced. Passed only to the
+  // FetcherFactory, like audit_id.
+  std::string traceparent;
+  std::string tracestate;
 };
 
 }  // namespace codemode::sandbox

@@ -1,6 +1,6 @@
 // The server's side of the audit trail (audit/README.md): it fills in one audit::CallRecord per
 // tools/call (McpSession) and one audit::RequestRecord per request a call's code makes through
-// the gateway (a FetcherFactory wrapped around the daemon's), and hands them to the
+// the gateway (a FetchObserver: fetch_observer.h), and hands them to the
 // audit::Writer, whose thread stores them.
 //
 // What a record may hold is decided here: names, sizes, times, the code, the method, origin
@@ -19,10 +19,11 @@
 #include "gateway/operation_policy.h"
 #include "gateway/url_policy.h"
 #include "sandbox/call_control.h"
+#include "server/fetch_observer.h"
 
 namespace codemode::server {
 
-class CallAudit {
+class CallAudit : public FetchObserver {
  public:
   // `operations`: every operation the API description declares, to name the one a request
   // matched (whatever `policy.operations` enforces). `urls`: the gateway's own policy, so a
@@ -35,15 +36,13 @@ class CallAudit {
 
   void record(audit::Record record) { writer_.record(std::move(record)); }
 
-  // `inner` with every fetch of a call that has an audit id recorded when it completes.
-  sandbox::FetcherFactory recording(sandbox::FetcherFactory inner) const;
+  // Every fetch of a call that has an audit id is recorded when it completes (observe_fetches,
+  // fetch_observer.h).
+  void on_answer(const ObservedCall& call, const ObservedFetch& fetch,
+                 const gateway::FetchResult& result) override;
 
   // A name for a session in the records: "stdio-1", "http-7" (a count per process).
   static std::string session_name(std::string_view transport);
-
-  // The trace id of a W3C `traceparent` ("00-<32 hex>-<16 hex>-<2 hex>"); empty when it is
-  // not one.
-  static std::string trace_id(std::string_view traceparent);
 
  private:
   audit::Writer& writer_;

@@ -27,6 +27,7 @@
 #include "server/metrics.h"
 #include "server/metrics_listener.h"
 #include "server/stdio_transport.h"
+#include "server/tracing.h"
 
 namespace codemode::server {
 
@@ -204,8 +205,23 @@ int Daemon::run() {
   for (const auto& upstream : options_.config.upstreams)
     upstream_origins.push_back(upstream.origin);
   Metrics metrics(std::move(upstream_origins));
-  sandbox::FetcherFactory fetch = metrics.counting(gateway_fetch(*gateway));
-  if (trail) fetch = trail->recording(std::move(fetch));
+  // Traces: spans exported when configured; the trace context passed on either way.
+  std::unique_ptr<SpanExporter> span_exporter;
+  if (options_.config.tracing) {
+    auto started = SpanExporter::start(*options_.config.tracing, options_.info.version,
+                                       options_.config.ca_file);
+    if (auto* problem = std::get_if<std::string>(&started)) {
+      spdlog::error("{}", *problem);
+      return 2;
+    }
+    span_exporter = std::move(std::get<std::unique_ptr<SpanExporter>>(started));
+    spdlog::info("tracing: exporting spans to {}", span_exporter->endpoint());
+  }
+  Tracer tracer(span_exporter.get(), gateway->policy());
+  // One observation point for every fetch: the tracer first, as it sets the request's
+  // traceparent.
+  sandbox::FetcherFactory fetch =
+      observe_fetches(gateway_fetch(*gateway), {&tracer, &metrics, trail ? &*trail : nullptr});
   // From here on the sandbox reads the image; the parsed tree (GitHub's REST description: ~45 MB)
   // is not needed any more.
   options_.api = openapi::Document{};
@@ -241,6 +257,12 @@ int Daemon::run() {
       levels.audit_queue = stats.queued;
       levels.audit_dropped = stats.dropped;
     }
+    if (span_exporter) {
+      const SpanExporter::Stats stats = span_exporter->stats();
+      levels.tracing = true;
+      levels.spans_dropped = stats.dropped;
+      levels.span_export_failures = stats.failures;
+    }
     return levels;
   });
   if (options_.http) {
@@ -252,7 +274,7 @@ int Daemon::run() {
                    return std::make_shared<McpSession>(
                        std::move(executor), tools, sandbox, options_.info,
                        [](const std::string&) {}, std::move(principal), max_calls,
-                       SessionAudit{trail ? &*trail : nullptr, "http", &metrics});
+                       SessionAudit{trail ? &*trail : nullptr, "http", &metrics, &tracer});
                  });
     if (auto problem = http->start()) {
       spdlog::error("http: {}", *problem);
@@ -325,7 +347,7 @@ int Daemon::run() {
             shut_down("stdout is gone", Grace::unbounded);
           });
         },
-        "stdio", max_calls, SessionAudit{trail ? &*trail : nullptr, "stdio", &metrics});
+        "stdio", max_calls, SessionAudit{trail ? &*trail : nullptr, "stdio", &metrics, &tracer});
   }
 
   signals.async_wait([&](boost::system::error_code ec, int signal) {
@@ -358,6 +380,11 @@ int Daemon::run() {
     audit_writer->stop();
     const audit::Writer::Stats stats = audit_writer->stats();
     spdlog::info("audit: {} records written, {} dropped", stats.written, stats.dropped);
+  }
+  if (span_exporter) {
+    span_exporter->stop();
+    const SpanExporter::Stats stats = span_exporter->stats();
+    spdlog::info("tracing: {} spans exported, {} dropped", stats.exported, stats.dropped);
   }
   spdlog::info("stopped");
   return 0;

@@ -39,6 +39,21 @@ std::optional<std::string_view> header(const http::fields& fields, std::string_v
   return std::string_view(it->value().data(), it->value().size());
 }
 
+// The W3C trace context headers of a request, for the session's tools/call (tracing.h). Two
+// traceparent fields are invalid (W3C Trace Context, 3.2): none is taken, and a new trace starts.
+// Several tracestate fields are one list, joined.
+IncomingTrace trace_headers(const http::fields& fields) {
+  IncomingTrace trace;
+  if (fields.count("traceparent") == 1)
+    trace.traceparent = std::string(*header(fields, "traceparent"));
+  const auto [first, end] = fields.equal_range("tracestate");
+  for (auto it = first; it != end; ++it) {
+    std::string joined = trace.tracestate ? *trace.tracestate + "," : std::string();
+    trace.tracestate = joined + std::string(it->value());
+  }
+  return trace;
+}
+
 // The longest a connection's peer may send ahead of the answer to its request in flight
 // (pipelined bytes, kept for the next read). Beyond it the client is not waiting for an answer
 // the way HTTP/1.1 has it wait: the call is cancelled and the connection closed.
@@ -285,6 +300,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
           {406, "not acceptable: Accept must allow application/json or text/event-stream"});
     }
     Message message = parse_message(request.body());
+    trace_ = trace_headers(request);
     if (auto* error = std::get_if<JsonRpcError>(&message)) {
       return write(json_response(http::status::bad_request, serialize_error(*error)));
     }
@@ -389,8 +405,8 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
     }
     asio::post(session->executor(),
                [session, message = std::move(message), reply_to = std::move(reply_to),
-                notify = std::move(notify)]() mutable {
-                 session->handle(std::move(message), reply_to, notify);
+                notify = std::move(notify), trace = std::exchange(trace_, {})]() mutable {
+                 session->handle(std::move(message), reply_to, notify, trace);
                });
     watch_for_hangup();
   }
@@ -713,6 +729,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   std::size_t header_fields_ = 0;  // fields of the /mcp request's header block (no trailers)
   bool closed_ = false;
   bool event_stream_ok_ = false;  // the current request's Accept allows text/event-stream
+  IncomingTrace trace_;           // the current request's trace headers, for its session
   std::optional<Pending> pending_;
   std::deque<std::string> out_queue_;  // the stream's bytes not yet written
   bool writing_ = false;

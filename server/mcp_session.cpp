@@ -48,20 +48,25 @@ McpSession::McpSession(boost::asio::any_io_executor executor, const ToolCatalog&
       principal_(std::move(principal)),
       max_calls_(max_calls),
       audit_(std::move(audit)) {
-  if (audit_.trail) audit_session_ = CallAudit::session_name(audit_.transport);
+  if (audit_.trail || (audit_.tracer && audit_.tracer->exporting())) {
+    audit_session_ = CallAudit::session_name(audit_.transport);
+  }
 }
 
 void McpSession::handle(std::string_view message) {
-  dispatch(parse_message(message), send_, ReplyRoute::session, send_);
+  dispatch(parse_message(message), send_, ReplyRoute::session, send_, IncomingTrace{});
 }
 
-void McpSession::handle(Message message, const Send& reply_to, const Send& notify) {
-  dispatch(std::move(message), reply_to, ReplyRoute::message, notify ? notify : send_);
+void McpSession::handle(Message message, const Send& reply_to, const Send& notify,
+                        const IncomingTrace& transport_trace) {
+  dispatch(std::move(message), reply_to, ReplyRoute::message, notify ? notify : send_,
+           transport_trace);
 }
 
-void McpSession::dispatch(Message parsed, const Send& out, ReplyRoute route, const Send& notify) {
+void McpSession::dispatch(Message parsed, const Send& out, ReplyRoute route, const Send& notify,
+                          const IncomingTrace& transport_trace) {
   if (auto* request = std::get_if<Request>(&parsed)) {
-    on_request(std::move(*request), out, route, notify);
+    on_request(std::move(*request), out, route, notify, transport_trace);
   } else if (auto* notification = std::get_if<Notification>(&parsed)) {
     on_notification(*notification);
   } else if (auto* error = std::get_if<JsonRpcError>(&parsed)) {
@@ -74,6 +79,7 @@ void McpSession::dispatch(Message parsed, const Send& out, ReplyRoute route, con
 void McpSession::assume_initialized(std::string version) {
   protocol_version_ = std::move(version);
   initialized_ = true;
+  assumed_ = true;
 }
 
 void McpSession::cancel(const Json& id) {
@@ -91,10 +97,10 @@ void McpSession::reject_oversize(std::size_t limit) {
       "invalid request: the message exceeds " + std::to_string(limit) + " bytes and was dropped"));
 }
 
-void McpSession::on_request(Request request, const Send& out, ReplyRoute route,
-                            const Send& notify) {
+void McpSession::on_request(Request request, const Send& out, ReplyRoute route, const Send& notify,
+                            const IncomingTrace& transport_trace) {
   if (claims_stateless_revision(request.params)) {
-    return on_stateless_request(request, out, route, notify);
+    return on_stateless_request(request, out, route, notify, transport_trace);
   }
   const std::string& method = request.method;
   if (method == "initialize") {
@@ -116,13 +122,14 @@ void McpSession::on_request(Request request, const Send& out, ReplyRoute route,
   }
   if (method == "tools/list") return reply(out, request.id, Json{{"tools", tools_.list()}});
   if (method == "tools/call") {
-    return call_tool(request.id, request.params, out, route, Era::negotiated, notify);
+    return call_tool(request.id, request.params, out, route, Era::negotiated, notify,
+                     transport_trace);
   }
   reply_error(out, request.id, ErrorCode::method_not_found, "method not found: " + method);
 }
 
 void McpSession::on_stateless_request(const Request& request, const Send& out, ReplyRoute route,
-                                      const Send& notify) {
+                                      const Send& notify, const IncomingTrace& transport_trace) {
   // No header layer here: an HTTP transport checks the headers before the request gets here.
   if (auto refusal = check_stateless_request(request, std::nullopt)) {
     return out(serialize_error(*refusal));
@@ -135,8 +142,8 @@ void McpSession::on_stateless_request(const Request& request, const Send& out, R
     Json result{{"tools", tools_.list()}, {"ttlMs", 300000}, {"cacheScope", "public"}};
     return reply(out, request.id, shaped(std::move(result), Era::stateless));
   }
-  call_tool(request.id, request.params, out, route, Era::stateless,
-            notify);  // the ladder leaves no other
+  call_tool(request.id, request.params, out, route, Era::stateless, notify,
+            transport_trace);  // the ladder leaves no other
 }
 
 Json McpSession::discover() const {
@@ -199,7 +206,7 @@ Json McpSession::initialize(const Json& params) {
 }
 
 void McpSession::call_tool(const Json& id, const Json& params, const Send& out, ReplyRoute route,
-                           Era era, const Send& notify) {
+                           Era era, const Send& notify, const IncomingTrace& transport_trace) {
   if (!params.is_object() || !params.contains("name") || !params["name"].is_string()) {
     return reply_error(out, id, ErrorCode::invalid_params,
                        "invalid params: tools/call needs params.name (a string)");
@@ -225,6 +232,20 @@ void McpSession::call_tool(const Json& id, const Json& params, const Send& out, 
                        "unavailable: the audit trail cannot record calls now (its store is down); "
                        "retry later");
   }
+  // The call's trace: the one `params._meta` (else the HTTP request) names, or a new one when
+  // spans are exported; its id is the audit record's.
+  IncomingTrace meta_trace;
+  if (const auto meta = params.find("_meta"); meta != params.end() && meta->is_object()) {
+    for (const auto& [key, target] : {std::pair{"traceparent", &meta_trace.traceparent},
+                                      std::pair{"tracestate", &meta_trace.tracestate}}) {
+      if (const auto it = meta->find(key); it != meta->end() && it->is_string()) {
+        *target = it->get<std::string>();
+      }
+    }
+  }
+  CallSpan span = audit_.tracer ? audit_.tracer->begin_call(meta_trace, transport_trace)
+                                : begin_call_span(meta_trace, transport_trace, NewTraces::none);
+  CallFacts facts = call_facts(id, name, params, era);
   audit::CallRecord record;
   if (audit_.trail) {
     record.id = audit::new_record_id();
@@ -235,10 +256,7 @@ void McpSession::call_tool(const Json& id, const Json& params, const Send& out, 
     record.session = audit_session_;
     record.transport = audit_.transport;
     record.tool = name;
-    const Json& meta = params.contains("_meta") ? params["_meta"] : Json();
-    if (meta.is_object() && meta.contains("traceparent") && meta["traceparent"].is_string()) {
-      record.trace_id = CallAudit::trace_id(meta["traceparent"].get<std::string>());
-    }
+    record.trace_id = span.trace_id;
   }
 
   // Argument problems are tool results, not protocol errors, so the model can correct itself.
@@ -248,6 +266,7 @@ void McpSession::call_tool(const Json& id, const Json& params, const Send& out, 
         sandbox::ErrorKind::input,
         "arguments must be an object with \"code\", a string holding an async arrow function");
     record_call(std::move(record), refused);
+    end_span(span, facts, refused);
     if (audit_.metrics) audit_.metrics->call_finished(*tool, refused, 0);
     return reply(out, id, shaped(tools_.result(refused, *tool), era));
   }
@@ -255,6 +274,7 @@ void McpSession::call_tool(const Json& id, const Json& params, const Send& out, 
   if (audit_.trail) record.code = code;
   if (auto refused = sandbox::check_input(code, tools_.limits())) {
     record_call(std::move(record), *refused);
+    end_span(span, facts, *refused);
     if (audit_.metrics) audit_.metrics->call_finished(*tool, *refused, 0);
     return reply(out, id, shaped(tools_.result(*refused, *tool), era));
   }
@@ -269,12 +289,14 @@ void McpSession::call_tool(const Json& id, const Json& params, const Send& out, 
   }
   std::string audit_id = record.id;  // `record` moves into the completion below
   sandbox_.submit(
-      sandbox::Call{*tool, std::move(code), principal_, std::move(cancel), std::move(audit_id)},
-      [self = shared_from_this(), id, name, tool = *tool, started,
-       record = std::move(record)](sandbox::Outcome outcome) mutable {
+      sandbox::Call{*tool, std::move(code), principal_, std::move(cancel), std::move(audit_id),
+                    span.traceparent(), span.tracestate},
+      [self = shared_from_this(), id, name, tool = *tool, started, record = std::move(record), span,
+       facts](sandbox::Outcome outcome) mutable {
         boost::asio::post(self->executor_, [self, id, name, tool, started,
                                             outcome = std::move(outcome),
-                                            record = std::move(record)]() mutable {
+                                            record = std::move(record), span = std::move(span),
+                                            facts = std::move(facts)]() mutable {
           const double ms =
               std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
                   .count();
@@ -282,6 +304,7 @@ void McpSession::call_tool(const Json& id, const Json& params, const Send& out, 
           // too, and its wake-up would come ahead of the answer's.
           self->finish_call(id, outcome);
           self->record_call(std::move(record), outcome);
+          self->end_span(span, facts, outcome);
           if (self->audit_.metrics) self->audit_.metrics->call_finished(tool, outcome, ms / 1000);
           if (outcome.sandbox_us > 0) {
             spdlog::info(
@@ -311,6 +334,34 @@ void McpSession::finish_call(const Json& id, const sandbox::Outcome& outcome) {
     state.reply_to(std::string());  // the exchange hears that no answer will come
   }
   maybe_idle();
+}
+
+CallFacts McpSession::call_facts(const Json& id, const std::string& tool, const Json& params,
+                                 Era era) const {
+  CallFacts facts;
+  if (!audit_.tracer || !audit_.tracer->exporting()) return facts;  // no span to describe
+  facts.tool = tool;
+  facts.request_id = dump(id);
+  if (era == Era::negotiated && !assumed_) facts.session = audit_session_;
+  facts.protocol_version = protocol_version_;
+  if (era == Era::stateless) {
+    // The era rule found `_meta` an object naming the revision.
+    const auto meta = params.find("_meta");
+    if (meta != params.end() && meta->is_object()) {
+      const auto version = meta->find(std::string(kMetaProtocolVersion));
+      if (version != meta->end() && version->is_string()) {
+        facts.protocol_version = version->get<std::string>();
+      }
+    }
+  }
+  facts.transport = audit_.transport;
+  facts.principal = principal_;
+  return facts;
+}
+
+void McpSession::end_span(const CallSpan& span, const CallFacts& facts,
+                          const sandbox::Outcome& outcome) const {
+  if (audit_.tracer) audit_.tracer->end_call(span, facts, outcome);
 }
 
 void McpSession::record_call(audit::CallRecord record, const sandbox::Outcome& outcome) const {

@@ -39,6 +39,7 @@
 #include "sandbox/sandbox.h"
 #include "server/json_rpc.h"
 #include "server/tools.h"
+#include "server/tracing.h"
 
 namespace codemode::server {
 
@@ -69,11 +70,15 @@ class CallAudit;
 // the transport it serves ("stdio", "http"). No trail: nothing is recorded.
 class Metrics;
 
-// What a session reports its calls to: the audit trail and the metrics, each when there is one.
+// What a session reports its calls to: the audit trail, the metrics and the tracer, each when
+// there is one.
 struct SessionAudit {
   CallAudit* trail = nullptr;  // outlives the session
   std::string transport;
-  Metrics* metrics = nullptr;  // outlives the session; counts every call answered
+  Metrics* metrics = nullptr;      // outlives the session; counts every call answered
+  const Tracer* tracer = nullptr;  // outlives the session; null: calls start no trace of their
+                                   // own and export no span (an incoming traceparent is still
+                                   // passed on and recorded)
 };
 
 class McpSession : public std::enable_shared_from_this<McpSession> {
@@ -94,7 +99,10 @@ class McpSession : public std::enable_shared_from_this<McpSession> {
   // A request gets exactly one call of `reply_to`: its answer, or an empty string when no answer
   // will come (the call was cancelled). Notifications and responses never call it.
   // `notify` carries the request's progress notifications; empty: the session's Send.
-  void handle(Message message, const Send& reply_to, const Send& notify = nullptr);
+  // `transport_trace`: the W3C trace headers of the HTTP request that carried the message, used
+  // by a tools/call whose `params._meta` has no traceparent.
+  void handle(Message message, const Send& reply_to, const Send& notify = nullptr,
+              const IncomingTrace& transport_trace = {});
 
   // Treats the session as initialized at `version` without an initialize exchange: stateless
   // HTTP, where every request may reach a fresh session (any replica serves any request).
@@ -125,15 +133,21 @@ class McpSession : public std::enable_shared_from_this<McpSession> {
     sandbox::Tool tool = sandbox::Tool::search;
   };
 
-  void dispatch(Message message, const Send& reply_to, ReplyRoute route, const Send& notify);
-  void on_request(Request request, const Send& out, ReplyRoute route, const Send& notify);
+  void dispatch(Message message, const Send& reply_to, ReplyRoute route, const Send& notify,
+                const IncomingTrace& transport_trace);
+  void on_request(Request request, const Send& out, ReplyRoute route, const Send& notify,
+                  const IncomingTrace& transport_trace);
   void on_stateless_request(const Request& request, const Send& out, ReplyRoute route,
-                            const Send& notify);
+                            const Send& notify, const IncomingTrace& transport_trace);
   void on_notification(const Notification& notification);
   Json initialize(const Json& params);
   Json discover() const;
   void call_tool(const Json& id, const Json& params, const Send& out, ReplyRoute route, Era era,
-                 const Send& notify);
+                 const Send& notify, const IncomingTrace& transport_trace);
+  // The facts of a call's span (tracing.h).
+  CallFacts call_facts(const Json& id, const std::string& tool, const Json& params, Era era) const;
+  void end_span(const CallSpan& span, const CallFacts& facts,
+                const sandbox::Outcome& outcome) const;
   // Arms the next progress tick (number `n`, due `n` seconds after `started`) of call `key`.
   void schedule_progress(const std::string& key, Json token, Send notify,
                          std::chrono::steady_clock::time_point started, int n);
@@ -154,11 +168,12 @@ class McpSession : public std::enable_shared_from_this<McpSession> {
   const std::string principal_;
   const std::size_t max_calls_;
   bool initialized_ = false;
+  bool assumed_ = false;  // initialized without initialize: a stateless exchange, no MCP session
   std::string protocol_version_;
   std::map<std::string, CallState> calls_;  // key: dumped id, so 1 and "1" stay distinct
   std::function<void()> on_idle_;
   SessionAudit audit_;
-  std::string audit_session_;  // the session's name in audit records
+  std::string audit_session_;  // the session's name in audit records and spans
   std::string client_name_;    // clientInfo from initialize, for the audit trail
   std::string client_version_;
 };

@@ -130,7 +130,17 @@ struct Metrics::Families {
         audit_dropped(BuildCounter()
                           .Name("codemode_audit_records_dropped_total")
                           .Help("Audit records dropped because the store was down or slow")
-                          .Register(registry)) {}
+                          .Register(registry)),
+        spans_dropped(BuildCounter()
+                          .Name("codemode_trace_spans_dropped_total")
+                          .Help("Spans dropped: the export queue was full, or the collector did "
+                                "not take them")
+                          .Register(registry)),
+        export_failures(BuildCounter()
+                            .Name("codemode_trace_export_failures_total")
+                            .Help("Span batches the OTLP collector did not accept (no answer, "
+                                  "or a status other than 2xx)")
+                            .Register(registry)) {}
 
   Family<Counter>& calls;
   Family<Histogram>& duration;
@@ -151,6 +161,8 @@ struct Metrics::Families {
   Counter& received;
   Family<Gauge>& audit_queue;
   Family<Counter>& audit_dropped;
+  Family<Counter>& spans_dropped;
+  Family<Counter>& export_failures;
 };
 
 namespace {
@@ -213,23 +225,9 @@ void Metrics::request_finished(std::string_view url, std::size_t sent_bytes,
     families_->received.Increment(static_cast<double>(response->body.size()));
 }
 
-sandbox::FetcherFactory Metrics::counting(sandbox::FetcherFactory inner) {
-  return [this, inner = std::move(inner)](const config::Limits& limits,
-                                          const sandbox::Call& call) -> sandbox::Fetcher {
-    return [this, fetch = inner(limits, call)](gateway::OutboundRequest request,
-                                               std::function<void(gateway::FetchResult)> done) {
-      const auto started = std::chrono::steady_clock::now();
-      std::string url = request.url;
-      const std::size_t sent = request.body.size();
-      fetch(std::move(request), [this, started, url = std::move(url), sent,
-                                 done = std::move(done)](gateway::FetchResult result) {
-        request_finished(
-            url, sent, result,
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
-        done(std::move(result));
-      });
-    };
-  };
+void Metrics::on_answer(const ObservedCall&, const ObservedFetch& fetch,
+                        const gateway::FetchResult& result) {
+  request_finished(fetch.url, fetch.sent_bytes, result, fetch.seconds);
 }
 
 std::string Metrics::exposition() {
@@ -248,6 +246,10 @@ std::string Metrics::exposition() {
     if (levels.audit) {
       families_->audit_queue.Add({}).Set(static_cast<double>(levels.audit_queue));
       catch_up(families_->audit_dropped.Add({}), levels.audit_dropped);
+    }
+    if (levels.tracing) {
+      catch_up(families_->spans_dropped.Add({}), levels.spans_dropped);
+      catch_up(families_->export_failures.Add({}), levels.span_export_failures);
     }
   }
   return prometheus::TextSerializer().Serialize(registry_->Collect());

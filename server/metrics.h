@@ -21,6 +21,7 @@
 //   gateway_request_duration_seconds{upstream}
 //   gateway_bytes_total{direction}            sent (request bodies), received (response bodies)
 //   audit_queue_depth, audit_records_dropped_total (when an audit store is configured)
+//   trace_spans_dropped_total, trace_export_failures_total (when spans are exported)
 #pragma once
 
 #include <cstdint>
@@ -35,6 +36,7 @@
 #include "sandbox/call_control.h"
 #include "sandbox/outcome.h"
 #include "sandbox/process_pool.h"
+#include "server/fetch_observer.h"
 
 namespace prometheus {
 class Registry;
@@ -42,12 +44,12 @@ class Registry;
 
 namespace codemode::server {
 
-class Metrics {
+class Metrics : public FetchObserver {
  public:
   // `upstreams`: the configured origins, the only values of the `upstream` label besides
   // "other" (so a label never grows with what the code asks for).
   explicit Metrics(std::vector<std::string> upstreams);
-  ~Metrics();
+  ~Metrics() override;
   Metrics(const Metrics&) = delete;
   Metrics& operator=(const Metrics&) = delete;
 
@@ -59,8 +61,9 @@ class Metrics {
   void request_finished(std::string_view url, std::size_t sent_bytes,
                         const gateway::FetchResult& result, double seconds);
 
-  // `inner` with every fetch counted here when the gateway answers it.
-  sandbox::FetcherFactory counting(sandbox::FetcherFactory inner);
+  // Every fetch is counted when the gateway answers it (observe_fetches, fetch_observer.h).
+  void on_answer(const ObservedCall& call, const ObservedFetch& fetch,
+                 const gateway::FetchResult& result) override;
 
   // Where scrapes read the levels: the pool's, and the audit writer's (depth, dropped so far).
   struct Levels {
@@ -68,6 +71,9 @@ class Metrics {
     bool audit = false;
     std::uint64_t audit_queue = 0;
     std::uint64_t audit_dropped = 0;
+    bool tracing = false;  // spans are exported (tracing.h)
+    std::uint64_t spans_dropped = 0;
+    std::uint64_t span_export_failures = 0;
   };
   void set_levels(std::function<Levels()> levels) { levels_ = std::move(levels); }
 

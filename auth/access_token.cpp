@@ -1,0 +1,241 @@
+#include "auth/access_token.h"
+
+#include <algorithm>
+#include <memory>
+
+#include <jwt.h>
+#include <openssl/evp.h>
+#include <nlohmann/json.hpp>
+
+namespace codemode::auth {
+namespace {
+
+using Json = nlohmann::json;
+
+struct JwtFree {
+  void operator()(jwt_t* jwt) const { jwt_free(jwt); }
+};
+struct CharFree {
+  void operator()(char* text) const { free(text); }  // NOLINT(cppcoreguidelines-no-malloc)
+};
+
+TokenRefusal invalid(std::string_view why) {
+  return TokenRefusal{"invalid_token: " + std::string(why)};
+}
+
+bool is_base64url_char(char c) {
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
+         c == '_';
+}
+
+// Three non-empty base64url parts separated by two dots (the signature may not be empty: an
+// unsigned token is refused here already).
+bool is_compact_jws(std::string_view token) {
+  std::size_t dots = 0;
+  std::size_t part_length = 0;
+  for (const char c : token) {
+    if (c == '.') {
+      if (part_length == 0) return false;
+      ++dots;
+      part_length = 0;
+    } else if (is_base64url_char(c)) {
+      ++part_length;
+    } else {
+      return false;
+    }
+  }
+  return dots == 2 && part_length > 0;
+}
+
+jwt_alg_t libjwt_algorithm(Algorithm algorithm) {
+  switch (algorithm) {
+    case Algorithm::rs256:
+      return JWT_ALG_RS256;
+    case Algorithm::rs384:
+      return JWT_ALG_RS384;
+    case Algorithm::rs512:
+      return JWT_ALG_RS512;
+    case Algorithm::es256:
+      return JWT_ALG_ES256;
+    case Algorithm::es384:
+      return JWT_ALG_ES384;
+    case Algorithm::es512:
+      return JWT_ALG_ES512;
+  }
+  return JWT_ALG_TERM;
+}
+
+std::optional<std::int64_t> time_claim(const Json& claims, const char* name) {
+  const auto it = claims.find(name);
+  if (it == claims.end() || !it->is_number()) return std::nullopt;
+  if (it->is_number_float()) return static_cast<std::int64_t>(it->get<double>());
+  if (it->is_number_unsigned()) {
+    return static_cast<std::int64_t>(std::min<std::uint64_t>(it->get<std::uint64_t>(), INT64_MAX));
+  }
+  return it->get<std::int64_t>();
+}
+
+std::string string_claim(const Json& claims, const char* name) {
+  const auto it = claims.find(name);
+  return it != claims.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+std::vector<std::string> split_scopes(std::string_view text) {
+  std::vector<std::string> scopes;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    const std::size_t end = std::min(text.find(' ', start), text.size());
+    if (end > start) scopes.emplace_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  return scopes;
+}
+
+std::vector<std::string> scopes_of(const Json& claims) {
+  if (const auto it = claims.find("scope"); it != claims.end() && it->is_string()) {
+    return split_scopes(it->get_ref<const std::string&>());
+  }
+  if (const auto it = claims.find("scp"); it != claims.end()) {
+    if (it->is_string()) return split_scopes(it->get_ref<const std::string&>());
+    std::vector<std::string> scopes;
+    if (it->is_array()) {
+      for (const Json& scope : *it) {
+        if (scope.is_string()) scopes.push_back(scope.get<std::string>());
+      }
+    }
+    return scopes;
+  }
+  return {};
+}
+
+bool audience_holds(const Json& claims, std::string_view resource) {
+  const auto it = claims.find("aud");
+  if (it == claims.end()) return false;
+  if (it->is_string()) return it->get_ref<const std::string&>() == resource;
+  if (!it->is_array()) return false;
+  return std::any_of(it->begin(), it->end(), [resource](const Json& audience) {
+    return audience.is_string() && audience.get_ref<const std::string&>() == resource;
+  });
+}
+
+bool safe_principal_part(std::string_view text) {
+  if (text.empty() || text.size() > 128) return false;
+  return std::all_of(text.begin(), text.end(), [](char c) {
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+           std::string_view("._@:+=|-").find(c) != std::string_view::npos;
+  });
+}
+
+std::string hashed(std::string_view text) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int length = 0;
+  EVP_Digest(text.data(), text.size(), digest, &length, EVP_sha256(), nullptr);
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string hex;
+  for (unsigned int i = 0; i < 8 && i < length; ++i) {
+    hex.push_back(kHex[digest[i] >> 4]);
+    hex.push_back(kHex[digest[i] & 0xf]);
+  }
+  return "sub-sha256:" + hex;
+}
+
+}  // namespace
+
+std::optional<TokenHeader> peek_header(std::string_view token) {
+  if (token.size() > kMaxTokenBytes || !is_compact_jws(token)) return std::nullopt;
+  const auto header_bytes = base64url_decode(token.substr(0, token.find('.')));
+  if (!header_bytes) return std::nullopt;
+  const Json header = Json::parse(*header_bytes, nullptr, false);
+  if (header.is_discarded() || !header.is_object()) return std::nullopt;
+  const auto alg = header.find("alg");
+  if (alg == header.end() || !alg->is_string()) return std::nullopt;
+  TokenHeader result{alg->get<std::string>(), ""};
+  if (const auto kid = header.find("kid"); kid != header.end()) {
+    if (!kid->is_string()) return std::nullopt;
+    result.kid = kid->get<std::string>();
+  }
+  // A critical extension we do not know must make the token fail (RFC 7515 §4.1.11); we know
+  // none.
+  if (header.contains("crit")) return std::nullopt;
+  return result;
+}
+
+std::string principal_of(std::string_view subject, std::string_view client_id) {
+  if (!client_id.empty() && (subject.empty() || subject == client_id)) {
+    return safe_principal_part(client_id) ? "client:" + std::string(client_id) : hashed(client_id);
+  }
+  return safe_principal_part(subject) ? "sub:" + std::string(subject) : hashed(subject);
+}
+
+Verification verify_access_token(std::string_view token, const KeySet& keys,
+                                 const Expectations& expect,
+                                 std::chrono::system_clock::time_point now) {
+  if (token.size() > kMaxTokenBytes) {
+    return invalid("the token is longer than " + std::to_string(kMaxTokenBytes) + " bytes");
+  }
+  const std::optional<TokenHeader> header = peek_header(token);
+  if (!header) return invalid("the token is not a signed JWT");
+  const std::optional<Algorithm> claimed = algorithm_from_string(header->alg);
+  if (!claimed) return invalid("the token's algorithm is not accepted");
+  const VerificationKey* key = keys.find(header->kid, *claimed);
+  if (!key) return invalid("no key of the issuer has the token's kid");
+  // The key decides: a header naming another algorithm than its key's is refused before libjwt
+  // sees the token (libjwt 1.10 would verify an HS256 header with the key's PEM text as the
+  // HMAC secret).
+  if (key->algorithm != *claimed) return invalid("the token's algorithm is not its key's");
+
+  jwt_t* raw = nullptr;
+  const std::string text(token);
+  const int status = jwt_decode(&raw, text.c_str(),
+                                reinterpret_cast<const unsigned char*>(key->public_key_pem.data()),
+                                static_cast<int>(key->public_key_pem.size()));
+  const std::unique_ptr<jwt_t, JwtFree> jwt(raw);
+  if (status != 0 || !jwt) return invalid("the signature does not verify");
+  if (jwt_get_alg(jwt.get()) != libjwt_algorithm(key->algorithm)) {
+    return invalid("the token's algorithm is not its key's");
+  }
+  const std::unique_ptr<char, CharFree> claims_text(jwt_get_grants_json(jwt.get(), nullptr));
+  if (!claims_text) return invalid("the token has no claims");
+  const Json claims = Json::parse(claims_text.get(), nullptr, false);
+  if (claims.is_discarded() || !claims.is_object()) return invalid("the claims are not an object");
+
+  if (string_claim(claims, "iss") != expect.issuer) {
+    return invalid("the token is from another issuer");
+  }
+  if (!audience_holds(claims, expect.resource)) {
+    return invalid("the token is not for this resource (aud)");
+  }
+  const std::int64_t now_s =
+      std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch()).count();
+  const std::int64_t leeway = expect.leeway.count();
+  const std::optional<std::int64_t> exp = time_claim(claims, "exp");
+  if (!exp) return invalid("the token has no exp");
+  if (now_s >= *exp + leeway) return invalid("the token has expired");
+  if (const auto nbf = time_claim(claims, "nbf"); nbf && now_s + leeway < *nbf) {
+    return invalid("the token is not valid yet (nbf)");
+  }
+  VerifiedToken verified;
+  verified.subject = string_claim(claims, "sub");
+  verified.client_id = string_claim(claims, "client_id");
+  if (verified.client_id.empty()) verified.client_id = string_claim(claims, "azp");
+  if (verified.subject.empty() && verified.client_id.empty()) {
+    return invalid("the token names no subject or client");
+  }
+  verified.principal = principal_of(verified.subject, verified.client_id);
+  verified.scopes = scopes_of(claims);
+  verified.expires_at = *exp;
+  return verified;
+}
+
+std::vector<std::string> missing_scopes(const std::vector<std::string>& needed,
+                                        const std::vector<std::string>& granted) {
+  std::vector<std::string> missing;
+  for (const std::string& scope : needed) {
+    if (std::find(granted.begin(), granted.end(), scope) == granted.end()) {
+      missing.push_back(scope);
+    }
+  }
+  return missing;
+}
+
+}  // namespace codemode::auth

@@ -4,7 +4,7 @@
 //
 // Order: size and syntax; the header, read without trusting it, names a kid and an algorithm;
 // the key with that kid decides the algorithm, and a header that names another is refused (no
-// `none`, no HS256 made with the public key); libjwt verifies the signature with that key;
+// `none`, no HS256 made with the public key); OpenSSL verifies the signature with that key;
 // then the claims: `iss` equals the issuer, `aud` holds this server's resource URL (RFC 8707),
 // `exp` is in the future and `nbf` in the past (both with a small leeway), and a principal can
 // be named. Scopes are read, not required here: which scopes a request needs is the caller's

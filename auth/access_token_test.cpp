@@ -1,4 +1,4 @@
-// verify_access_token and KeySet, with keys OpenSSL makes here and tokens libjwt signs: every
+// verify_access_token and KeySet, with keys OpenSSL makes here and tokens it signs: every
 // refusal a hostile or stale token must meet, and the principal and scopes a good one gives.
 #include "auth/access_token.h"
 
@@ -154,7 +154,8 @@ TEST_CASE("the key decides the algorithm: none and HS256 with the public key are
         "invalid_token: the token is not a signed JWT");
   CHECK(refusal(check(testing::unsigned_token(none_header, good_claims(), "c2ln"), keys)) ==
         "invalid_token: the token's algorithm is not accepted");
-  // libjwt 1.10 alone would accept this one: it uses the PEM text given as the HMAC secret.
+  // libjwt 1.10 (Debian 12) would accept this one if handed the key as PEM: it takes the
+  // header's algorithm and uses the PEM text as the HMAC secret.
   const std::string confused = testing::sign_hs256(rsa().public_key_pem, "rsa-1", good_claims());
   CHECK(refusal(check(confused, keys)) == "invalid_token: the token's algorithm is not accepted");
   // An algorithm we accept, but not the key's: an RS256 header on the EC key's kid.

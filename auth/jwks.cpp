@@ -3,12 +3,10 @@
 #include <array>
 #include <memory>
 
-#include <openssl/bio.h>
 #include <openssl/bn.h>
 #include <openssl/core_names.h>
 #include <openssl/evp.h>
 #include <openssl/param_build.h>
-#include <openssl/pem.h>
 #include <nlohmann/json.hpp>
 
 namespace codemode::auth {
@@ -41,9 +39,6 @@ struct ParamFree {
 };
 struct BnFree {
   void operator()(BIGNUM* bn) const { BN_free(bn); }
-};
-struct BioFree {
-  void operator()(BIO* bio) const { BIO_free(bio); }
 };
 using Pkey = std::unique_ptr<EVP_PKEY, PkeyFree>;
 using Bignum = std::unique_ptr<BIGNUM, BnFree>;
@@ -133,15 +128,6 @@ std::variant<Pkey, std::string> ec_key(const Json& jwk, const Curve& curve) {
   return key;
 }
 
-std::optional<std::string> to_pem(EVP_PKEY* key) {
-  std::unique_ptr<BIO, BioFree> bio(BIO_new(BIO_s_mem()));
-  if (!bio || PEM_write_bio_PUBKEY(bio.get(), key) != 1) return std::nullopt;
-  char* data = nullptr;
-  const long size = BIO_get_mem_data(bio.get(), &data);
-  if (size <= 0) return std::nullopt;
-  return std::string(data, static_cast<std::size_t>(size));
-}
-
 // One JWK to a key, or why it is skipped.
 std::variant<VerificationKey, std::string> read_key(const Json& jwk) {
   if (!jwk.is_object()) return std::string("not an object");
@@ -182,9 +168,7 @@ std::variant<VerificationKey, std::string> read_key(const Json& jwk) {
     return "kty " + kty + " is not accepted";
   }
   if (auto* why = std::get_if<std::string>(&made)) return std::move(*why);
-  auto pem = to_pem(std::get<Pkey>(made).get());
-  if (!pem) return std::string("OpenSSL could not write the key");
-  key.public_key_pem = std::move(*pem);
+  key.key = std::shared_ptr<EVP_PKEY>(std::get<Pkey>(made).release(), PkeyFree{});
   return key;
 }
 

@@ -1,5 +1,4 @@
-// The issuer's signing keys, read from its JWKS document (RFC 7517), as keys OpenSSL and
-// libjwt can verify with.
+// The issuer's signing keys, read from its JWKS document (RFC 7517), as OpenSSL 3 keys.
 //
 // Each key decides the one algorithm a token signed with it may claim: the JWK's `alg` when it
 // names one we accept, else the algorithm its type implies (RSA → RS256; EC P-256 → ES256,
@@ -20,9 +19,12 @@
 #include <variant>
 #include <vector>
 
+#include <openssl/evp.h>
+
 namespace codemode::auth {
 
-// The JWS algorithms a key may carry (libjwt 1.10 verifies these; it has no EdDSA or PS*).
+// The JWS algorithms a key may carry (RFC 7518 §3.3, §3.4). Others (HS*, none, PS*, EdDSA) are
+// never accepted.
 enum class Algorithm { rs256, rs384, rs512, es256, es384, es512 };
 std::string_view to_string(Algorithm algorithm);  // "RS256", ...
 std::optional<Algorithm> algorithm_from_string(std::string_view name);
@@ -30,7 +32,8 @@ std::optional<Algorithm> algorithm_from_string(std::string_view name);
 struct VerificationKey {
   std::string kid;  // may be empty: the JWK had none
   Algorithm algorithm = Algorithm::rs256;
-  std::string public_key_pem;  // SubjectPublicKeyInfo, as OpenSSL writes it
+  // Read-only once made: OpenSSL 3 allows verifications with one key on several threads.
+  std::shared_ptr<EVP_PKEY> key;
 };
 
 class KeySet {

@@ -2,23 +2,17 @@
 
 #include <stdexcept>
 
-#include <jwt.h>
 #include <openssl/bio.h>
 #include <openssl/bn.h>
 #include <openssl/core_names.h>
-#include <openssl/evp.h>
+#include <openssl/ec.h>
+#include <openssl/hmac.h>
 #include <openssl/pem.h>
 
 namespace codemode::auth::testing {
 namespace {
 
 using Json = nlohmann::json;
-
-std::string bio_text(BIO* bio) {
-  char* data = nullptr;
-  const long size = BIO_get_mem_data(bio, &data);
-  return std::string(data, static_cast<std::size_t>(size));
-}
 
 std::string bn_bytes(const EVP_PKEY* key, const char* name, std::size_t width = 0) {
   BIGNUM* bn = nullptr;
@@ -32,32 +26,45 @@ std::string bn_bytes(const EVP_PKEY* key, const char* name, std::size_t width = 
 }
 
 TestKey finish(EVP_PKEY* key, TestKey out) {
-  BIO* priv = BIO_new(BIO_s_mem());
   BIO* pub = BIO_new(BIO_s_mem());
-  PEM_write_bio_PrivateKey(priv, key, nullptr, nullptr, 0, nullptr, nullptr);
   PEM_write_bio_PUBKEY(pub, key);
-  out.private_key_pem = bio_text(priv);
-  out.public_key_pem = bio_text(pub);
-  BIO_free(priv);
+  char* data = nullptr;
+  const long size = BIO_get_mem_data(pub, &data);
+  out.public_key_pem.assign(data, static_cast<std::size_t>(size));
   BIO_free(pub);
-  EVP_PKEY_free(key);
+  out.private_key = std::shared_ptr<EVP_PKEY>(key, EVP_PKEY_free);
   return out;
 }
 
-std::string sign_with(jwt_alg_t alg, const std::string& key, const Json& header,
-                      const Json& claims) {
-  jwt_t* jwt = nullptr;
-  jwt_new(&jwt);
-  jwt_add_grants_json(jwt, claims.dump().c_str());
-  jwt_add_headers_json(jwt, header.dump().c_str());
-  jwt_set_alg(jwt, alg, reinterpret_cast<const unsigned char*>(key.data()),
-              static_cast<int>(key.size()));
-  char* text = jwt_encode_str(jwt);
-  std::string token = text ? text : "";
-  free(text);  // NOLINT(cppcoreguidelines-no-malloc)
-  jwt_free(jwt);
-  if (token.empty()) throw std::runtime_error("libjwt could not sign");
-  return token;
+std::string digest_sign(EVP_PKEY* key, const std::string& input) {
+  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+  std::size_t size = 0;
+  std::string signature;
+  if (EVP_DigestSignInit(ctx, nullptr, EVP_sha256(), nullptr, key) == 1 &&
+      EVP_DigestSign(ctx, nullptr, &size, reinterpret_cast<const unsigned char*>(input.data()),
+                     input.size()) == 1) {
+    signature.resize(size);
+    EVP_DigestSign(ctx, reinterpret_cast<unsigned char*>(signature.data()), &size,
+                   reinterpret_cast<const unsigned char*>(input.data()), input.size());
+    signature.resize(size);
+  }
+  EVP_MD_CTX_free(ctx);
+  if (signature.empty()) throw std::runtime_error("OpenSSL could not sign");
+  return signature;
+}
+
+// DER (OpenSSL) to R || S, 32 bytes each (JWS ES256).
+std::string jose_ecdsa(const std::string& der) {
+  const auto* p = reinterpret_cast<const unsigned char*>(der.data());
+  ECDSA_SIG* sig = d2i_ECDSA_SIG(nullptr, &p, static_cast<long>(der.size()));
+  const BIGNUM* r = nullptr;
+  const BIGNUM* s = nullptr;
+  ECDSA_SIG_get0(sig, &r, &s);
+  std::string raw(64, '\0');
+  BN_bn2binpad(r, reinterpret_cast<unsigned char*>(raw.data()), 32);
+  BN_bn2binpad(s, reinterpret_cast<unsigned char*>(raw.data()) + 32, 32);
+  ECDSA_SIG_free(sig);
+  return raw;
 }
 
 }  // namespace
@@ -78,7 +85,7 @@ std::string base64url(const std::string& bytes) {
 
 TestKey make_rsa_key(const std::string& kid, int bits) {
   EVP_PKEY* key = EVP_PKEY_Q_keygen(nullptr, nullptr, "RSA", static_cast<size_t>(bits));
-  TestKey out{kid, "RS256", "", "", Json::object()};
+  TestKey out{kid, "RS256", nullptr, "", Json::object()};
   out.jwk = {{"kty", "RSA"},
              {"kid", kid},
              {"alg", "RS256"},
@@ -90,7 +97,7 @@ TestKey make_rsa_key(const std::string& kid, int bits) {
 
 TestKey make_ec_key(const std::string& kid) {
   EVP_PKEY* key = EVP_PKEY_Q_keygen(nullptr, nullptr, "EC", "P-256");
-  TestKey out{kid, "ES256", "", "", Json::object()};
+  TestKey out{kid, "ES256", nullptr, "", Json::object()};
   out.jwk = {{"kty", "EC"},
              {"kid", kid},
              {"crv", "P-256"},
@@ -101,10 +108,18 @@ TestKey make_ec_key(const std::string& kid) {
 }
 
 std::string sign(const TestKey& key, const Json& claims, const Json& extra_header) {
-  Json header = {{"kid", key.kid}, {"typ", "at+jwt"}};
-  header.update(extra_header);
-  return sign_with(key.alg == "ES256" ? JWT_ALG_ES256 : JWT_ALG_RS256, key.private_key_pem, header,
-                   claims);
+  Json header = {{"alg", key.alg}, {"kid", key.kid}, {"typ", "at+jwt"}};
+  for (const auto& [name, value] : extra_header.items()) {
+    if (value.is_null()) {
+      header.erase(name);
+    } else {
+      header[name] = value;
+    }
+  }
+  const std::string input = base64url(header.dump()) + "." + base64url(claims.dump());
+  std::string signature = digest_sign(key.private_key.get(), input);
+  if (key.alg == "ES256") signature = jose_ecdsa(signature);
+  return input + "." + base64url(signature);
 }
 
 std::string unsigned_token(const Json& header, const Json& claims, const std::string& signature) {
@@ -112,7 +127,13 @@ std::string unsigned_token(const Json& header, const Json& claims, const std::st
 }
 
 std::string sign_hs256(const std::string& secret, const std::string& kid, const Json& claims) {
-  return sign_with(JWT_ALG_HS256, secret, {{"kid", kid}}, claims);
+  const std::string input =
+      base64url(Json{{"alg", "HS256"}, {"kid", kid}}.dump()) + "." + base64url(claims.dump());
+  unsigned char mac[EVP_MAX_MD_SIZE];
+  unsigned int size = 0;
+  HMAC(EVP_sha256(), secret.data(), static_cast<int>(secret.size()),
+       reinterpret_cast<const unsigned char*>(input.data()), input.size(), mac, &size);
+  return input + "." + base64url(std::string(reinterpret_cast<char*>(mac), size));
 }
 
 }  // namespace codemode::auth::testing

@@ -221,6 +221,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
       return refuse({refused->status, std::move(refused->message)}, challenge);
     }
     auto& token = std::get<auth::VerifiedToken>(result);
+    spdlog::info("http: access token of {} from {}", token.principal, client_);
     principal_ = std::move(token.principal);
     granted_scopes_ = std::move(token.scopes);
     if (auto refusal = admit()) {

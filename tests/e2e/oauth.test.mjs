@@ -13,6 +13,9 @@ import { createServer } from 'node:http';
 import { once } from 'node:events';
 import { generateKeyPairSync, createSign, createHmac, randomUUID } from 'node:crypto';
 import Provider from 'oidc-provider';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ClientCredentialsProvider } from '@modelcontextprotocol/sdk/client/auth-extensions.js';
 import { startHttpServer, rawExchange, post, provesServing, INITIALIZE, writeConfig } from './http_harness.mjs';
 
 const STATIC_TOKEN = 'static-token-0123456789abcdef';
@@ -66,7 +69,9 @@ function makeProvider(keys) {
       clientCredentials: { enabled: true },
       resourceIndicators: {
         enabled: true,
-        defaultResource: () => as.resource,
+        // A token request without a resource indicator gets a token for another resource, so a
+        // client that works with our server must have sent ours (RFC 8707).
+        defaultResource: () => OTHER_RESOURCE,
         useGrantedResource: () => true,
         getResourceServerInfo: (ctx, indicator) => ({
           scope: 'mcp:read mcp:execute',
@@ -270,6 +275,30 @@ test('a token without a tool\'s scope: 403 insufficient_scope naming what is mis
     assert.match(JSON.parse(execute.body).error.message, /^insufficient_scope: the tool execute needs scope mcp:execute$/);
     await provesServing(server.port, headers);  // search needs only mcp:read
     assert.match(server.stderr, /access token of client:reader/);
+  } finally {
+    await server.stop();
+  }
+});
+
+test('the MCP SDK client finds its way from the 401: our metadata, the issuer, a token, a call', async () => {
+  const server = await startOAuthServer();
+  try {
+    const provider = new ClientCredentialsProvider({
+      clientId: 'app', clientSecret: 'app-secret', expectedIssuer: as.issuer, scope: 'mcp:read mcp:execute',
+    });
+    const client = new Client({ name: 'oauth-e2e', version: '1.0.0' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(as.resource), { authProvider: provider }));
+    try {
+      const result = await client.callTool({ name: 'search', arguments: { code: 'async () => 6 * 7' } });
+      assert.equal(result.content[0].text, '42');
+      const token = provider.tokens().access_token;
+      const claims = JSON.parse(Buffer.from(token.split('.')[1], 'base64url'));
+      assert.equal(claims.aud, as.resource);
+      assert.match(server.stderr, /http: access token of client:app from/);
+      assert.ok(!server.stderr.includes(token.split('.')[2]), 'the token reached the log');
+    } finally {
+      await client.close();
+    }
   } finally {
     await server.stop();
   }

@@ -60,6 +60,8 @@ const EVP_MD* digest_of(Algorithm algorithm) {
     case Algorithm::rs512:
     case Algorithm::es512:
       return EVP_sha512();
+    case Algorithm::eddsa:
+      return nullptr;  // Ed25519 hashes the message itself (OpenSSL takes no digest for it)
   }
   return nullptr;
 }
@@ -100,7 +102,8 @@ std::optional<std::string> ecdsa_der(std::string_view raw, std::size_t half) {
 }
 
 // RFC 7515 §5.2 step 8: the signature over `signing_input` (the token up to its second dot),
-// verified by OpenSSL with the key's algorithm: RSASSA-PKCS1-v1_5 or ECDSA over its digest.
+// verified by OpenSSL with the key's algorithm: RSASSA-PKCS1-v1_5 or ECDSA over its digest, or
+// Ed25519.
 bool signature_verifies(const VerificationKey& key, std::string_view signing_input,
                         std::string signature) {
   if (const std::size_t half = ecdsa_half(key.algorithm); half != 0) {

@@ -80,6 +80,18 @@ TEST_CASE("an ES256 token passes and the aud may be an array", "[auth][token]") 
   CHECK(std::get<VerifiedToken>(result).scopes == std::vector<std::string>{"mcp:read"});
 }
 
+TEST_CASE("an EdDSA (Ed25519) token passes, and its key takes no other algorithm",
+          "[auth][token]") {
+  const TestKey ed = testing::make_ed25519_key("ed-1");
+  const KeySet keys = key_set({&rsa(), &ed});
+  CHECK(refusal(check(testing::sign(ed, good_claims()), keys)) == "(accepted)");
+  CHECK(refusal(check(testing::sign(rsa(), good_claims(), {{"kid", "ed-1"}}), keys)) ==
+        "invalid_token: the token's algorithm is not its key's");
+  const TestKey other = testing::make_ed25519_key("ed-1");
+  CHECK(refusal(check(testing::sign(other, good_claims()), keys)) ==
+        "invalid_token: the signature does not verify");
+}
+
 TEST_CASE("a client's own token is the client's principal", "[auth][token]") {
   const KeySet keys = key_set({&rsa()});
   json claims = good_claims();

@@ -14,13 +14,14 @@ namespace {
 
 using Json = nlohmann::json;
 
-constexpr std::array<std::pair<Algorithm, std::string_view>, 6> kAlgorithmNames = {{
+constexpr std::array<std::pair<Algorithm, std::string_view>, 7> kAlgorithmNames = {{
     {Algorithm::rs256, "RS256"},
     {Algorithm::rs384, "RS384"},
     {Algorithm::rs512, "RS512"},
     {Algorithm::es256, "ES256"},
     {Algorithm::es384, "ES384"},
     {Algorithm::es512, "ES512"},
+    {Algorithm::eddsa, "EdDSA"},
 }};
 
 constexpr int kMinRsaBits = 2048;
@@ -128,6 +129,17 @@ std::variant<Pkey, std::string> ec_key(const Json& jwk, const Curve& curve) {
   return key;
 }
 
+std::variant<Pkey, std::string> ed25519_key(const Json& jwk) {
+  const auto x = string_member(jwk, "x");
+  const auto x_bytes = x ? base64url_decode(*x) : std::nullopt;
+  if (!x_bytes || x_bytes->size() != 32) return std::string("x is not a base64url Ed25519 key");
+  Pkey key(EVP_PKEY_new_raw_public_key(EVP_PKEY_ED25519, nullptr,
+                                       reinterpret_cast<const unsigned char*>(x_bytes->data()),
+                                       x_bytes->size()));
+  if (!key) return std::string("OpenSSL refused the Ed25519 key");
+  return key;
+}
+
 // One JWK to a key, or why it is skipped.
 std::variant<VerificationKey, std::string> read_key(const Json& jwk) {
   if (!jwk.is_object()) return std::string("not an object");
@@ -164,6 +176,12 @@ std::variant<VerificationKey, std::string> read_key(const Json& jwk) {
     key.algorithm = curve->algorithm;
     if (declared && *declared != curve->algorithm) return std::string("alg does not fit crv");
     made = ec_key(jwk, *curve);
+  } else if (kty == "OKP") {
+    if (string_member(jwk, "crv").value_or("") != "Ed25519")
+      return std::string("crv is not Ed25519");
+    if (declared && *declared != Algorithm::eddsa) return std::string("alg does not fit crv");
+    key.algorithm = Algorithm::eddsa;
+    made = ed25519_key(jwk);
   } else {
     return "kty " + kty + " is not accepted";
   }

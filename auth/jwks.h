@@ -2,11 +2,11 @@
 //
 // Each key decides the one algorithm a token signed with it may claim: the JWK's `alg` when it
 // names one we accept, else the algorithm its type implies (RSA → RS256; EC P-256 → ES256,
-// P-384 → ES384, P-521 → ES512). A token's header never chooses the algorithm: a header that
-// names another algorithm than its key's is refused before any verification. Symmetric (`oct`)
-// keys, keys for encryption (`use: enc`), RSA keys under 2048 bits and algorithms we do not
-// accept are skipped, so `alg: none` and HS256 (a public key used as an HMAC secret) can never
-// match a key.
+// P-384 → ES384, P-521 → ES512; OKP Ed25519 → EdDSA). A token's header never chooses the algorithm:
+// a header that names another algorithm than its key's is refused before any verification.
+// Symmetric (`oct`) keys, keys for encryption (`use: enc`), RSA keys under 2048 bits and algorithms
+// we do not accept are skipped, so `alg: none` and HS256 (a public key used as an HMAC secret) can
+// never match a key.
 //
 // A KeySet is immutable once read; shared between threads as shared_ptr<const KeySet>.
 #pragma once
@@ -23,9 +23,9 @@
 
 namespace codemode::auth {
 
-// The JWS algorithms a key may carry (RFC 7518 §3.3, §3.4). Others (HS*, none, PS*, EdDSA) are
-// never accepted.
-enum class Algorithm { rs256, rs384, rs512, es256, es384, es512 };
+// The JWS algorithms a key may carry (RFC 7518 §3.3, §3.4; EdDSA with Ed25519, RFC 8037). Others
+// (HS*, none, PS*) are never accepted.
+enum class Algorithm { rs256, rs384, rs512, es256, es384, es512, eddsa };
 std::string_view to_string(Algorithm algorithm);  // "RS256", ...
 std::optional<Algorithm> algorithm_from_string(std::string_view name);
 

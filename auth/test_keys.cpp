@@ -36,11 +36,11 @@ TestKey finish(EVP_PKEY* key, TestKey out) {
   return out;
 }
 
-std::string digest_sign(EVP_PKEY* key, const std::string& input) {
+std::string digest_sign(EVP_PKEY* key, const std::string& input, const EVP_MD* md) {
   EVP_MD_CTX* ctx = EVP_MD_CTX_new();
   std::size_t size = 0;
   std::string signature;
-  if (EVP_DigestSignInit(ctx, nullptr, EVP_sha256(), nullptr, key) == 1 &&
+  if (EVP_DigestSignInit(ctx, nullptr, md, nullptr, key) == 1 &&
       EVP_DigestSign(ctx, nullptr, &size, reinterpret_cast<const unsigned char*>(input.data()),
                      input.size()) == 1) {
     signature.resize(size);
@@ -107,6 +107,20 @@ TestKey make_ec_key(const std::string& kid) {
   return finish(key, std::move(out));
 }
 
+TestKey make_ed25519_key(const std::string& kid) {
+  EVP_PKEY* key = EVP_PKEY_Q_keygen(nullptr, nullptr, "ED25519");
+  unsigned char raw[32];
+  std::size_t size = sizeof raw;
+  EVP_PKEY_get_raw_public_key(key, raw, &size);
+  TestKey out{kid, "EdDSA", nullptr, "", Json::object()};
+  out.jwk = {{"kty", "OKP"},
+             {"kid", kid},
+             {"crv", "Ed25519"},
+             {"use", "sig"},
+             {"x", base64url(std::string(reinterpret_cast<char*>(raw), size))}};
+  return finish(key, std::move(out));
+}
+
 std::string sign(const TestKey& key, const Json& claims, const Json& extra_header) {
   Json header = {{"alg", key.alg}, {"kid", key.kid}, {"typ", "at+jwt"}};
   for (const auto& [name, value] : extra_header.items()) {
@@ -117,7 +131,8 @@ std::string sign(const TestKey& key, const Json& claims, const Json& extra_heade
     }
   }
   const std::string input = base64url(header.dump()) + "." + base64url(claims.dump());
-  std::string signature = digest_sign(key.private_key.get(), input);
+  std::string signature =
+      digest_sign(key.private_key.get(), input, key.alg == "EdDSA" ? nullptr : EVP_sha256());
   if (key.alg == "ES256") signature = jose_ecdsa(signature);
   return input + "." + base64url(signature);
 }

@@ -19,7 +19,8 @@ struct TestKey {
 };
 
 TestKey make_rsa_key(const std::string& kid, int bits = 2048);
-TestKey make_ec_key(const std::string& kid);  // P-256, ES256
+TestKey make_ec_key(const std::string& kid);       // P-256, ES256
+TestKey make_ed25519_key(const std::string& kid);  // EdDSA
 
 std::string base64url(const std::string& bytes);
 

@@ -13,9 +13,9 @@ namespace {
 using nlohmann::json;
 using testing::TestKey;
 
-const std::string kIssuer = "https://as.example.com/";
-const std::string kResource = "https://mcp.example.com/mcp";
-const auto kNow = std::chrono::system_clock::time_point(std::chrono::seconds(1'800'000'000));
+constexpr std::string_view kIssuer = "https://as.example.com/";
+constexpr std::string_view kResource = "https://mcp.example.com/mcp";
+constexpr std::chrono::system_clock::time_point kNow{std::chrono::seconds(1'800'000'000)};
 constexpr std::int64_t kNowS = 1'800'000'000;
 
 json good_claims() {
@@ -37,8 +37,9 @@ KeySet key_set(const std::vector<const TestKey*>& keys) {
 }
 
 Verification check(const std::string& token, const KeySet& keys) {
-  return verify_access_token(token, keys,
-                             Expectations{kIssuer, kResource, std::chrono::seconds(60)}, kNow);
+  return verify_access_token(
+      token, keys,
+      Expectations{std::string(kIssuer), std::string(kResource), std::chrono::seconds(60)}, kNow);
 }
 
 std::string refusal(const Verification& result) {
@@ -47,12 +48,12 @@ std::string refusal(const Verification& result) {
 }
 
 const TestKey& rsa() {
-  static const TestKey key = testing::make_rsa_key("rsa-1");
-  return key;
+  static const TestKey kKey = testing::make_rsa_key("rsa-1");
+  return kKey;
 }
 const TestKey& ec() {
-  static const TestKey key = testing::make_ec_key("ec-1");
-  return key;
+  static const TestKey kKey = testing::make_ec_key("ec-1");
+  return kKey;
 }
 
 }  // namespace
@@ -111,7 +112,7 @@ TEST_CASE("a subject unsafe in a log line becomes a digest", "[auth][token]") {
   CHECK(principal_of("alice@example.com", "") == "sub:alice@example.com");
   const std::string hashed = principal_of("evil\nname", "");
   CHECK(hashed.rfind("sub-sha256:", 0) == 0);
-  CHECK(hashed.size() == std::string("sub-sha256:").size() + 16);
+  CHECK(hashed.size() == std::string_view("sub-sha256:").size() + 16);
   CHECK(principal_of(std::string(200, 'a'), "") != "sub:" + std::string(200, 'a'));
 }
 
@@ -241,10 +242,10 @@ TEST_CASE("the key set skips what cannot sign, and says why", "[auth][jwks]") {
   REQUIRE(std::holds_alternative<KeySet::Read>(read));
   const auto& result = std::get<KeySet::Read>(read);
   CHECK(result.keys.size() == 2);
+  const std::string small_key =
+      "key 1 (kid small): the RSA key has 1024 bits (at least 2048 are required)";
   CHECK(result.skipped ==
-        std::vector<std::string>{"key 0 (kid hmac): kty oct is not accepted",
-                                 "key 1 (kid small): the RSA key has 1024 bits (at least 2048 are "
-                                 "required)",
+        std::vector<std::string>{"key 0 (kid hmac): kty oct is not accepted", small_key,
                                  "key 2 (kid enc): use is not sig",
                                  "key 3 (kid ps): alg PS256 is not accepted",
                                  "key 4 (kid off-curve): OpenSSL refused the EC point"});

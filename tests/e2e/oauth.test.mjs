@@ -1,12 +1,14 @@
 // --http as an OAuth 2.1 resource server (issue 24) against a real authorization server:
 // oidc-provider (a certified OpenID provider, from npm) on 127.0.0.1 with resource indicators,
-// JWT access tokens and the client-credentials grant. What is proven: the protected resource
+// JWT access tokens, the client-credentials grant and the authorization-code grant with PKCE
+// (its development login and consent pages, driven here as a browser would). What is proven: the protected resource
 // metadata and the 401 challenge that points to it; a token from the issuer for our resource
 // works, and names its principal; hostile and stale tokens are each refused with 401 and
 // `error="invalid_token"`, the server serving the next call and logging none of them; a key
 // rotation at the issuer is picked up on the first token with the new kid; made-up kids cost no
 // more than one fetch per interval; a token without a tool's scope gets 403 insufficient_scope;
-// static tokens keep working beside OAuth.
+// static tokens keep working beside OAuth; the official MCP SDK client gets from our 401 to a
+// tools/call on its own, with client credentials and with a user's sign-in (code + PKCE).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
@@ -61,11 +63,17 @@ function makeProvider(keys) {
         redirect_uris: [], response_types: [], scope: 'mcp:read mcp:execute' },
       { client_id: 'reader', client_secret: 'reader-secret', grant_types: ['client_credentials'],
         redirect_uris: [], response_types: [], scope: 'mcp:read' },
+      // A public client signing a user in through the browser (authorization code + PKCE), as
+      // VS Code or Claude do; a loopback redirect (RFC 8252: any port).
+      { client_id: 'desktop', application_type: 'native', token_endpoint_auth_method: 'none',
+        grant_types: ['authorization_code'], response_types: ['code'],
+        redirect_uris: ['http://127.0.0.1/callback'], scope: 'mcp:read mcp:execute' },
     ],
     jwks: { keys: keys.map((k) => k.jwk) },
     scopes: ['mcp:read', 'mcp:execute'],
     features: {
-      devInteractions: { enabled: false },
+      // The provider's own login and consent pages, driven by the test as a browser would.
+      devInteractions: { enabled: true },
       clientCredentials: { enabled: true },
       resourceIndicators: {
         enabled: true,
@@ -298,6 +306,90 @@ test('the MCP SDK client finds its way from the 401: our metadata, the issuer, a
       assert.ok(!server.stderr.includes(token.split('.')[2]), 'the token reached the log');
     } finally {
       await client.close();
+    }
+  } finally {
+    await server.stop();
+  }
+});
+
+// The browser's part of the authorization-code flow against oidc-provider's development pages:
+// follow redirects with the provider's cookies, log in as `login`, consent, and return the
+// redirect to the client's callback.
+async function signInAs(authorizationUrl, login) {
+  const cookies = new Map();
+  let url = authorizationUrl;
+  let body;
+  for (let step = 0; step < 12; ++step) {
+    const response = await fetch(url, {
+      method: body ? 'POST' : 'GET',
+      redirect: 'manual',
+      headers: {
+        Cookie: [...cookies].map(([k, v]) => `${k}=${v}`).join('; '),
+        ...(body ? { 'Content-Type': 'application/x-www-form-urlencoded' } : {}),
+      },
+      body,
+    });
+    for (const cookie of response.headers.getSetCookie()) {
+      const [pair] = cookie.split(';');
+      const eq = pair.indexOf('=');
+      cookies.set(pair.slice(0, eq), pair.slice(eq + 1));
+    }
+    body = undefined;
+    if (response.status >= 300 && response.status < 400) {
+      const next = new URL(response.headers.get('location'), url);
+      if (next.pathname === '/callback') return next;
+      url = next.href;
+      continue;
+    }
+    const page = await response.text();
+    assert.equal(response.status, 200, page);
+    // The development pages: a login form, then a consent form, both posting to their own URL.
+    body = /name="login"/.test(page)
+      ? new URLSearchParams({ prompt: 'login', login, password: 'any' })
+      : new URLSearchParams({ prompt: 'consent' });
+    url = new URL(/action="([^"]+)"/.exec(page)[1], url).href;
+  }
+  throw new Error('the sign-in never reached the callback');
+}
+
+test('a user signs in with authorization code + PKCE through the SDK client', async () => {
+  const server = await startOAuthServer();
+  try {
+    let authorizationUrl;
+    let verifier;
+    let tokens;
+    const provider = {
+      get redirectUrl() { return 'http://127.0.0.1:9/callback'; },
+      get clientMetadata() {
+        return { client_name: 'desktop', redirect_uris: ['http://127.0.0.1:9/callback'],
+          grant_types: ['authorization_code'], response_types: ['code'], token_endpoint_auth_method: 'none' };
+      },
+      state: () => randomUUID(),
+      clientInformation: () => ({ client_id: 'desktop' }),
+      tokens: () => tokens,
+      saveTokens: (t) => { tokens = t; },
+      redirectToAuthorization: (url) => { authorizationUrl = url; },
+      saveCodeVerifier: (v) => { verifier = v; },
+      codeVerifier: () => verifier,
+    };
+    const transport = new StreamableHTTPClientTransport(new URL(as.resource), { authProvider: provider });
+    const client = new Client({ name: 'oauth-e2e-pkce', version: '1.0.0' });
+    await assert.rejects(client.connect(transport), /Unauthorized/);
+    assert.ok(authorizationUrl, 'the client was sent to the authorization server');
+    assert.equal(authorizationUrl.searchParams.get('code_challenge_method'), 'S256');
+    assert.equal(authorizationUrl.searchParams.get('resource'), as.resource);
+    const callback = await signInAs(authorizationUrl, 'alice');
+    await transport.finishAuth(callback.searchParams.get('code'));
+
+    const signedIn = new Client({ name: 'oauth-e2e-pkce', version: '1.0.0' });
+    await signedIn.connect(new StreamableHTTPClientTransport(new URL(as.resource), { authProvider: provider }));
+    try {
+      const result = await signedIn.callTool({ name: 'search', arguments: { code: 'async () => 2 + 3' } });
+      assert.equal(result.content[0].text, '5');
+      assert.match(server.stderr, /http: access token of sub:alice from/);
+      assert.ok(!server.stderr.includes(tokens.access_token.split('.')[2]), 'the token reached the log');
+    } finally {
+      await signedIn.close();
     }
   } finally {
     await server.stop();

@@ -294,7 +294,12 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
     if (auto refusal = policy.check_host(header(request, "Host"))) return refusal;
     if (auto refusal = policy.check_origin(header(request, "Origin"))) return refusal;
     if (path == "/metrics" && state_->options.metrics) {
-      // What the server has done is for its operators: the same token as /mcp.
+      // What the server has done is for its operators: the same token as /mcp. With OAuth that
+      // is a static token (an access token names a user, not an operator): without static
+      // tokens, an OAuth server (which may bind any address) keeps /metrics shut.
+      if (state_->options.verifier && !policy.requires_token()) {
+        return HttpRefusal{401, "unauthorized: /metrics needs a static token (http.tokens)"};
+      }
       return policy.authenticate(header(request, "Authorization")).refusal;
     }
     if (path != "/mcp") return std::nullopt;

@@ -166,6 +166,11 @@ test('metadata at both well-known paths; no token: 401 pointing to it', async ()
     assert.equal(asMetadata.issuer, as.issuer);
     // The static token still works, and needs no scope.
     await provesServing(server.port, bearer(STATIC_TOKEN));
+    // /metrics is for operators: the static token, never an access token.
+    const metrics = `http://127.0.0.1:${as.mcpPort}/metrics`;
+    assert.equal((await fetch(metrics)).status, 401);
+    assert.equal((await fetch(metrics, { headers: bearer(await issue('app', 'app-secret')) })).status, 401);
+    assert.equal((await fetch(metrics, { headers: bearer(STATIC_TOKEN) })).status, 200);
   } finally {
     await server.stop();
   }
@@ -391,6 +396,19 @@ test('a user signs in with authorization code + PKCE through the SDK client', as
     } finally {
       await signedIn.close();
     }
+  } finally {
+    await server.stop();
+  }
+});
+
+test('without static tokens, /metrics stays shut on an OAuth server', async () => {
+  const server = await startHttpServer(['--http', `127.0.0.1:${as.mcpPort}`, '--config', writeConfig({
+    http: { oauth: { issuer: as.issuer, resource: as.resource } },
+  })]);
+  try {
+    await server.waitFor(/oauth: \d+ signing key\(s\) from/);
+    assert.equal((await fetch(`http://127.0.0.1:${as.mcpPort}/metrics`)).status, 401);
+    await provesServing(server.port, bearer(await issue('app', 'app-secret')));
   } finally {
     await server.stop();
   }

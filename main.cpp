@@ -235,6 +235,7 @@ int main(int argc, char** argv) {
       .info = {.name = "codemode-mcp", .version = CODEMODE_VERSION, .instructions = kInstructions},
       .serve_stdio = serve_stdio,
       .http = std::move(http),
+      .metrics = args.metrics,
       .sandbox_stderr = logger->level() <= spdlog::level::debug
                             ? codemode::sandbox::ChildStderr::inherit
                             : codemode::sandbox::ChildStderr::discard,

@@ -6,23 +6,16 @@
 #include <thread>
 
 #include "audit/store.h"
+#include "net/escape.h"
 
 namespace codemode::audit {
 
 namespace {
 
-// Peer-written text for a table cell: control characters and backslashes escaped, cut.
+// Peer-written text for a table cell: escaped as the server's log escapes it (a terminal shows
+// the table), cut to `width` bytes.
 std::string cell(std::string_view text, std::size_t width) {
-  std::string out;
-  for (unsigned char c : text) {
-    if (c < 0x20 || c == 0x7F || c == '\\') {
-      char buffer[8];
-      (void)std::snprintf(buffer, sizeof buffer, "\\x%02x", c);  // fits: 4 of 8 bytes
-      out += buffer;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
+  std::string out = net::escape_text(text, width > 0 ? width : text.size());
   if (width > 0 && out.size() > width) out = out.substr(0, width - 1) + "~";
   return out;
 }

@@ -28,7 +28,10 @@ struct Trail {
     audit.sqlite = dir.path() / "audit.db";
     call.time_us = 1764756902000000;
     request.time_us = call.time_us + 1000;
-    request.path = "/products/7\x1b[2J";  // written by model code: escaped in a table
+    // Written by model code: escaped in a table, the 7-bit ESC and the 8-bit CSI (U+009B) alike.
+    request.path =
+        "/products/7\x1b[2J\xc2\x9b"
+        "31m";
     other.time_us = call.time_us + 2000;
     other.outcome = "timeout";
     auto store = take(open_sqlite(audit.sqlite, OpenMode::write));
@@ -116,8 +119,10 @@ TEST_CASE("audit query as a table escapes what model code wrote", "[audit][cli]"
   REQUIRE(lines.size() == 4);
   CHECK(lines[0].starts_with("TIME "));
   CHECK(lines[1].starts_with("2025-12-03T10:15:02.000Z web-1#2 "));
-  CHECK(lines[2].find("GET http://127.0.0.1:8788/products/7\\x1b[2J") != std::string::npos);
+  CHECK(lines[2].find("GET http://127.0.0.1:8788/products/7\\x1b[2J\\xc2\\x9b31m") !=
+        std::string::npos);
   CHECK(lines[2].find('\x1b') == std::string::npos);
+  CHECK(lines[2].find("\xc2\x9b") == std::string::npos);
   CHECK(lines[3].find("timeout") != std::string::npos);
 }
 

@@ -3,8 +3,18 @@
 // UPDATE), so servers writing at once each keep an unbroken chain. A lost connection is
 // re-established before the next append; the password is libpq's business (PGPASSWORD,
 // ~/.pgpass) and never passes through this code.
+//
+// Every statement has a deadline (libpq's own calls have none once connected): the connection is
+// non-blocking and each exchange waits on its socket with poll(). A server that accepts and
+// then never answers (stopped, partitioned, stuck on a lock another hung client holds) costs the
+// writer thread that long, then the connection is closed and the store is down like any other
+// failure, so the writer's policy (fail_closed or drop) applies instead of a silent stall.
 #include <libpq-fe.h>
+#include <poll.h>
 
+#include <cerrno>
+#include <chrono>
+#include <climits>
 #include <memory>
 #include <utility>
 
@@ -73,7 +83,8 @@ void ignore_notice(void*, const char*) {}
 
 class PostgresStore final : public Store {
  public:
-  explicit PostgresStore(std::string conninfo) : conninfo_(std::move(conninfo)) {}
+  PostgresStore(std::string conninfo, std::chrono::milliseconds answer_within)
+      : conninfo_(std::move(conninfo)), answer_within_(answer_within) {}
   ~PostgresStore() override {
     if (conn_) PQfinish(conn_);
   }
@@ -95,6 +106,7 @@ class PostgresStore final : public Store {
       return "postgres: cannot connect: " + why;
     }
     PQsetNoticeProcessor(conn_, ignore_notice, nullptr);
+    if (PQsetnonblocking(conn_, 1) != 0) return "postgres: " + one_line(PQerrorMessage(conn_));
     const char* host = PQhost(conn_);
     where_ = std::string(host ? host : "") + ":" + PQport(conn_) + "/" + PQdb(conn_);
     return exec("SET client_min_messages = warning");
@@ -295,22 +307,75 @@ class PostgresStore final : public Store {
     std::vector<const char*> values;
     values.reserve(texts.size());
     for (const std::string& t : texts) values.push_back(t.c_str());
-    PgResult r(PQexecParams(conn_, sql.c_str(), static_cast<int>(values.size()), nullptr,
-                            values.data(), nullptr, nullptr, 0));
-    const ExecStatusType status = r ? PQresultStatus(r.get()) : PGRES_FATAL_ERROR;
-    if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) {
-      return "postgres: " + one_line(PQerrorMessage(conn_));
-    }
-    return r;
+    const bool sent =
+        conn_ != nullptr && PQsendQueryParams(conn_, sql.c_str(), static_cast<int>(values.size()),
+                                              nullptr, values.data(), nullptr, nullptr, 0) == 1;
+    return collect(sent);
   }
 
   std::optional<std::string> exec(const char* sql) {
-    PgResult r(PQexec(conn_, sql));
-    const ExecStatusType status = r ? PQresultStatus(r.get()) : PGRES_FATAL_ERROR;
-    if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) {
-      return "postgres: " + one_line(PQerrorMessage(conn_));
-    }
+    auto r = collect(conn_ != nullptr && PQsendQuery(conn_, sql) == 1);
+    if (auto* e = std::get_if<std::string>(&r)) return *e;
     return std::nullopt;
+  }
+
+  // What was just sent, sent and answered within answer_within_: its last result, or the first
+  // error. At the deadline the connection is closed (the next statement connects again).
+  Result<PgResult> collect(bool sent) {
+    if (!sent) return failure();
+    const auto deadline = std::chrono::steady_clock::now() + answer_within_;
+    for (;;) {  // the statement out (a batch of rows can be larger than the socket's buffer)
+      const int flushed = PQflush(conn_);
+      if (flushed == 0) break;
+      if (flushed < 0) return failure();
+      if (!wait(POLLOUT | POLLIN, deadline)) return give_up();
+      if (PQconsumeInput(conn_) == 0) return failure();
+    }
+    PgResult last;
+    std::optional<std::string> error;
+    for (;;) {  // every result, to the end (a script such as kSchema has several)
+      while (PQisBusy(conn_) == 1) {
+        if (!wait(POLLIN, deadline)) return give_up();
+        if (PQconsumeInput(conn_) == 0) return failure();
+      }
+      PgResult r(PQgetResult(conn_));
+      if (!r) break;
+      const ExecStatusType status = PQresultStatus(r.get());
+      if (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK) {
+        last = std::move(r);
+      } else if (!error) {
+        error = "postgres: " + one_line(PQresultErrorMessage(r.get()));
+      }
+    }
+    if (error) return *error;
+    return last;
+  }
+
+  // Until the connection's socket is ready for `events` (or failed: libpq then says why); false
+  // at the deadline.
+  bool wait(short events, std::chrono::steady_clock::time_point deadline) const {
+    const int fd = PQsocket(conn_);
+    if (fd < 0) return true;
+    for (;;) {
+      const auto left =
+          std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now())
+              .count();
+      if (left <= 0) return false;
+      pollfd ready{fd, events, 0};
+      const int n = ::poll(&ready, 1, static_cast<int>(std::min<long long>(left, INT_MAX)));
+      if (n > 0 || (n < 0 && errno != EINTR)) return true;
+    }
+  }
+
+  std::string failure() const {
+    return "postgres: " + one_line(conn_ ? PQerrorMessage(conn_) : "not connected");
+  }
+
+  std::string give_up() {
+    PQfinish(conn_);
+    conn_ = nullptr;
+    return "postgres: no answer within " + std::to_string(answer_within_.count()) +
+           " ms; the connection was closed";
   }
 
   static std::vector<StoredRecord> records(PGresult* res) {
@@ -333,14 +398,15 @@ class PostgresStore final : public Store {
   }
 
   std::string conninfo_;
+  const std::chrono::milliseconds answer_within_;
   std::string where_;
   PGconn* conn_ = nullptr;
 };
 
 }  // namespace
 
-std::variant<std::unique_ptr<Store>, std::string> open_postgres(const std::string& conninfo,
-                                                                OpenMode mode) {
+std::variant<std::unique_ptr<Store>, std::string> open_postgres(
+    const std::string& conninfo, OpenMode mode, std::chrono::milliseconds answer_within) {
   char* error = nullptr;
   PQconninfoOption* options = PQconninfoParse(conninfo.c_str(), &error);
   if (!options) {
@@ -357,7 +423,7 @@ std::variant<std::unique_ptr<Store>, std::string> open_postgres(const std::strin
     return std::string(
         "postgres: the connection string holds a password; give it in PGPASSWORD or ~/.pgpass");
   }
-  auto store = std::make_unique<PostgresStore>(conninfo);
+  auto store = std::make_unique<PostgresStore>(conninfo, answer_within);
   if (auto problem = store->prepare(mode)) return *problem;
   return std::unique_ptr<Store>(std::move(store));
 }

@@ -113,6 +113,37 @@ TEST_CASE("postgres: verify finds an edited row", "[audit][postgres][chain]") {
   CHECK(verify(*store).first_break == "server web-1, record 4 is missing (deleted)");
 }
 
+TEST_CASE("postgres: a server that stops answering is a store that is down, at the deadline",
+          "[audit][postgres][writer]") {
+  auto pg = start_postgres();
+  if (!pg) return;
+  auto store =
+      take(open_postgres(pg->conninfo(), OpenMode::write, std::chrono::milliseconds(1000)));
+  REQUIRE(store->append("web-1", std::vector<Entry>{entry_of(make_call(1))}, now_us()) ==
+          std::nullopt);
+  // The backend serving this store, stopped: its socket stays open and nothing answers.
+  const std::string backend =
+      pg->psql("SELECT pid FROM pg_stat_activity WHERE application_name = 'codemode-mcp'")
+          .value_or("");
+  REQUIRE_FALSE(backend.empty());
+  REQUIRE(backend.find('\n') == std::string::npos);  // one connection: the store's
+  REQUIRE(testing::run_command({"kill", "-STOP", backend}) == 0);
+  const auto started = std::chrono::steady_clock::now();
+  const auto stuck = store->append("web-1", std::vector<Entry>{entry_of(make_call(2))}, now_us());
+  const auto took = std::chrono::steady_clock::now() - started;
+  REQUIRE(testing::run_command({"kill", "-CONT", backend}) == 0);
+  REQUIRE(stuck.has_value());
+  CHECK(*stuck == "postgres: no answer within 1000 ms; the connection was closed");
+  CHECK(took >= std::chrono::milliseconds(1000));
+  CHECK(took < std::chrono::seconds(5));
+  // Resumed, the old backend finds its client gone and rolls back; the store connects again.
+  REQUIRE(eventually([&] {
+    return !store->append("web-1", std::vector<Entry>{entry_of(make_call(2))}, now_us());
+  }));
+  CHECK(count_rows(*pg) == 2);
+  CHECK(verify(*store).first_break == "");
+}
+
 TEST_CASE("postgres: the password comes from the environment and is never shown",
           "[audit][postgres][secrets]") {
   auto pg = start_postgres();

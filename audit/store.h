@@ -16,6 +16,7 @@
 // Threading: a Store is used by one thread at a time (the Writer's, or the CLI's).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <memory>
@@ -131,9 +132,12 @@ enum class OpenMode {
 std::variant<std::unique_ptr<Store>, std::string> open_sqlite(const std::filesystem::path& file,
                                                               OpenMode mode);
 // `conninfo`: a libpq URI or key=value string. The password comes from PGPASSWORD or
-// ~/.pgpass, as libpq reads them.
-std::variant<std::unique_ptr<Store>, std::string> open_postgres(const std::string& conninfo,
-                                                                OpenMode mode);
+// ~/.pgpass, as libpq reads them. Each statement must be answered within `answer_within`, or the
+// connection is closed and the statement fails (a hung server is a store that is down).
+inline constexpr std::chrono::milliseconds kPostgresAnswerWithin{10000};
+std::variant<std::unique_ptr<Store>, std::string> open_postgres(
+    const std::string& conninfo, OpenMode mode,
+    std::chrono::milliseconds answer_within = kPostgresAnswerWithin);
 std::variant<std::unique_ptr<Store>, std::string> open_store(const config::Audit& audit,
                                                              OpenMode mode);
 

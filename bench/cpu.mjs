@@ -1,7 +1,7 @@
 // Where one call's time and CPU go: the daemon, its sandbox processes, the client.
 //
 //   node bench/cpu.mjs [--calls N] [--concurrency C] [--tool search|execute] [--code CODE]
-//                      [--gap MS] [--session-per-lane] [--config FILE]
+//                      [--gap MS] [--session-per-lane] [--config FILE] [--scrape-ms MS]
 //
 // Starts codemode-mcp on Streamable HTTP (the built-in MarketHub demo), warms up, then runs N
 // calls over C lanes (keep-alive connections spread over 127.0.0.1-4, carrying one MCP session,
@@ -31,6 +31,7 @@ const concurrency = Number(opt('concurrency', 8));
 const tool = opt('tool', 'search');
 const code = opt('code', tool === 'execute' ? "async () => (await fetch('/products?limit=3')).status" : 'async () => 1 + 1');
 const gap = Number(opt('gap', 0));  // ms each lane waits after an answer: idle CPUs, cold caches
+const scrapeMs = Number(opt('scrape-ms', 0));  // GET /metrics this often while timed, as Prometheus would
 const TICKS = 100;  // USER_HZ: /proc reports CPU time in clock ticks
 
 const server = [];
@@ -113,8 +114,13 @@ const latencies = [];
 const before = cpuNow();
 const clientBefore = process.cpuUsage();
 const started = performance.now();
+let scrapes = 0;
+const scraper = scrapeMs > 0 && setInterval(() => {
+  fetch(url.replace(/\/mcp$/, '/metrics')).then((r) => r.text()).then((t) => { if (t.includes('codemode_tool_calls_total')) scrapes++; }, () => {});
+}, scrapeMs);
 await Promise.all(Array.from({ length: concurrency }, (_, i) => lane(i, Math.ceil(calls / concurrency), latencies)));
 const seconds = (performance.now() - started) / 1000;
+if (scraper) clearInterval(scraper);
 const client = process.cpuUsage(clientBefore);
 const after = cpuNow();
 await new Promise((r) => setTimeout(r, 100));  // the last log lines
@@ -122,6 +128,7 @@ const n = latencies.length;
 const perCall = (ticks) => (ticks * 1000 / TICKS / n).toFixed(2);
 
 console.log(`codemode-mcp cpu: ${n} ${tool} calls at concurrency ${concurrency}; ${cpus().length} CPUs; load ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+if (scrapeMs > 0) console.log(`metrics scraped ${scrapes} times`);
 console.log(`calls/s ${(n / seconds).toFixed(0)}; p50 ms: client ${median(latencies).toFixed(2)} (p99 ${quantile(latencies, 0.99).toFixed(2)}, max ${Math.max(...latencies).toFixed(2)}), server ${median(server).toFixed(2)}, in the sandbox process ${median(inProcess).toFixed(2)}`);
 console.log(`CPU ms per call: daemon ${perCall(after.daemonUser - before.daemonUser)} user + ${perCall(after.daemonSystem - before.daemonSystem)} system; ` +
   `sandbox processes ${perCall(after.sandboxUser - before.sandboxUser)} + ${perCall(after.sandboxSystem - before.sandboxSystem)}; ` +

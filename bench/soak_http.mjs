@@ -7,7 +7,8 @@
 // calls: search hello, a search over the paths, execute with one fetch, code that throws, and
 // code that runs into the 50 ms CPU limit. Every 30 s it prints the RSS of the server and of its
 // sandbox processes (the whole tree), and at the end the least-squares trend of the tree's RSS
-// after the first minute, in MB per minute: over every sample, and over the samples with the
+// after the first minute, in MB per minute (and of its PSS, which counts a page the processes
+// share once): over every sample, and over the samples with the
 // usual number of sandbox processes (a sample taken while a successor runs beside the process
 // it replaces holds one process more; that is a moment of the replacement, not growth).
 import { readFileSync, readdirSync } from 'node:fs';
@@ -40,15 +41,24 @@ const { proc, url } = await startServer(bin);
 const rssOf = (pid) => {
   try { return Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))[1]) / 1024; } catch { return 0; }
 };
+// Proportional set size: each shared page (libnode's code, mapped by every sandbox process)
+// counted once over the processes that map it, so the sum is what the tree really holds.
+const pssOf = (pid) => {
+  try { return Number(/^Pss:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8'))[1]) / 1024; } catch { return 0; }
+};
 const childrenOf = (pid) => readdirSync(`/proc/${pid}/task`).flatMap((t) =>
   readFileSync(`/proc/${pid}/task/${t}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number));
 const treeRss = () => {
   const kids = childrenOf(proc.pid);
-  return { server: rssOf(proc.pid), processes: kids.reduce((sum, pid) => sum + rssOf(pid), 0), count: kids.length };
+  return {
+    server: rssOf(proc.pid), processes: kids.reduce((sum, pid) => sum + rssOf(pid), 0), count: kids.length,
+    pss: pssOf(proc.pid) + kids.reduce((sum, pid) => sum + pssOf(pid), 0),
+  };
 };
 
 let calls = 0;
 let wrong = 0;
+const wrongSeen = new Map();  // what the unexpected answers said, and how often
 const deadline = Date.now() + seconds * 1000;
 async function lane(index) {
   const lane = new Lane(url, `127.0.0.${1 + (index % 4)}`);
@@ -58,21 +68,28 @@ async function lane(index) {
     const [name, code, fails] = mix[(index + i) % mix.length];
     const r = await post(lane, { jsonrpc: '2.0', id: i + 1, method: 'tools/call', params: { name, arguments: { code } } }, init.session);
     calls++;
-    if (r.status !== 200 || r.body.includes('"isError":true') !== fails) wrong++;
+    if (r.status !== 200 || r.body.includes('"isError":true') !== fails) {
+      wrong++;
+      const text = /"text":"((?:[^"\\]|\\.)*)"/.exec(r.body)?.[1] ?? r.body;
+      const key = `${name} \`${code}\`: HTTP ${r.status} ${text.slice(0, 160)}`;
+      wrongSeen.set(key, (wrongSeen.get(key) ?? 0) + 1);
+    }
   }
   lane.close();
 }
 
 console.log(`codemode-mcp soak: ${seconds} s at c=${concurrency}, mixed calls; ${cpus().length} CPUs; load ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
-console.log('| minute | calls | server RSS MB | sandbox processes RSS MB (count) | tree MB |');
-console.log('|---|---|---|---|---|');
+console.log('| minute | calls | server RSS MB | sandbox processes RSS MB (count) | tree MB | tree PSS MB |');
+console.log('|---|---|---|---|---|---|');
 const samples = [];
+const pssSamples = [];
 const started = Date.now();
 const sampler = setInterval(() => {
   const t = (Date.now() - started) / 60000;
   const r = treeRss();
   samples.push([t, r.server + r.processes, r.count]);
-  console.log(`| ${t.toFixed(1)} | ${calls} | ${r.server.toFixed(1)} | ${r.processes.toFixed(1)} (${r.count}) | ${(r.server + r.processes).toFixed(1)} |`);
+  pssSamples.push([t, r.pss, r.count]);
+  console.log(`| ${t.toFixed(1)} | ${calls} | ${r.server.toFixed(1)} | ${r.processes.toFixed(1)} (${r.count}) | ${(r.server + r.processes).toFixed(1)} | ${r.pss.toFixed(1)} |`);
 }, 30000);
 await Promise.all(Array.from({ length: concurrency }, (_, i) => lane(i)));
 clearInterval(sampler);
@@ -86,6 +103,7 @@ function trend(points) {
 const late = samples.filter(([t]) => t >= 1);
 const range = (points) => `${Math.min(...points.map(([, r]) => r)).toFixed(1)}–${Math.max(...points.map(([, r]) => r)).toFixed(1)} MB`;
 console.log(`\n${calls} calls, ${wrong} answers not as expected, ${(calls / seconds).toFixed(0)} calls/s`);
+for (const [what, n] of wrongSeen) console.log(`  ${n} × ${what}`);
 if (late.length < 2) {
   console.log('too short for a trend (it needs two samples after the first minute)');
 } else {
@@ -96,6 +114,8 @@ if (late.length < 2) {
   const steady = late.filter(([, , count]) => count === usual);
   console.log(`tree RSS trend after the first minute: ${trend(late).toFixed(2)} MB/min over all ${late.length} samples (${range(late)}); ` +
     `${trend(steady).toFixed(2)} MB/min over the ${steady.length} with ${usual} sandbox processes (${range(steady)})`);
+  const latePss = pssSamples.filter(([t]) => t >= 1);
+  console.log(`tree PSS trend after the first minute: ${trend(latePss).toFixed(2)} MB/min (${range(latePss)})`);
 }
 proc.kill('SIGTERM');
 await once(proc, 'exit');

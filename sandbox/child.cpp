@@ -236,6 +236,17 @@ class Calls {
       }
       if (!worker->holds && chosen == nullptr) chosen = worker;
     }
+    // None ready, but one being made for the tool: the call takes it when it is done, which is
+    // sooner than making another (one call at a time, the next Run often arrives while the
+    // isolate the last call's thread began for it is still being made).
+    if (chosen == nullptr) {
+      for (const auto& worker : workers_) {
+        if (worker->preparing && worker->holds == run.tool && !worker->job) {
+          worker->job = std::move(run);
+          return;
+        }
+      }
+    }
     // Threads: one per call that may run, and two more for the isolates kept ready.
     if (chosen == nullptr && workers_.size() < concurrency_ + 2) return spawn(std::move(run));
     if (chosen == nullptr && !idle_.empty()) chosen = idle_.front();  // re-prepares for the tool
@@ -257,16 +268,29 @@ class Calls {
     }
     const auto queued = std::find_if(pending_.begin(), pending_.end(),
                                      [id](const channel::Run& run) { return run.id == id; });
-    if (queued == pending_.end()) return;  // already over: its Result is on its way
-    pending_.erase(queued);
-    send(channel::Result{id, Outcome::failure(ErrorKind::runtime, "cancelled")});
+    if (queued != pending_.end()) {
+      pending_.erase(queued);
+      return send(channel::Result{id, Outcome::failure(ErrorKind::runtime, "cancelled")});
+    }
+    // Handed to a worker that has not begun it: woken from idle (it finds no job and goes on
+    // waiting, so it is idle again), still making the isolate the call was to take, or a new
+    // thread not yet started.
+    for (const auto& worker : workers_) {
+      if (!worker->job || worker->job->id != id) continue;
+      worker->job.reset();
+      if (worker->parked) idle_.push_back(worker.get());
+      return send(channel::Result{id, Outcome::failure(ErrorKind::runtime, "cancelled")});
+    }
+    // Otherwise already over: its Result is on its way.
   }
 
  private:
   struct Worker {
     std::condition_variable wake;
     std::optional<channel::Run> job;
-    std::optional<Tool> holds;  // while idle: the tool its ready isolate is for
+    std::optional<Tool> holds;  // while idle or preparing: the tool its isolate is for
+    bool preparing = false;     // making an isolate ahead of its call; a Run may claim it
+    bool parked = false;        // waiting for a job (in idle_ unless one was just handed over)
     std::thread thread;
   };
 
@@ -292,6 +316,7 @@ class Calls {
 
   void loop(Worker& self) {
     std::unique_ptr<PreparedIsolate> isolate;
+    std::unique_ptr<PreparedIsolate> spent;  // the last call's, disposed when the thread is free
     std::unique_lock lock(mutex_);
     for (;;) {
       if (!self.job && !pending_.empty()) {
@@ -301,14 +326,26 @@ class Calls {
       if (!self.job) {
         if (auto tool = wanted()) {
           ++ready_[index(*tool)];  // counted from now, so no other worker makes one too
+          self.holds = tool;
+          self.preparing = true;
           lock.unlock();
+          // The last call's isolate goes first (one isolate per thread at a time), inside the
+          // time a Run that arrives meanwhile can claim this worker for the one made next.
+          spent.reset();
           isolate = prepare_(*tool, limits_);
           lock.lock();
-          self.holds = tool;
+          self.preparing = false;
+        } else if (spent) {
+          lock.unlock();
+          spent.reset();
+          lock.lock();
+          continue;  // a job may have come meanwhile
         }
         if (!self.job && pending_.empty()) {
           idle_.push_back(&self);
+          self.parked = true;
           self.wake.wait(lock, [&] { return self.job.has_value(); });
+          self.parked = false;
         }
         if (self.holds) --ready_[index(*self.holds)];
         self.holds.reset();
@@ -319,13 +356,16 @@ class Calls {
       CancelToken cancel;
       running_.emplace(run.id, &cancel);
       lock.unlock();
+      spent.reset();
       serve(run, isolate, cancel);
+      spent = std::move(isolate);
       lock.lock();
       running_.erase(run.id);
     }
   }
 
-  // Worker thread: one call, from its Run to its Result; the isolate is disposed after.
+  // Worker thread: one call, from its Run to its Result, in `isolate` (made here unless the one
+  // made ahead suits); the caller disposes it, after the Result is sent.
   void serve(const channel::Run& run, std::unique_ptr<PreparedIsolate>& isolate,
              CancelToken& cancel) {
     const auto started = std::chrono::steady_clock::now();
@@ -354,7 +394,6 @@ class Calls {
                                        std::chrono::steady_clock::now() - started)
                                        .count());
     send(channel::Result{call_id, std::move(outcome)});
-    isolate.reset();
   }
 
   const config::Limits limits_;

@@ -349,6 +349,29 @@ TEST_CASE("cancel reaches the isolate in the process", "[sandbox][process]") {
   CHECK(result_of(run(*process, "async () => 3", limits)) == 3);
 }
 
+TEST_CASE("a cancel that overtakes its call's start still stops it", "[sandbox][process]") {
+  // The Cancel frame follows the Run at once, so it reaches the process while the call is being
+  // handed to a thread (woken from idle, new, or still making the isolate the call will take).
+  // A cancel lost there would leave the loop spinning until the daemon kills the process.
+  auto limits = test_limits();
+  limits.cpu_ms = 20000;
+  limits.wall_ms = 30000;
+  auto process = start(options_for(limits, false));
+  for (int i = 0; i < 20; ++i) {
+    INFO("round " << i);
+    CHECK(result_of(run(*process, "async () => 5", limits)) == 5);
+    auto cancel = std::make_shared<CancelToken>();
+    std::optional<Outcome> outcome;
+    process->process->run(Call{Tool::search, "async () => { for (;;) {} }", "", cancel}, limits,
+                          Fetcher{}, [&](Outcome done) { outcome = std::move(done); });
+    cancel->cancel();
+    process->io.restart();
+    while (!outcome) process->io.run_one();
+    CHECK(outcome->error_message == "cancelled");
+    REQUIRE(process->usable());
+  }
+}
+
 // CPU ticks (utime + stime) a process has used so far.
 long cpu_ticks(pid_t pid) {
   std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");

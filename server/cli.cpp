@@ -30,6 +30,10 @@ Options:
                       allow --http on a non-loopback address with no token in http.tokens
                       or http.bearer_tokens (refused by default: anyone who reaches the
                       port could run tools)
+  --metrics HOST:PORT serve the Prometheus metrics (GET /metrics, no token) on a listener of
+                      its own, with stdio or --http (HOST, PORT as for --http; the bound URL is
+                      logged: "metrics on http://.../metrics"). With --http, /metrics is also
+                      served on the MCP port, behind its bearer token
   --jitless           run isolates without V8's JIT compilers (as "sandbox": {"jitless": true}):
                       less attack surface, slower code that computes (README.md, Security)
   --log-level LEVEL   stderr log level: trace, debug, info, warn, error, off (default: info);
@@ -176,6 +180,14 @@ CommandLine parse_command_line(std::span<const std::string_view> args) {
       options.http = parse_endpoint(*text);
       if (!options.http) {
         return error("--http: '" + *text +
+                     "' is not HOST:PORT (HOST an IP address or localhost, PORT 0-65535)");
+      }
+    } else if (arg == "--metrics") {
+      auto text = value();
+      if (!text) return error("--metrics needs HOST:PORT, e.g. 127.0.0.1:9464 or :9464");
+      options.metrics = parse_endpoint(*text);
+      if (!options.metrics) {
+        return error("--metrics: '" + *text +
                      "' is not HOST:PORT (HOST an IP address or localhost, PORT 0-65535)");
       }
     } else if (arg == "--stdio") {

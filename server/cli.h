@@ -25,6 +25,7 @@ struct ServeOptions {
   std::optional<std::string> config_file;   // --config FILE; absent: the embedded MarketHub demo
   std::string log_level = "info";           // --log-level: trace, debug, info, warn, error, off
   std::optional<HttpEndpoint> http;         // --http HOST:PORT; absent: stdio only
+  std::optional<HttpEndpoint> metrics;      // --metrics HOST:PORT: /metrics on its own listener
   bool stdio_too = false;                   // --stdio: with --http, serve stdio as well
   HttpMode http_mode = HttpMode::stateful;  // --http-stateless
   bool jitless = false;                     // --jitless: as the config's sandbox.jitless

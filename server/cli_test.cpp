@@ -77,6 +77,23 @@ TEST_CASE("usage errors say what is wrong in one line", "[server][cli]") {
   CHECK(error_of({"--allow-unauthenticated-network-access"}) ==
         "--http-stateless and --allow-unauthenticated-network-access need --http");
   CHECK(error_of({"serve"}) == "unknown argument 'serve'");
+  CHECK(error_of({"--metrics"}) == "--metrics needs HOST:PORT, e.g. 127.0.0.1:9464 or :9464");
+  CHECK(error_of({"--metrics", "0.0.0.0:99999"}) ==
+        "--metrics: '0.0.0.0:99999' is not HOST:PORT (HOST an IP address or localhost, PORT "
+        "0-65535)");
+}
+
+TEST_CASE("a metrics address of its own, with stdio or with --http", "[server][cli]") {
+  const ServeOptions alone = serve({"--metrics", ":9464"});
+  REQUIRE(alone.metrics);
+  CHECK(alone.metrics->host == "127.0.0.1");
+  CHECK(alone.metrics->port == 9464);
+  CHECK_FALSE(alone.http);
+  const ServeOptions both = serve({"--http", ":8080", "--metrics", "[::1]:0"});
+  REQUIRE(both.metrics);
+  CHECK(both.metrics->host == "::1");
+  CHECK(both.http->port == 8080);
+  CHECK_FALSE(serve({}).metrics);
 }
 
 TEST_CASE("a non-loopback bind needs a token or the long opt-out", "[server][cli]") {
@@ -155,7 +172,7 @@ TEST_CASE("the usage text names every option", "[server][cli]") {
        {"--config", "--http", "--stdio", "--http-stateless",
         "--allow-unauthenticated-network-access", "--log-level", "--sandbox-report", "--jitless",
         "--version", "--help", "--require-sandbox-layers", "CODEMODE_REQUIRE_SANDBOX_LAYERS",
-        "--healthcheck"}) {
+        "--healthcheck", "--metrics"}) {
     CHECK(usage_text().find(option) != std::string_view::npos);
   }
   // The opt-out says which config keys make it unnecessary.

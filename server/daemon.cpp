@@ -25,6 +25,7 @@
 #include "sandbox/sandbox.h"
 #include "server/call_audit.h"
 #include "server/metrics.h"
+#include "server/metrics_listener.h"
 #include "server/stdio_transport.h"
 
 namespace codemode::server {
@@ -237,6 +238,21 @@ int Daemon::run() {
       spdlog::error("http: {}", *problem);
       return 2;
     }
+  }
+
+  // Declared after `metrics`, whose exposition it serves, so it closes first.
+  std::optional<MetricsListener> metrics_listener;
+  if (options_.metrics) {
+    metrics_listener.emplace(io, MetricsListenerOptions{
+                                     .endpoint = *options_.metrics,
+                                     .exposition = [&] { return metrics.exposition(); },
+                                 });
+    if (auto problem = metrics_listener->start()) {
+      spdlog::error("metrics: {}", *problem);
+      return 2;
+    }
+    const std::string url = endpoint_url(metrics_listener->local_endpoint());
+    spdlog::info("metrics on {}metrics", url.substr(0, url.size() - 3));
   }
 
   bool stopping = false;

@@ -31,6 +31,8 @@ struct DaemonOptions {
   // Which transports run: stdio (stdin/stdout), HTTP (when set), or both.
   bool serve_stdio = true;
   std::optional<HttpOptions> http;
+  // `--metrics HOST:PORT`: /metrics on a listener of its own (server/metrics_listener.h).
+  std::optional<HttpEndpoint> metrics;
   // How long a shutdown signal waits for running calls before giving up on them.
   std::chrono::milliseconds shutdown_grace{5000};
   // Where tool code runs: sandbox processes started with this command (sandbox/child.h).

@@ -19,8 +19,8 @@
 
 #include "auth/resource_metadata.h"
 #include "net/ascii.h"
+#include "net/escape.h"
 #include "net/http_token.h"
-#include "server/log_text.h"
 #include "server/metrics.h"
 #include "server/stateless_revision.h"
 
@@ -166,8 +166,8 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
     const std::string_view target(request.target().data(), request.target().size());
     const std::string_view path = target.substr(0, target.find('?'));  // no query is consulted
     mcp_ = path == "/mcp";
-    spdlog::debug("http {} {} from {}", std::string(request.method_string()), escape_log_text(path),
-                  client_);
+    spdlog::debug("http {} {} from {}", std::string(request.method_string()),
+                  net::escape_text(path), client_);
     // A refusal on the header block leaves the body, if any, unread: the connection ends after
     // the answer, and what the client still sends is discarded (bounded) so that closing does
     // not reset the connection before the client has read the answer.
@@ -443,7 +443,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
                                       header(request, "Mcp-Name")};
         if (auto refusal = check_stateless_request(*rpc_request, headers)) {
           spdlog::info("http {} from {}: {}", http_status_of(*refusal), client_,
-                       escape_log_text(refusal->message));
+                       net::escape_text(refusal->message));
           return write(json_response(static_cast<http::status>(http_status_of(*refusal)),
                                      serialize_error(*refusal)));
         }
@@ -744,7 +744,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   // On /mcp a refusal is a JSON-RPC error without an id (the transport spec allows one in the
   // body); elsewhere plain text.
   HttpResponse make_refusal(const HttpRefusal& refusal, std::string_view challenge = {}) {
-    spdlog::info("http {} from {}: {}", refusal.status, client_, escape_log_text(refusal.message));
+    spdlog::info("http {} from {}: {}", refusal.status, client_, net::escape_text(refusal.message));
     const auto status = static_cast<http::status>(refusal.status);
     if (!mcp_) {
       HttpResponse response(status, 11);

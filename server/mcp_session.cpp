@@ -8,8 +8,8 @@
 #include <boost/asio/post.hpp>
 
 #include "base/check.h"
+#include "net/escape.h"
 #include "server/call_audit.h"
-#include "server/log_text.h"
 #include "server/metrics.h"
 #include "server/stateless_revision.h"
 
@@ -65,7 +65,7 @@ void McpSession::dispatch(Message parsed, const Send& out, ReplyRoute route, con
   } else if (auto* notification = std::get_if<Notification>(&parsed)) {
     on_notification(*notification);
   } else if (auto* error = std::get_if<JsonRpcError>(&parsed)) {
-    spdlog::debug("refused a message: {}", escape_log_text(error->message));
+    spdlog::debug("refused a message: {}", net::escape_text(error->message));
     out(serialize_error(*error));
   }
   // Responses: we send no requests, so there is nothing to match them with.
@@ -80,7 +80,7 @@ void McpSession::cancel(const Json& id) {
   if (auto call = calls_.find(id_key(id)); call != calls_.end()) {
     call->second.cancel->cancel();
     if (call->second.progress) call->second.progress->cancel();
-    spdlog::info("call {} cancelled: the client went away", escape_log_text(call->first));
+    spdlog::info("call {} cancelled: the client went away", net::escape_text(call->first));
   }
 }
 
@@ -166,11 +166,11 @@ void McpSession::on_notification(const Notification& notification) {
     if (auto call = calls_.find(id_key(*request_id)); call != calls_.end()) {
       call->second.cancel->cancel();  // the isolate stops; the outcome is dropped unsent
       if (call->second.progress) call->second.progress->cancel();
-      spdlog::info("call {} cancelled by the client", escape_log_text(call->first));
+      spdlog::info("call {} cancelled by the client", net::escape_text(call->first));
     }
     return;
   }
-  spdlog::debug("ignored notification {}", escape_log_text(notification.method));
+  spdlog::debug("ignored notification {}", net::escape_text(notification.method));
 }
 
 Json McpSession::initialize(const Json& params) {
@@ -189,8 +189,8 @@ Json McpSession::initialize(const Json& params) {
     client_name_ = text("name");
     client_version_ = text("version");
   }
-  spdlog::info("initialized: {} asked for {}, speaking {}", escape_log_text(client),
-               escape_log_text(requested), protocol_version_);
+  spdlog::info("initialized: {} asked for {}, speaking {}", net::escape_text(client),
+               net::escape_text(requested), protocol_version_);
   Json result{{"protocolVersion", protocol_version_},
               {"capabilities", {{"tools", {{"listChanged", false}}}}},
               {"serverInfo", {{"name", info_.name}, {"version", info_.version}}}};
@@ -287,12 +287,12 @@ void McpSession::call_tool(const Json& id, const Json& params, const Send& out, 
             spdlog::info(
                 "tools/call {} id={}: {} in {:.2f} ms (queued {:.2f} ms, sandbox process {:.2f} "
                 "ms)",
-                name, escape_log_text(dump(id)),
+                name, net::escape_text(dump(id)),
                 outcome.ok ? "ok" : sandbox::to_string(outcome.error_kind), ms,
                 static_cast<double>(outcome.queued_us) / 1000,
                 static_cast<double>(outcome.sandbox_us) / 1000);
           } else {
-            spdlog::info("tools/call {} id={}: {} in {:.2f} ms", name, escape_log_text(dump(id)),
+            spdlog::info("tools/call {} id={}: {} in {:.2f} ms", name, net::escape_text(dump(id)),
                          outcome.ok ? "ok" : sandbox::to_string(outcome.error_kind), ms);
           }
         });

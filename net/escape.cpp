@@ -1,6 +1,6 @@
-#include "server/log_text.h"
+#include "net/escape.h"
 
-namespace codemode::server {
+namespace codemode::net {
 
 namespace {
 
@@ -42,10 +42,9 @@ std::size_t utf8_sequence(std::string_view text) {
 
 }  // namespace
 
-std::string escape_log_text(std::string_view text) {
-  const std::size_t dropped =
-      text.size() > kMaxLoggedTextBytes ? text.size() - kMaxLoggedTextBytes : 0;
-  text = text.substr(0, kMaxLoggedTextBytes);
+std::string escape_text(std::string_view text, std::size_t max_bytes) {
+  const std::size_t dropped = text.size() > max_bytes ? text.size() - max_bytes : 0;
+  text = text.substr(0, max_bytes);
   std::string out;
   out.reserve(text.size());
   while (!text.empty()) {
@@ -82,4 +81,4 @@ std::string escape_log_text(std::string_view text) {
   return out;
 }
 
-}  // namespace codemode::server
+}  // namespace codemode::net

@@ -68,20 +68,21 @@ void TokenVerifier::stop() {
 void TokenVerifier::verify(std::string token, Done done) {
   asio::post(strand_, [self = shared_from_this(), token = std::move(token),
                        done = std::move(done)]() mutable {
-    if (self->stopped_)
+    if (self->stopped_) {
       return done(VerifierRefusal{503, "unavailable: the server is shutting down"});
-    bool wait = !self->keys_;
-    if (!wait) {
-      // Only a token that names a kid the set lacks may start a fetch; one that is malformed or
-      // names a known kid is decided now.
+    }
+    // A fetch may start (or be joined) at most once per jwks_min_interval_s, whatever tokens
+    // come: neither made-up kids nor an unreachable issuer turn requests into fetches.
+    const auto now = std::chrono::steady_clock::now();
+    const bool may_fetch = self->fetching_ || !self->last_fetch_started_ ||
+                           now - *self->last_fetch_started_ >=
+                               std::chrono::seconds(self->settings_.jwks_min_interval_s);
+    bool wait = may_fetch;
+    if (self->keys_) {
+      // Only a token that names a kid the set lacks may wait for a fetch; one that is malformed
+      // or names a known kid is decided now.
       const auto header = peek_header(token);
-      const bool unknown_kid =
-          header && !header->kid.empty() && !self->keys_->find_by_kid(header->kid);
-      const auto now = std::chrono::steady_clock::now();
-      const bool may_fetch = self->fetching_ || !self->last_fetch_started_ ||
-                             now - *self->last_fetch_started_ >=
-                                 std::chrono::seconds(self->settings_.jwks_min_interval_s);
-      wait = unknown_kid && may_fetch;
+      wait = may_fetch && header && !header->kid.empty() && !self->keys_->find_by_kid(header->kid);
     }
     if (!wait) return self->check_now(token, done);
     if (self->waiting_.size() >= kMaxWaiting) {

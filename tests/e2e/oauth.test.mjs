@@ -413,3 +413,23 @@ test('without static tokens, /metrics stays shut on an OAuth server', async () =
     await server.stop();
   }
 });
+
+test('an issuer that cannot be reached: 503 for access tokens, static tokens still served', async () => {
+  const unreachable = await freePort();  // nothing listens there
+  const server = await startHttpServer(['--http', '127.0.0.1:0', '--config', writeConfig({
+    http: {
+      tokens: [{ name: 'ops', token: STATIC_TOKEN }],
+      oauth: { issuer: `http://127.0.0.1:${unreachable}`, resource: as.resource },
+    },
+  })]);
+  try {
+    await server.waitFor(/oauth: the issuer's keys could not be fetched/);
+    const token = await issue('app', 'app-secret');
+    const refused = await rawExchange(server.port, post(server.port, INITIALIZE, bearer(token)));
+    assert.equal(refused.status, 503, refused.body);
+    assert.match(JSON.parse(refused.body).error.message, /^unavailable: /);
+    await provesServing(server.port, bearer(STATIC_TOKEN));
+  } finally {
+    await server.stop();
+  }
+});

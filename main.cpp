@@ -197,8 +197,9 @@ int main(int argc, char** argv) {
   const bool serve_stdio = !args.http || args.stdio_too;
   std::optional<codemode::server::HttpOptions> http;
   if (args.http) {
-    if (auto refusal =
-            codemode::server::refuse_network_bind(args, config.http.bearer_tokens.size())) {
+    // OAuth authenticates every /mcp request too: it counts as a way in, like a static token.
+    const std::size_t ways_in = config.http.bearer_tokens.size() + (config.http.oauth ? 1 : 0);
+    if (auto refusal = codemode::server::refuse_network_bind(args, ways_in)) {
       std::cerr << "codemode-mcp: " << *refusal << "\n";
       return 2;
     }
@@ -207,6 +208,7 @@ int main(int argc, char** argv) {
         .mode = args.http_mode,
         .allowed_origins = config.http.allowed_origins,
         .bearer_tokens = config.http.bearer_tokens,
+        .oauth = config.http.oauth,
     };
     http->max_requests_per_principal =
         std::size_t{config.sandbox.principal_calls} + config.sandbox.principal_queue;

@@ -157,8 +157,19 @@ constexpr std::array<std::string_view, 2> kPolicyKeys = {"operations", "methods"
 constexpr std::array<std::string_view, 6> kMethods = {"GET", "HEAD",  "POST",
                                                       "PUT", "PATCH", "DELETE"};
 constexpr std::array<std::string_view, 2> kUpstreamKeys = {"origin", "headers"};
-constexpr std::array<std::string_view, 3> kHttpKeys = {"allowed_origins", "tokens",
-                                                       "bearer_tokens"};
+constexpr std::array<std::string_view, 4> kHttpKeys = {"allowed_origins", "tokens", "bearer_tokens",
+                                                       "oauth"};
+constexpr std::array<std::string_view, 7> kOAuthKeys = {
+    "issuer",  "resource", "scopes", "extra_scopes", "jwks_refresh_s", "jwks_min_interval_s",
+    "leeway_s"};
+constexpr std::array<std::string_view, 2> kScopedTools = {"search", "execute"};
+
+// A scope token (RFC 6749 §3.3): printable ASCII except space, '"' and '\\'.
+bool is_scope_token(std::string_view scope) {
+  return !scope.empty() && std::all_of(scope.begin(), scope.end(), [](char c) {
+    return c >= 0x21 && c <= 0x7e && c != '"' && c != '\\';
+  });
+}
 constexpr std::array<std::string_view, 2> kTokenKeys = {"name", "token"};
 
 // The sandbox section's integers, each with its range (inclusive).
@@ -745,6 +756,8 @@ class Loader {
         }
       } else if (key == "tokens") {
         load_named_tokens(field, path, named);
+      } else if (key == "oauth") {
+        http.oauth = load_oauth(field, path);
       } else if (key == "bearer_tokens") {
         if (!expect_array(field, path)) continue;
         for (std::size_t i = 0; i < field.size(); ++i) {
@@ -765,6 +778,75 @@ class Loader {
         }
       }
     }
+  }
+
+  std::optional<OAuth> load_oauth(const Json& value, const std::string& path) {
+    if (!expect_object(value, path)) return std::nullopt;
+    OAuth oauth;
+    const std::size_t problems_before = problems_.size();
+    const auto read_url = [&](const Json& field, const std::string& field_path) -> std::string {
+      const std::optional<Expanded> text = read_required_string(field, field_path);
+      if (!text) return "";
+      if (!is_acceptable_oauth_url(text->value)) {
+        add(field_path,
+            "must be an https URL (http only on a loopback host) without query or "
+            "fragment");
+        return "";
+      }
+      return text->value;
+    };
+    const auto read_scopes = [&](const Json& field, const std::string& field_path) {
+      std::vector<std::string> scopes;
+      if (!expect_array(field, field_path)) return scopes;
+      for (std::size_t i = 0; i < field.size(); ++i) {
+        const std::string scope_path = element_path(field_path, i);
+        const std::optional<Expanded> text = read_required_string(field[i], scope_path);
+        if (!text) continue;
+        if (!is_scope_token(text->value)) {
+          add(scope_path, "is not a scope (printable ASCII, no space, '\"' or '\\')");
+          continue;
+        }
+        scopes.push_back(text->value);
+      }
+      return scopes;
+    };
+    for (const auto& [key, field] : value.items()) {
+      const std::string field_path = child_path(path, key);
+      if (key == "issuer") {
+        oauth.issuer = read_url(field, field_path);
+      } else if (key == "resource") {
+        oauth.resource = read_url(field, field_path);
+      } else if (key == "scopes") {
+        if (!expect_object(field, field_path)) continue;
+        for (const auto& [tool, scopes] : field.items()) {
+          if (std::find(kScopedTools.begin(), kScopedTools.end(), tool) == kScopedTools.end()) {
+            unknown_key(field_path, tool, kScopedTools);
+            continue;
+          }
+          oauth.tool_scopes[tool] = read_scopes(scopes, child_path(field_path, tool));
+        }
+      } else if (key == "extra_scopes") {
+        oauth.extra_scopes = read_scopes(field, field_path);
+      } else if (key == "jwks_refresh_s") {
+        if (auto n = read_integer(field, field_path, 60, 86400)) {
+          oauth.jwks_refresh_s = static_cast<std::uint32_t>(*n);
+        }
+      } else if (key == "jwks_min_interval_s") {
+        if (auto n = read_integer(field, field_path, 0, 3600)) {
+          oauth.jwks_min_interval_s = static_cast<std::uint32_t>(*n);
+        }
+      } else if (key == "leeway_s") {
+        if (auto n = read_integer(field, field_path, 0, 300)) {
+          oauth.leeway_s = static_cast<std::uint32_t>(*n);
+        }
+      } else {
+        unknown_key(path, key, kOAuthKeys);
+      }
+    }
+    if (!value.contains("issuer")) add(child_path(path, "issuer"), "is required");
+    if (!value.contains("resource")) add(child_path(path, "resource"), "is required");
+    if (problems_.size() != problems_before) return std::nullopt;
+    return oauth;
   }
 
   void load_named_tokens(const Json& value, const std::string& path,
@@ -968,6 +1050,19 @@ LoadResult load_file(const std::filesystem::path& file, const Environment& env) 
 
 LoadResult load_audit_section(const std::filesystem::path& file, const Environment& env) {
   return load_sections(file, env, Sections::audit_only);
+}
+
+bool is_acceptable_oauth_url(std::string_view url) {
+  const std::size_t separator = url.find("://");
+  if (separator == std::string_view::npos) return false;
+  const std::size_t path_start = url.find('/', separator + 3);
+  const std::string_view origin = url.substr(0, path_start);
+  if (url.find_first_of("?#") != std::string_view::npos) return false;
+  const auto parsed = net::parse_origin(origin, net::OriginForm::header);
+  const auto* ok = std::get_if<net::Origin>(&parsed);
+  if (!ok) return false;
+  if (ok->scheme == net::Scheme::https) return true;
+  return ok->host == "127.0.0.1" || ok->host == "localhost" || ok->host == "[::1]";
 }
 
 }  // namespace codemode::config

@@ -66,6 +66,41 @@ struct BearerToken {
   bool operator==(const BearerToken&) const = default;
 };
 
+// OAuth 2.1 resource server (MCP authorization, 2025-11-25): /mcp also accepts JWT access
+// tokens (RFC 9068) issued by one authorization server for this server's resource URL, beside
+// the static tokens. Absent: only static tokens (or none) authenticate.
+struct OAuth {
+  // The authorization server's issuer identifier, exactly as its tokens' `iss` and its metadata's
+  // `issuer` write it (a trailing "/" matters: Auth0 writes one). Required. https, or http on a
+  // loopback host (127.0.0.1, localhost, [::1]) for development and tests; no query or fragment.
+  std::string issuer;
+  // This server's canonical resource URL (RFC 8707, RFC 9728): the URL of /mcp as clients reach
+  // it, e.g. "https://mcp.example.com/mcp". Required, same URL rule as `issuer`. A token's `aud`
+  // must hold it exactly: a token issued for another resource is refused.
+  std::string resource;
+  // The scopes a tools/call of each tool needs, all of them: {"search": ["mcp:read"],
+  // "execute": ["mcp:read", "mcp:execute"]}. Keys: "search", "execute"; values: scope tokens
+  // (RFC 6749 §3.3 characters, no space). A tool not listed needs no scope; a token lacking
+  // one gets 403 insufficient_scope. Default: none needed. Static tokens are not scoped.
+  std::map<std::string, std::vector<std::string>, std::less<>> tool_scopes;
+  // Also listed in the protected resource metadata's `scopes_supported` (after every scope of
+  // `tool_scopes`): scopes a client may ask for that no tool needs. Default: none.
+  std::vector<std::string> extra_scopes;
+  // How often the issuer's key set (JWKS) is fetched again, in seconds. 60..86400, default 3600.
+  std::uint32_t jwks_refresh_s = 3600;
+  // A token naming a kid the key set lacks makes the key set be fetched again at once, at most
+  // once per this many seconds (a rotation needs one fetch; made-up kids cost no more than one
+  // fetch per interval). 0..3600, default 10.
+  std::uint32_t jwks_min_interval_s = 10;
+  // Clock skew allowed on `exp` and `nbf`, in seconds. 0..300, default 60.
+  std::uint32_t leeway_s = 60;
+};
+
+// Whether `url` is one OAuth settings may name: https, or http on a loopback host; an absolute
+// URL with an origin net::parse_origin accepts, no query, no fragment. Also applied to the
+// issuer's `jwks_uri` once discovered.
+bool is_acceptable_oauth_url(std::string_view url);
+
 // The Streamable HTTP transport (used only with --http).
 struct Http {
   // Browser Origins allowed to call /mcp (DNS-rebinding defence). Default: http://localhost.
@@ -81,6 +116,8 @@ struct Http {
   // carries no meaning, every token is compared on every request.
   // Empty: no authentication (allowed on loopback binds only).
   std::vector<BearerToken> bearer_tokens;
+  // JWT access tokens from an authorization server, beside the static tokens (OAuth above).
+  std::optional<OAuth> oauth;
 };
 
 // What `execute` may call beyond the origin allowlist. Absent: any path, any method.

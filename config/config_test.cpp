@@ -1315,5 +1315,64 @@ TEST_CASE("tracing problems are reported together, never echoing a value", "[con
         });
 }
 
+// ---------------------------------------------------------------------------------------------
+// http.oauth: the resource server's settings.
+
+TEST_CASE("http.oauth with every key is read, the rest default", "[config][oauth]") {
+  const Workspace workspace;
+  const Config config = workspace.load(with_http(R"({"oauth": {
+    "issuer": "https://tenant.auth0.com/", "resource": "https://mcp.example.com/mcp",
+    "scopes": {"search": ["mcp:read"], "execute": ["mcp:read", "mcp:execute"]},
+    "extra_scopes": ["offline_access"], "jwks_refresh_s": 600, "jwks_min_interval_s": 0,
+    "leeway_s": 30}})"));
+  REQUIRE(config.http.oauth);
+  const OAuth& oauth = *config.http.oauth;
+  CHECK(oauth.issuer == "https://tenant.auth0.com/");
+  CHECK(oauth.resource == "https://mcp.example.com/mcp");
+  CHECK(oauth.tool_scopes.at("execute") == std::vector<std::string>{"mcp:read", "mcp:execute"});
+  CHECK(oauth.extra_scopes == std::vector<std::string>{"offline_access"});
+  CHECK(oauth.jwks_refresh_s == 600);
+  CHECK(oauth.jwks_min_interval_s == 0);
+  CHECK(oauth.leeway_s == 30);
+
+  const Config minimal = workspace.load(with_http(
+      R"({"oauth": {"issuer": "http://127.0.0.1:9000", "resource": "http://localhost:8080/mcp"}})"));
+  REQUIRE(minimal.http.oauth);
+  CHECK(minimal.http.oauth->tool_scopes.empty());
+  CHECK(minimal.http.oauth->jwks_refresh_s == 3600);
+  CHECK(minimal.http.oauth->jwks_min_interval_s == 10);
+  CHECK(minimal.http.oauth->leeway_s == 60);
+  CHECK_FALSE(workspace.load(R"({"openapi": "openapi.json"})").http.oauth);
+}
+
+TEST_CASE("http.oauth problems are all reported", "[config][oauth]") {
+  const Workspace workspace;
+  CHECK(workspace.problems(with_http(R"({"oauth": {}})")) ==
+        Problems{"http.oauth.issuer: is required", "http.oauth.resource: is required"});
+  const std::string not_a_url =
+      ": must be an https URL (http only on a loopback host) without query or fragment";
+  CHECK(
+      workspace.problems(with_http(R"({"oauth": {
+    "issuer": "http://as.example.com", "resource": "https://mcp.example.com/mcp?x=1",
+    "scopes": {"search": ["has space"], "fetch": []}, "jwks_refresh_s": 5, "leeway": 1}})")) ==
+      Problems{
+          "http.oauth.issuer" + not_a_url, "http.oauth.resource" + not_a_url,
+          R"(http.oauth.scopes.search[0]: is not a scope (printable ASCII, no space, '"' or '\'))",
+          "http.oauth.scopes.fetch: unknown key (known keys: search, execute)",
+          "http.oauth.jwks_refresh_s: 5 is out of range 60..86400",
+          "http.oauth.leeway: unknown key (did you mean \"leeway_s\"?)"});
+}
+
+TEST_CASE("OAuth URLs: https anywhere, http on loopback only", "[config][oauth]") {
+  CHECK(is_acceptable_oauth_url("https://as.example.com"));
+  CHECK(is_acceptable_oauth_url("https://as.example.com/realms/x/"));
+  CHECK(is_acceptable_oauth_url("http://127.0.0.1:8080/mcp"));
+  CHECK(is_acceptable_oauth_url("http://[::1]/mcp"));
+  CHECK_FALSE(is_acceptable_oauth_url("http://as.example.com"));
+  CHECK_FALSE(is_acceptable_oauth_url("https://as.example.com/#x"));
+  CHECK_FALSE(is_acceptable_oauth_url("https://user@as.example.com/"));
+  CHECK_FALSE(is_acceptable_oauth_url("as.example.com"));
+}
+
 }  // namespace
 }  // namespace codemode::config

@@ -268,6 +268,15 @@ int Daemon::run() {
   if (options_.http) {
     HttpOptions http_options = *options_.http;
     http_options.metrics = [&] { return metrics.exposition(); };
+    if (http_options.oauth) {  // the issuer's keys are fetched on `io` (auth/token_verifier.h)
+      auto verifier = auth::TokenVerifier::create(io, *http_options.oauth, options_.config.ca_file);
+      if (auto* problems = std::get_if<std::vector<std::string>>(&verifier)) {
+        for (const std::string& problem : *problems) spdlog::error("http.oauth: {}", problem);
+        return 2;
+      }
+      http_options.verifier = std::get<std::shared_ptr<auth::TokenVerifier>>(verifier);
+      http_options.verifier->start();
+    }
     // Each HTTP session answers every message on the exchange that carried it: no default Send.
     http.emplace(io, std::move(http_options),
                  [&](boost::asio::any_io_executor executor, std::string principal) {

@@ -17,7 +17,10 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
+#include "auth/resource_metadata.h"
+#include "net/ascii.h"
 #include "net/escape.h"
+#include "net/http_token.h"
 #include "server/metrics.h"
 #include "server/stateless_revision.h"
 
@@ -62,6 +65,12 @@ constexpr std::size_t kMaxBytesAheadOfAnswer = std::size_t{64} * 1024;
 bool is_http_parse_error(const boost::system::error_code& ec) {
   return ec.category() == http::make_error_code(http::error::bad_target).category();
 }
+
+// A refusal with the WWW-Authenticate challenge of an OAuth 401 or 403 (auth/resource_metadata.h).
+struct ChallengedRefusal {
+  HttpRefusal refusal;
+  std::string challenge;
+};
 
 // How long a new connection may go unadmitted before it counts as waiting (http_server_state.h).
 constexpr std::chrono::milliseconds kWaitingGrace{200};
@@ -181,7 +190,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
     keep_alive_ = request.keep_alive() && !body_unread;
     if (auto refusal = check_head(request, path)) {
       linger_ = body_unread;
-      return refuse(*refusal);
+      return refuse(*refusal, std::exchange(challenge_, {}));
     }
     if (!mcp_) {
       // Nothing outside /mcp takes a body, and nothing there needs a token: a body is never
@@ -190,10 +199,101 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
       linger_ = body_unread;
       return route_outside_mcp(path, request.method());
     }
-    header_fields_ = field_count(request);
+    if (token_to_verify_) {
+      body_unread_ = body_unread;
+      return verify_token(std::move(*std::exchange(token_to_verify_, std::nullopt)));
+    }
+    read_body();
+  }
+
+  void read_body() {
+    header_fields_ = field_count(parser_->get());
     stream_.expires_after(state_->options.read_timeout);
     http::async_read(stream_, buffer_, *parser_,
                      beast::bind_front_handler(&HttpConnection::on_read, shared_from_this()));
+  }
+
+  // An OAuth access token is checked by the verifier (auth/token_verifier.h), which may wait for
+  // the issuer's keys; the connection reads nothing meanwhile and resumes on its own strand.
+  void verify_token(std::string token) {
+    state_->options.verifier->verify(
+        std::move(token), [self = shared_from_this()](auth::VerifierResult result) {
+          asio::post(self->stream_.get_executor(), [self, result = std::move(result)]() mutable {
+            self->on_token_verified(std::move(result));
+          });
+        });
+  }
+
+  void on_token_verified(auth::VerifierResult result) {
+    if (closed_) return;
+    if (auto* refused = std::get_if<auth::VerifierRefusal>(&result)) {
+      linger_ = body_unread_;
+      std::string challenge;
+      if (refused->status == 401) {
+        challenge =
+            auth::challenge_unauthorized(*state_->options.oauth, auth::Presented::refused_token);
+      }
+      return refuse({refused->status, std::move(refused->message)}, challenge);
+    }
+    auto& token = std::get<auth::VerifiedToken>(result);
+    spdlog::info("http: access token of {} from {}", token.principal, client_);
+    principal_ = std::move(token.principal);
+    granted_scopes_ = std::move(token.scopes);
+    if (auto refusal = admit()) {
+      linger_ = body_unread_;
+      return refuse(*refusal);
+    }
+    read_body();
+  }
+
+  // `Authorization: Bearer TOKEN`: the token, or nullopt.
+  static std::optional<std::string_view> bearer_token(std::optional<std::string_view> header) {
+    if (!header) return std::nullopt;
+    const std::string_view value = net::trim_ows(*header);
+    if (!net::istarts_with(value, "bearer ")) return std::nullopt;
+    const std::string_view token = net::trim_ows(value.substr(7));
+    if (token.empty()) return std::nullopt;
+    return token;
+  }
+
+  // With OAuth: a static token names its principal at once; any other bearer token is checked as
+  // a JWT access token (verify_token); no token at all is a 401 that points to the metadata.
+  std::optional<HttpRefusal> authenticate_oauth(const HttpPolicy& policy,
+                                                std::optional<std::string_view> authorization) {
+    if (policy.requires_token()) {
+      auto authentication = policy.authenticate(authorization);
+      if (!authentication.refusal) {
+        principal_ = std::move(authentication.principal);
+        return admit();
+      }
+    }
+    const auto token = bearer_token(authorization);
+    if (!token) {
+      challenge_ = auth::challenge_unauthorized(*state_->options.oauth, auth::Presented::no_token);
+      return HttpRefusal{401, "unauthorized: a valid bearer token is required"};
+    }
+    token_to_verify_ = std::string(*token);
+    return std::nullopt;
+  }
+
+  // A tools/call whose tool needs scopes the caller's access token lacks: 403 naming them all.
+  // Static tokens carry no scopes and are not limited (granted_scopes_ unset).
+  std::optional<ChallengedRefusal> check_tool_scopes(const Request& request) const {
+    if (!granted_scopes_ || request.method != "tools/call" || !request.params.is_object()) {
+      return std::nullopt;
+    }
+    const auto name = request.params.find("name");
+    if (name == request.params.end() || !name->is_string()) return std::nullopt;
+    const auto& scopes = state_->options.oauth->tool_scopes;
+    const auto needed = scopes.find(name->get_ref<const std::string&>());
+    if (needed == scopes.end()) return std::nullopt;
+    const auto missing = auth::missing_scopes(needed->second, *granted_scopes_);
+    if (missing.empty()) return std::nullopt;
+    std::string list;
+    for (const std::string& scope : missing) list += (list.empty() ? "" : " ") + scope;
+    return ChallengedRefusal{
+        {403, "insufficient_scope: the tool " + needed->first + " needs scope " + list},
+        auth::challenge_insufficient_scope(*state_->options.oauth, missing)};
   }
 
   // The rules that need only the header block, in order: repeated headers, Host, Origin, then
@@ -209,13 +309,26 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
     if (auto refusal = policy.check_host(header(request, "Host"))) return refusal;
     if (auto refusal = policy.check_origin(header(request, "Origin"))) return refusal;
     if (path == "/metrics" && state_->options.metrics) {
-      // What the server has done is for its operators: the same token as /mcp.
+      // What the server has done is for its operators: the same token as /mcp. With OAuth that
+      // is a static token (an access token names a user, not an operator): without static
+      // tokens, an OAuth server (which may bind any address) keeps /metrics shut.
+      if (state_->options.verifier && !policy.requires_token()) {
+        return HttpRefusal{401, "unauthorized: /metrics needs a static token (http.tokens)"};
+      }
       return policy.authenticate(header(request, "Authorization")).refusal;
     }
     if (path != "/mcp") return std::nullopt;
+    granted_scopes_.reset();
+    if (state_->options.verifier)
+      return authenticate_oauth(policy, header(request, "Authorization"));
     auto authentication = policy.authenticate(header(request, "Authorization"));
     if (authentication.refusal) return authentication.refusal;
     principal_ = std::move(authentication.principal);
+    return admit();
+  }
+
+  // A place among the admitted connections, for a request that passed authentication.
+  std::optional<HttpRefusal> admit() {
     if (!admitted_) {
       if (state_->admitted >= state_->options.max_connections) {
         keep_alive_ = false;
@@ -255,11 +368,27 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
       response.body() = state_->options.metrics();
       return write(std::move(response));
     }
+    if (state_->options.oauth && get && is_metadata_path(path)) {
+      HttpResponse response(http::status::ok, 11);
+      response.set(http::field::content_type, "application/json");
+      response.body() = auth::resource_metadata_document(*state_->options.oauth);
+      return write(std::move(response));
+    }
     if (path == "/readyz" && get) {
       if (state_->draining) return respond_text(http::status::service_unavailable, "draining\n");
       return respond_text(http::status::ok, "ready\n");
     }
     return respond_text(http::status::not_found, "not found\n");
+  }
+
+  // RFC 9728: the metadata at the well-known path, also suffixed with the resource's path (the
+  // form clients try first, e.g. /.well-known/oauth-protected-resource/mcp).
+  bool is_metadata_path(std::string_view path) const {
+    static constexpr std::string_view kWellKnown = "/.well-known/oauth-protected-resource";
+    if (path == kWellKnown || path == std::string(kWellKnown) + "/mcp") return true;
+    const std::string url = auth::resource_metadata_url(state_->options.oauth->resource);
+    const std::size_t start = url.find('/', url.find("://") + 3);
+    return start != std::string::npos && path == std::string_view(url).substr(start);
   }
 
   // A request whose header block passed check_head, with its body.
@@ -305,6 +434,11 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
       return write(json_response(http::status::bad_request, serialize_error(*error)));
     }
     const auto* rpc_request = std::get_if<Request>(&message);
+    if (rpc_request) {
+      if (auto refused = check_tool_scopes(*rpc_request)) {
+        return refuse(refused->refusal, refused->challenge);
+      }
+    }
     const auto version = header(request, "MCP-Protocol-Version");
     const auto session_id = header(request, "Mcp-Session-Id");
     const PostPlan plan = plan_post(PostFacts{
@@ -625,7 +759,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
 
   // On /mcp a refusal is a JSON-RPC error without an id (the transport spec allows one in the
   // body); elsewhere plain text.
-  HttpResponse make_refusal(const HttpRefusal& refusal) {
+  HttpResponse make_refusal(const HttpRefusal& refusal, std::string_view challenge = {}) {
     spdlog::info("http {} from {}: {}", refusal.status, client_, net::escape_text(refusal.message));
     const auto status = static_cast<http::status>(refusal.status);
     if (!mcp_) {
@@ -636,12 +770,18 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
     }
     HttpResponse response = json_response(
         status, serialize_error(nullptr, ErrorCode::transport_refused, refusal.message));
-    if (refusal.status == 401) response.set(http::field::www_authenticate, "Bearer");
+    if (!challenge.empty()) {
+      response.set(http::field::www_authenticate, challenge);
+    } else if (refusal.status == 401) {
+      response.set(http::field::www_authenticate, "Bearer");
+    }
     if (refusal.status == 429) response.set(http::field::retry_after, "1");
     return response;
   }
 
-  void refuse(const HttpRefusal& refusal) { write(make_refusal(refusal)); }
+  void refuse(const HttpRefusal& refusal, std::string_view challenge = {}) {
+    write(make_refusal(refusal, challenge));
+  }
 
   void write(HttpResponse response) {
     response.set(http::field::server, "codemode-mcp");
@@ -724,8 +864,15 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   bool read_after_watch_ = false;  // the next request is read once the watch ends
   bool peer_eof_ = false;          // the client has shut down its side of the connection
   bool keep_alive_ = false;
-  bool mcp_ = false;               // the current request is for /mcp: refusals are JSON-RPC errors
-  bool linger_ = false;            // drain the unread body before closing
+  bool mcp_ = false;          // the current request is for /mcp: refusals are JSON-RPC errors
+  bool linger_ = false;       // drain the unread body before closing
+  bool body_unread_ = false;  // the request waiting for its token's check announced a body
+  // An access token check_head leaves to the verifier (OAuth), taken by on_header.
+  std::optional<std::string> token_to_verify_;
+  // The WWW-Authenticate challenge of the 401 check_head returns (OAuth); taken by on_header.
+  std::string challenge_;
+  // The scopes of the current request's access token; unset for a static token (unscoped).
+  std::optional<std::vector<std::string>> granted_scopes_;
   std::size_t header_fields_ = 0;  // fields of the /mcp request's header block (no trailers)
   bool closed_ = false;
   bool event_stream_ok_ = false;  // the current request's Accept allows text/event-stream

@@ -56,6 +56,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 
+#include "auth/token_verifier.h"
 #include "server/http_policy.h"
 #include "server/http_routing.h"
 #include "server/mcp_session.h"
@@ -67,6 +68,11 @@ struct HttpOptions {
   HttpMode mode = HttpMode::stateful;
   std::vector<std::string> allowed_origins;        // from config::Http
   std::vector<config::BearerToken> bearer_tokens;  // from config::Http; empty: no authentication
+  // OAuth (config::Http::oauth): /mcp also takes JWT access tokens, checked by `verifier`, and
+  // the protected resource metadata is served. Both set or neither; with them, /mcp always
+  // needs a token (static or JWT), whatever `bearer_tokens` holds.
+  std::optional<config::OAuth> oauth;
+  std::shared_ptr<auth::TokenVerifier> verifier;
   std::size_t max_body_bytes =
       std::size_t{4} * 1024 * 1024;                       // larger bodies: 413 (the stdio line cap)
   std::size_t max_header_bytes = std::size_t{16} * 1024;  // larger header blocks: 431

@@ -1,0 +1,78 @@
+// One JWT access token (RFC 9068) checked against the issuer's keys and what this server
+// expects of it, as a pure function of its inputs (the time is a parameter), so every rule is
+// tested without a network.
+//
+// Order: size and syntax; the header, read without trusting it, names a kid and an algorithm;
+// the key with that kid decides the algorithm, and a header that names another is refused (no
+// `none`, no HS256 made with the public key); OpenSSL verifies the signature with that key;
+// then the claims: `iss` equals the issuer, `aud` holds this server's resource URL (RFC 8707),
+// `exp` is in the future and `nbf` in the past (both with a small leeway), and a principal can
+// be named. Scopes are read, not required here: which scopes a request needs is the caller's
+// rule (ToolScopes).
+//
+// Refusal messages start with the OAuth error code they map to ("invalid_token: ...") and never
+// hold the token or a claim's value.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "auth/jwks.h"
+
+namespace codemode::auth {
+
+// Longer tokens are refused before any parsing (real access tokens are 1 to 2 KiB).
+inline constexpr std::size_t kMaxTokenBytes = 8192;
+
+struct Expectations {
+  std::string issuer;               // `iss` must equal it exactly
+  std::string resource;             // `aud` (a string or an array) must hold it exactly
+  std::chrono::seconds leeway{60};  // clock skew allowed on exp and nbf
+};
+
+// A token that passed. `principal` is who the caller is for sessions, fairness and logs:
+// "client:<client_id>" for a token a client holds for itself (client credentials: no `sub`, or
+// `sub` equal to the client id), else "sub:<sub>"; a value with characters outside
+// [A-Za-z0-9._@:+=|-] or longer than 128 is replaced by "sub-sha256:<16 hex>" of it, so a
+// principal is always safe in a log line, a metric label and an audit record.
+struct VerifiedToken {
+  std::string principal;
+  std::string subject;              // `sub`, may be empty for a client's own token
+  std::string client_id;            // `client_id`, else `azp`; may be empty
+  std::vector<std::string> scopes;  // `scope` (space-separated) or `scp` (array or string)
+  std::int64_t expires_at = 0;      // `exp`, seconds since the epoch
+};
+
+struct TokenRefusal {
+  std::string message;  // "invalid_token: the token has expired"
+};
+
+// What the header names, read without verification: only to choose the key.
+struct TokenHeader {
+  std::string alg;
+  std::string kid;
+};
+// nullopt: not three base64url parts with a JSON object header holding a string `alg`.
+std::optional<TokenHeader> peek_header(std::string_view token);
+
+using Verification = std::variant<VerifiedToken, TokenRefusal>;
+Verification verify_access_token(std::string_view token, const KeySet& keys,
+                                 const Expectations& expect,
+                                 std::chrono::system_clock::time_point now);
+
+// The principal a verified token's claims name (see VerifiedToken).
+std::string principal_of(std::string_view subject, std::string_view client_id);
+
+// The scopes each tool needs (all of them), by tool name; a tool not named needs none.
+using ToolScopes = std::map<std::string, std::vector<std::string>, std::less<>>;
+// The scopes of `needed` that `granted` lacks, in the order of `needed`.
+std::vector<std::string> missing_scopes(const std::vector<std::string>& needed,
+                                        const std::vector<std::string>& granted);
+
+}  // namespace codemode::auth

@@ -16,7 +16,7 @@ TEST_CASE("escaped text: terminal controls are escaped, C0, DEL and C1", "[net][
   CHECK(escape_text(std::string("nul\0byte", 8)) == "nul\\x00byte");
   CHECK(escape_text("del\x7f") == "del\\x7f");
   CHECK(escape_text("csi\xc2\x9b"
-                        "31m") == "csi\\xc2\\x9b31m");  // U+009B, 8-bit CSI
+                    "31m") == "csi\\xc2\\x9b31m");  // U+009B, 8-bit CSI
 }
 
 TEST_CASE("escaped text: backslashes are doubled so escapes cannot be faked", "[net][escape]") {

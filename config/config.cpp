@@ -35,6 +35,7 @@ using detail::type_phrase;
 constexpr std::size_t kMaxFileBytes = std::size_t{16} * 1024 * 1024;
 constexpr std::size_t kMinBearerTokenChars = 16;
 constexpr std::size_t kMaxTokenNameChars = 64;
+constexpr std::size_t kMaxPrincipalNameChars = 160;
 constexpr std::size_t kMaxSuggestionDistance = 2;  // edits between an unknown key and a known one
 
 // ---------------------------------------------------------------------------------------------
@@ -524,8 +525,8 @@ class Loader {
       const std::string path = child_path("principals", name);
       if (!is_principal_name(name)) {
         add("principals",
-            "a principal's name is 1 to 64 characters of A-Z, a-z, 0-9, '.', '_' "
-            "and '-' (as a token's name)");
+            "a principal is a token's name or what an access token names (sub:SUBJECT, "
+            "client:ID): 1 to 160 characters of A-Z, a-z, 0-9 and ._-@:+=|");
         continue;
       }
       if (!expect_object(entry, path)) continue;
@@ -543,9 +544,13 @@ class Loader {
     }
   }
 
+  // A token's name, or the principal an OAuth access token names ("sub:<subject>",
+  // "client:<client id>", "sub-sha256:<hex>": auth/access_token.h).
   static bool is_principal_name(std::string_view name) {
-    return !name.empty() && name.size() <= kMaxTokenNameChars &&
-           std::all_of(name.begin(), name.end(), is_name_char);
+    return !name.empty() && name.size() <= kMaxPrincipalNameChars &&
+           std::all_of(name.begin(), name.end(), [](char c) {
+             return is_name_char(c) || c == '@' || c == ':' || c == '+' || c == '=' || c == '|';
+           });
   }
 
   // A principal's headers are for an origin the top-level upstreams allow: never a way to widen

@@ -233,7 +233,8 @@ struct Config {
   Http http;
   SandboxSettings sandbox;
   std::optional<Audit> audit;
-  // By principal name (1..64 characters of [A-Za-z0-9._-], as token names are).
+  // By principal: a token's name, or what an OAuth access token names ("sub:SUBJECT",
+  // "client:ID"); 1..160 characters of [A-Za-z0-9._-@:+=|].
   std::map<std::string, PrincipalSettings> principals;
   std::optional<Tracing> tracing;
 };

@@ -632,9 +632,9 @@ TEST_CASE("principals get their own headers and policy for configured upstreams"
         "alice": {"upstreams": [{"origin": "https://api.test",
                                  "headers": {"Authorization": "Bearer ${ALICE_KEY}"}}],
                   "policy": {"methods": ["get"]}},
-        "ops.team-1": {}}})",
+        "ops.team-1": {}, "sub:auth0|5f1e@example.com": {}}})",
                                        {{"ALICE_KEY", "alice-secret"}});
-  REQUIRE(config.principals.size() == 2);
+  REQUIRE(config.principals.size() == 3);
   const PrincipalSettings& alice = config.principals.at("alice");
   REQUIRE(alice.upstreams.size() == 1);
   CHECK(alice.upstreams[0].origin == "https://api.test");
@@ -660,8 +660,8 @@ TEST_CASE("principals get their own headers and policy for configured upstreams"
                  "principals.alice.policy.methods[0]: must be one of GET, HEAD, POST, PUT, PATCH, "
                  "DELETE",
                  R"(principals.alice.polcy: unknown key (did you mean "policy"?))",
-                 "principals: a principal's name is 1 to 64 characters of A-Z, a-z, 0-9, '.', "
-                 "'_' and '-' (as a token's name)",
+                 "principals: a principal is a token's name or what an access token names "
+                 "(sub:SUBJECT, client:ID): 1 to 160 characters of A-Z, a-z, 0-9 and ._-@:+=|",
                  "principals.carol: expected an object, got an array",
                  "principals.alice.upstreams[0].origin: not one of the top-level upstreams (a "
                  "principal's entry gives headers for a configured origin; it does not add one)"});

@@ -401,6 +401,60 @@ test('a user signs in with authorization code + PKCE through the SDK client', as
   }
 });
 
+test('two OAuth principals each reach the API with their own credential', async () => {
+  // The upstream records the credential of every request; config `principals` gives each
+  // client its own, and the static token's principal the top-level one.
+  const seen = [];
+  const upstream = createServer((req, res) => {
+    seen.push({ path: req.url, authorization: req.headers.authorization ?? '' });
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end('{}');
+  });
+  upstream.listen(0, '127.0.0.1');
+  await once(upstream, 'listening');
+  const origin = `http://127.0.0.1:${upstream.address().port}`;
+  const keys = { app: 'Bearer app-api-key-81c2', reader: 'Bearer reader-api-key-4e07', ops: 'Bearer shared-api-key-2b9d' };
+  const config = writeConfig({
+    upstreams: [{ origin, headers: { Authorization: keys.ops } }],
+    http: {
+      tokens: [{ name: 'ops', token: STATIC_TOKEN }],
+      oauth: { issuer: as.issuer, resource: as.resource, jwks_min_interval_s: 0, scopes: { execute: ['mcp:read'] } },
+    },
+    principals: {
+      'client:app': { upstreams: [{ origin, headers: { Authorization: keys.app } }] },
+      'client:reader': { upstreams: [{ origin, headers: { Authorization: keys.reader } }], policy: { methods: ['GET'] } },
+    },
+  });
+  const server = await startHttpServer(['--http', `127.0.0.1:${as.mcpPort}`, '--config', config]);
+  try {
+    await server.waitFor(/oauth: \d+ signing key\(s\) from/);
+    const callAs = async (headers, name, method = 'GET') => {
+      const init = await rawExchange(server.port, post(server.port, INITIALIZE, headers));
+      assert.equal(init.status, 200, init.body);
+      const more = { ...headers, 'MCP-Protocol-Version': '2025-11-25', 'Mcp-Session-Id': init.headers['mcp-session-id'] };
+      const r = await rawExchange(server.port, post(server.port, { jsonrpc: '2.0', id: 1, method: 'tools/call',
+        params: { name: 'execute', arguments: { code: `async () => (await fetch('/who/${name}', { method: '${method}' })).status` } } }, more));
+      assert.equal(r.status, 200, r.body);
+      return JSON.parse(r.body).result;
+    };
+    const tokens = { app: await issue('app', 'app-secret'), reader: await issue('reader', 'reader-secret', { scope: 'mcp:read' }) };
+    await Promise.all([
+      callAs(bearer(tokens.app), 'app'), callAs(bearer(tokens.reader), 'reader'), callAs(bearer(STATIC_TOKEN), 'ops'),
+      callAs(bearer(tokens.app), 'app'), callAs(bearer(tokens.reader), 'reader'), callAs(bearer(STATIC_TOKEN), 'ops'),
+    ].map((p) => p.then((result) => assert.equal(result.content[0].text, '200', JSON.stringify(result)))));
+    assert.equal(seen.length, 6);
+    for (const { path, authorization } of seen) assert.equal(authorization, keys[path.split('/')[2]], path);
+    // The reader's own policy is read-only.
+    const post_ = await callAs(bearer(tokens.reader), 'reader', 'POST');
+    assert.match(post_.content[0].text, /^policy: method POST is not allowed here/);
+    assert.equal(seen.length, 6, 'the refused POST never left');
+    assert.doesNotMatch(server.stderr, /principals\.client:.*no bearer token/, 'OAuth principals are not warned about');
+  } finally {
+    await server.stop();
+    upstream.close();
+  }
+});
+
 test('without static tokens, /metrics stays shut on an OAuth server', async () => {
   const server = await startHttpServer(['--http', `127.0.0.1:${as.mcpPort}`, '--config', writeConfig({
     http: { oauth: { issuer: as.issuer, resource: as.resource } },

@@ -11,7 +11,7 @@
 
 namespace codemode::embedded {
 std::string_view sandbox_bootstrap_js();
-std::string_view sandbox_url_js();
+std::string_view sandbox_whatwg_url_js();
 std::string_view sandbox_fetch_js();
 std::string_view sandbox_warm_js();
 }  // namespace codemode::embedded
@@ -29,7 +29,8 @@ v8::Local<v8::Function> host_function(v8::Local<v8::Context> context,
       .ToLocalChecked();
 }
 
-// Installs the sandbox's globals (js/bootstrap.js, js/url.js and, with `fetch`, js/fetch.js)
+// Installs the sandbox's globals (js/bootstrap.js, over js/vendor/whatwg-url.js and, with `fetch`,
+// js/fetch.js)
 // into a context that no code has run in, and returns the `serialize` function the host keeps.
 // Empty, with the exception in `try_catch`, only if the build's own scripts are broken.
 v8::MaybeLocal<v8::Function> install_globals(v8::Local<v8::Context> context, FetchGlobal fetch) {
@@ -42,12 +43,12 @@ v8::MaybeLocal<v8::Function> install_globals(v8::Local<v8::Context> context, Fet
     if (global->Delete(context, v8_string(isolate, name)).IsNothing()) return {};
   }
   v8::Local<v8::Script> script;
-  v8::Local<v8::Value> bootstrap, url_factory, kept, serialize;
+  v8::Local<v8::Value> bootstrap, whatwg_url, kept, serialize;
   if (!compile(context, embedded::sandbox_bootstrap_js(), "bootstrap.js", 0, kEager)
            .ToLocal(&script) ||
       !script->Run(context).ToLocal(&bootstrap) || !bootstrap->IsFunction() ||
-      !compile(context, embedded::sandbox_url_js(), "url.js", 0, kEager).ToLocal(&script) ||
-      !script->Run(context).ToLocal(&url_factory)) {
+      !compile(context, embedded::sandbox_whatwg_url_js(), "whatwg-url.js", 0).ToLocal(&script) ||
+      !script->Run(context).ToLocal(&whatwg_url)) {
     return {};
   }
   v8::Local<v8::Object> host = v8::Object::New(isolate);
@@ -60,6 +61,7 @@ v8::MaybeLocal<v8::Function> install_globals(v8::Local<v8::Context> context, Fet
       {"utf8Length", host_utf8_length},
       {"utf8Write", host_utf8_write},
       {"utf8Decode", host_utf8_decode},
+      {"loadTr46", host_load_tr46},
   };
   for (const auto& [name, callback] : functions) {
     if (host->Set(context, v8_string(isolate, name), host_function(context, callback))
@@ -67,7 +69,7 @@ v8::MaybeLocal<v8::Function> install_globals(v8::Local<v8::Context> context, Fet
       return {};
     }
   }
-  if (host->Set(context, v8_string(isolate, "urlFactory"), url_factory).IsNothing()) return {};
+  if (host->Set(context, v8_string(isolate, "whatwgUrl"), whatwg_url).IsNothing()) return {};
   v8::Local<v8::Value> args[] = {host, global};
   if (!bootstrap.As<v8::Function>()
            ->Call(context, v8::Undefined(isolate), 2, args)
@@ -78,13 +80,19 @@ v8::MaybeLocal<v8::Function> install_globals(v8::Local<v8::Context> context, Fet
     return {};
   }
   if (fetch == FetchGlobal::present) {
-    v8::Local<v8::Value> factory, ignored;
+    v8::Local<v8::Value> factory, ignored, url_classes;
+    if (!kept.As<v8::Object>()
+             ->Get(context, v8_string(isolate, "urlClasses"))
+             .ToLocal(&url_classes) ||
+        !url_classes->IsObject()) {
+      return {};
+    }
     v8::Local<v8::Value> fetch_args[] = {global, host_function(context, host_fetch),
-                                         host_function(context, host_read_body)};
+                                         host_function(context, host_read_body), url_classes};
     if (!compile(context, embedded::sandbox_fetch_js(), "fetch.js", 0, kEager).ToLocal(&script) ||
         !script->Run(context).ToLocal(&factory) || !factory->IsFunction() ||
         !factory.As<v8::Function>()
-             ->Call(context, v8::Undefined(isolate), 3, fetch_args)
+             ->Call(context, v8::Undefined(isolate), 4, fetch_args)
              .ToLocal(&ignored)) {
       return {};
     }

@@ -8,6 +8,10 @@
 
 #include "sandbox/v8_text.h"
 
+namespace codemode::embedded {
+std::string_view sandbox_tr46_js();
+}  // namespace codemode::embedded
+
 namespace codemode::sandbox::detail {
 
 namespace {
@@ -307,6 +311,22 @@ void host_read_body(const v8::FunctionCallbackInfo<v8::Value>& info) {
   state.bodies.erase(body);
 }
 
+void host_load_tr46(const v8::FunctionCallbackInfo<v8::Value>& info) {
+  v8::Isolate* isolate = info.GetIsolate();
+  v8::Local<v8::Context> context = isolate->GetCurrentContext();
+  v8::Local<v8::Script> script;
+  v8::Local<v8::Value> factory, exports;
+  // On failure an exception is pending (a termination, or the heap cap): it propagates.
+  if (!compile(context, embedded::sandbox_tr46_js(), "tr46.js", 0).ToLocal(&script) ||
+      !script->Run(context).ToLocal(&factory) || !factory->IsFunction() ||
+      !factory.As<v8::Function>()
+           ->Call(context, v8::Undefined(isolate), 0, nullptr)
+           .ToLocal(&exports)) {
+    return;
+  }
+  info.GetReturnValue().Set(exports);
+}
+
 const intptr_t* external_references() {
   static const intptr_t kReferences[] = {
       reinterpret_cast<intptr_t>(host_log),
@@ -319,6 +339,7 @@ const intptr_t* external_references() {
       reinterpret_cast<intptr_t>(host_utf8_decode),
       reinterpret_cast<intptr_t>(host_fetch),
       reinterpret_cast<intptr_t>(host_read_body),
+      reinterpret_cast<intptr_t>(host_load_tr46),
       0,
   };
   return kReferences;

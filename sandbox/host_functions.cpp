@@ -6,11 +6,8 @@
 #include <cstring>
 #include <limits>
 
+#include "sandbox/globals_snapshot.h"
 #include "sandbox/v8_text.h"
-
-namespace codemode::embedded {
-std::string_view sandbox_tr46_js();
-}  // namespace codemode::embedded
 
 namespace codemode::sandbox::detail {
 
@@ -311,20 +308,25 @@ void host_read_body(const v8::FunctionCallbackInfo<v8::Value>& info) {
   state.bodies.erase(body);
 }
 
-void host_load_tr46(const v8::FunctionCallbackInfo<v8::Value>& info) {
+namespace {
+
+// loadWhatwgUrl() and loadTr46(): the bundle's factory, compiled into the calling context.
+void load_vendor(const v8::FunctionCallbackInfo<v8::Value>& info, Vendor which) {
   v8::Isolate* isolate = info.GetIsolate();
-  v8::Local<v8::Context> context = isolate->GetCurrentContext();
-  v8::Local<v8::Script> script;
-  v8::Local<v8::Value> factory, exports;
+  v8::Local<v8::Value> factory;
   // On failure an exception is pending (a termination, or the heap cap): it propagates.
-  if (!compile(context, embedded::sandbox_tr46_js(), "tr46.js", 0).ToLocal(&script) ||
-      !script->Run(context).ToLocal(&factory) || !factory->IsFunction() ||
-      !factory.As<v8::Function>()
-           ->Call(context, v8::Undefined(isolate), 0, nullptr)
-           .ToLocal(&exports)) {
-    return;
-  }
-  info.GetReturnValue().Set(exports);
+  if (!run_vendor_script(isolate->GetCurrentContext(), which).ToLocal(&factory)) return;
+  info.GetReturnValue().Set(factory);
+}
+
+}  // namespace
+
+void host_load_whatwg_url(const v8::FunctionCallbackInfo<v8::Value>& info) {
+  load_vendor(info, Vendor::whatwg_url);
+}
+
+void host_load_tr46(const v8::FunctionCallbackInfo<v8::Value>& info) {
+  load_vendor(info, Vendor::tr46);
 }
 
 const intptr_t* external_references() {
@@ -339,6 +341,7 @@ const intptr_t* external_references() {
       reinterpret_cast<intptr_t>(host_utf8_decode),
       reinterpret_cast<intptr_t>(host_fetch),
       reinterpret_cast<intptr_t>(host_read_body),
+      reinterpret_cast<intptr_t>(host_load_whatwg_url),
       reinterpret_cast<intptr_t>(host_load_tr46),
       0,
   };

@@ -104,10 +104,12 @@ void host_utf8_write(const v8::FunctionCallbackInfo<v8::Value>& info);
 void host_utf8_decode(const v8::FunctionCallbackInfo<v8::Value>& info);
 void host_fetch(const v8::FunctionCallbackInfo<v8::Value>& info);
 void host_read_body(const v8::FunctionCallbackInfo<v8::Value>& info);
-// loadTr46() -> the exports of js/vendor/tr46.js (UTS #46 processing), compiled into the calling
-// context and run: whatwg-url.js asks on the first non-ASCII host name of a call and keeps the
-// answer. Not in the globals snapshot: every isolate deserialises what it holds, and tr46 is
-// three fifths of the URL code, needed by few calls.
+// loadWhatwgUrl() and loadTr46() -> the factory of js/vendor/whatwg-url.js (URL and
+// URLSearchParams) and of js/vendor/tr46.js (its UTS #46 part), compiled into the calling
+// context with the process's code cache (run_vendor_script): bootstrap.js asks for the first on
+// a call's first use of URL or URLSearchParams, whatwg-url.js for the second on its first
+// non-ASCII host name. Neither is in the globals snapshot (globals_snapshot.h says why).
+void host_load_whatwg_url(const v8::FunctionCallbackInfo<v8::Value>& info);
 void host_load_tr46(const v8::FunctionCallbackInfo<v8::Value>& info);
 
 // Every host function a context of the sandbox can hold, for the startup snapshot: V8 stores a

@@ -393,19 +393,18 @@
 
   // ---------------------------------------------------------------- URL, URLSearchParams
   // The WHATWG URL Standard's reference implementation (npm whatwg-url, tr46 for IDNA), bundled
-  // by scripts/vendor-whatwg-url into js/vendor/whatwg-url.js: a function of the TextEncoder and
-  // TextDecoder above (the only globals it needs) and of host.loadTr46, which compiles its IDNA
-  // part on a call's first non-ASCII host name. It runs on the first use of either global:
-  // every isolate deserialises what the snapshot holds, and of what it would hold (hundreds of
-  // functions and objects) most calls would use nothing (fetch() takes a string as it is). Made
-  // in one context when the snapshot is, its compiled functions would be in every isolate of
-  // both tools (V8 keeps them with the isolate's part of the snapshot). The gateway never trusts this parser: fetch() hands the host the URL as the code
-  // wrote it, and gateway/url_policy.h decides the origin (tests/e2e/url_origin.test.mjs shows
-  // the two agree, or the request is refused).
-  const whatwgUrl = host.whatwgUrl;
+  // by scripts/vendor-whatwg-url into js/vendor/: a function of the TextEncoder and TextDecoder
+  // above (the only globals it needs) and of a loader of its IDNA part (tr46.js, compiled on a
+  // call's first non-ASCII host name). The host compiles it (host.loadWhatwgUrl, from a code
+  // cache the process made) on the first use of either global, not into the snapshot:
+  // globals_snapshot.h says why. The gateway never trusts this parser: fetch() hands the host
+  // the URL as the code wrote it, and gateway/url_policy.h decides the origin
+  // (tests/e2e/url_origin.test.mjs shows the two agree, or the request is refused).
+  const hostLoadWhatwgUrl = host.loadWhatwgUrl;
   const hostLoadTr46 = host.loadTr46;
   let urlClasses = null;
-  const makeUrlClasses = () => (urlClasses ??= whatwgUrl(TextEncoder, TextDecoder, hostLoadTr46));
+  const makeUrlClasses = () =>
+    (urlClasses ??= hostLoadWhatwgUrl()(TextEncoder, TextDecoder, () => hostLoadTr46()()));
   for (const name of ['URL', 'URLSearchParams']) {
     // Until then an accessor that makes both classes and becomes a data property.
     ObjectDefineProperty(global, name, {

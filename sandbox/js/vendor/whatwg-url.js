@@ -2,7 +2,7 @@
 // implementation, bundled: whatwg-url 17.3.0, webidl-conversions 8.0.1, @exodus/bytes 1.16.0
 // (MIT licensed: sandbox/js/vendor/LICENSES.whatwg-url.md). A function of the TextEncoder and
 // TextDecoder it uses (js/bootstrap.js's) and of loadTr46, which returns tr46.js's exports;
-// it returns {URL, URLSearchParams}. bootstrap.js calls it once per context, in the snapshot.
+// it returns {URL, URLSearchParams}. The host compiles it on a call's first use of either.
 (function whatwgUrlFactory(TextEncoder, TextDecoder, loadTr46) {
 const module = {exports: {}};
 const exports = module.exports;

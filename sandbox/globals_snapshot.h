@@ -23,8 +23,8 @@ enum class Vendor { whatwg_url, tr46 };
 // The URL classes (js/vendor/whatwg-url.js) and their IDNA part (js/vendor/tr46.js) are not in
 // it: V8 keeps compiled functions with the isolate's part of a snapshot, so every isolate of
 // both tools would deserialise them, and most calls use no URL. A call compiles them on first
-// use (run_vendor_script), from V8 code caches made here after one run of the usual paths, so
-// that it deserialises their compiled functions instead of compiling them again.
+// use (run_vendor_script), whatwg-url.js from a V8 code cache made here after one run of the
+// usual paths, so that it deserialises their compiled functions instead of compiling them.
 class GlobalsSnapshot {
  public:
   static const GlobalsSnapshot& get();
@@ -44,7 +44,7 @@ class GlobalsSnapshot {
   void make_code_caches();
   v8::StartupData blob_{};
   std::vector<std::uint8_t> whatwg_url_cache_;  // empty until made, and if V8 made none
-  std::vector<std::uint8_t> tr46_cache_;
+  std::vector<std::uint8_t> tr46_cache_;        // none made (make_code_caches says why)
 };
 
 // Compiles `which` into `context` (with its code cache, once the process has made it) and runs

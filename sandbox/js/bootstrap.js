@@ -171,13 +171,12 @@
   const hostClone = host.structuredClone;
   define(global, 'structuredClone', {structuredClone(value, options = undefined) {
     if (arguments.length === 0) throw new TypeErrorCtor('structuredClone: 1 argument required');
-    if (options !== undefined && options !== null && options.transfer !== undefined &&
-        [...options.transfer].length > 0) {
-      // Transfer detaches the given buffers, which V8 10.2 offers a context no way to do.
-      throw new DOMException('structuredClone: transfer is not supported here', 'DataCloneError');
-    }
+    // The transfer list (ArrayBuffers; the host moves their bytes to the copies and detaches
+    // them).
+    const transfer = options !== undefined && options !== null && options.transfer !== undefined
+        ? [...options.transfer] : [];
     try {
-      return hostClone(value);
+      return hostClone(value, transfer);
     } catch (error) {
       // V8 throws a plain Error; the web throws a DOMException named DataCloneError.
       if (error instanceof ErrorCtor && !(error instanceof RangeErrorCtor)) {

@@ -174,6 +174,26 @@ async function webCases() {
     return [copy.cyclic.self === copy.cyclic, copy.m, copy.s, copy.d, copy.r, copy.b, copy.u, copy.n,
             Number.isNaN(copy.nan), Object.is(copy.neg, -0)];
   });
+  await t('structuredClone transfer', () => {
+    const buffer = new Uint8Array([1, 2, 3]).buffer;
+    const view = new Uint8Array(buffer, 1);
+    const copy = structuredClone({ buffer, view }, { transfer: [buffer] });
+    return [buffer.byteLength, view.length, copy.buffer.byteLength, [...new Uint8Array(copy.buffer)],
+            [...copy.view], copy.view.buffer === copy.buffer];
+  });
+  await t('structuredClone transfer, not in the value', () => {
+    const buffer = new ArrayBuffer(4);
+    return [structuredClone(1, { transfer: [buffer] }), buffer.byteLength];
+  });
+  await t('structuredClone transfer twice', () => { const b = new ArrayBuffer(1); return structuredClone(b, { transfer: [b, b] }); });
+  await t('structuredClone transfer a detached buffer', () => {
+    const b = new ArrayBuffer(1);
+    structuredClone(b, { transfer: [b] });
+    return structuredClone(1, { transfer: [b] });
+  });
+  await t('structuredClone transfer a plain object', () => structuredClone(1, { transfer: [{}] }));
+  await t('structuredClone transfer a typed array', () => structuredClone(1, { transfer: [new Uint8Array(1)] }));
+  await t('structuredClone transfer empty', () => structuredClone([1], { transfer: [] }));
   await t('structuredClone an Error', () => { const e = structuredClone(new RangeError('m')); return [e instanceof RangeError, e.message]; });
   await t('DOMException', () => {
     const e = new DOMException('m', 'NotFoundError');
@@ -219,6 +239,17 @@ const kWindows1252High = [
   0x0152, 0x8D, 0x017D, 0x8F, 0x90, 0x2018, 0x2019, 0x201C, 0x201D, 0x2022, 0x2013, 0x2014,
   0x02DC, 0x2122, 0x0161, 0x203A, 0x0153, 0x9D, 0x017E, 0x0178];
 
+// Where node 20 does not do what the standard says, the standard's outcome. HTML's
+// StructuredSerializeWithTransfer: an item of the transfer list that is not transferable, or an
+// ArrayBuffer already detached, is a "DataCloneError" DOMException (node: a TypeError, and a
+// detached buffer accepted).
+const kDataCloneError = { throws: 'DOMException', name: 'DataCloneError', code: 25 };
+const kStandardWhereNodeDiffers = {
+  'structuredClone transfer a detached buffer': kDataCloneError,
+  'structuredClone transfer a plain object': kDataCloneError,
+  'structuredClone transfer a typed array': kDataCloneError,
+};
+
 describe('web classes in the sandbox and in node', () => {
   let sandbox;
   before(async () => { sandbox = await startSandbox(); });
@@ -235,6 +266,7 @@ describe('web classes in the sandbox and in node', () => {
     // the standard gives no meaning outside UTF-8 and UTF-16: that case must equal the same one
     // without the option.
     const expected = (name) => {
+      if (name in kStandardWhereNodeDiffers) return kStandardWhereNodeDiffers[name];
       if (!/windows-1252|latin1/.test(name)) return inNode[name];
       if (name.includes('{"ignoreBOM":true}')) return expected(name.replace('{"ignoreBOM":true}', '{}'));
       return JSON.parse(JSON.stringify(inNode[name]).replace(/\b([89][0-9a-f])\b/g, (hex) =>

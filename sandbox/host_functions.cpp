@@ -5,7 +5,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <memory>
+#include <utility>
+#include <vector>
 
+#include "sandbox/globals_snapshot.h"
 #include "sandbox/v8_text.h"
 
 namespace codemode::sandbox::detail {
@@ -102,13 +106,45 @@ class CloneDelegate final : public v8::ValueSerializer::Delegate {
 void host_structured_clone(const v8::FunctionCallbackInfo<v8::Value>& info) {
   v8::Isolate* isolate = info.GetIsolate();
   v8::Local<v8::Context> context = isolate->GetCurrentContext();
+  // The transfer list (bootstrap.js passes an array): ArrayBuffers, each once, none detached.
+  // Their backing stores move to the copies and the originals are detached, as the HTML
+  // standard's StructuredSerializeWithTransfer does; no byte is copied or allocated.
+  std::vector<v8::Local<v8::ArrayBuffer>> transfer;
+  if (info.Length() > 1 && info[1]->IsArray()) {
+    v8::Local<v8::Array> list = info[1].As<v8::Array>();
+    for (std::uint32_t i = 0; i < list->Length(); ++i) {
+      v8::Local<v8::Value> item;
+      if (!list->Get(context, i).ToLocal(&item)) return;
+      if (!item->IsArrayBuffer()) {
+        isolate->ThrowException(v8::Exception::Error(
+            v8_string(isolate, "only an ArrayBuffer can be transferred here")));
+        return;
+      }
+      v8::Local<v8::ArrayBuffer> buffer = item.As<v8::ArrayBuffer>();
+      const bool repeated = std::any_of(transfer.begin(), transfer.end(),
+                                        [&](const auto& seen) { return seen == buffer; });
+      if (repeated || buffer->WasDetached() || !buffer->IsDetachable()) {
+        isolate->ThrowException(v8::Exception::Error(v8_string(
+            isolate, "an ArrayBuffer to transfer is listed twice, detached or not detachable")));
+        return;
+      }
+      transfer.push_back(buffer);
+    }
+  }
   CloneDelegate delegate(isolate, state_of(isolate).clone_budget);
   v8::ValueSerializer serializer(isolate, &delegate);
+  for (std::uint32_t i = 0; i < transfer.size(); ++i)
+    serializer.TransferArrayBuffer(i, transfer[i]);
   serializer.WriteHeader();
   if (!serializer.WriteValue(context, info[0]).FromMaybe(false)) return;  // DataCloneError thrown
   const std::pair<std::uint8_t*, std::size_t> buffer = serializer.Release();
   std::unique_ptr<std::uint8_t, decltype(&std::free)> owned(buffer.first, &std::free);
   v8::ValueDeserializer deserializer(isolate, buffer.first, buffer.second);
+  for (std::uint32_t i = 0; i < transfer.size(); ++i) {
+    std::shared_ptr<v8::BackingStore> store = transfer[i]->GetBackingStore();
+    transfer[i]->Detach();
+    deserializer.TransferArrayBuffer(i, v8::ArrayBuffer::New(isolate, std::move(store)));
+  }
   if (!deserializer.ReadHeader(context).FromMaybe(false)) return;
   v8::Local<v8::Value> copy;
   if (deserializer.ReadValue(context).ToLocal(&copy)) info.GetReturnValue().Set(copy);
@@ -307,6 +343,27 @@ void host_read_body(const v8::FunctionCallbackInfo<v8::Value>& info) {
   state.bodies.erase(body);
 }
 
+namespace {
+
+// loadWhatwgUrl() and loadTr46(): the bundle's factory, compiled into the calling context.
+void load_vendor(const v8::FunctionCallbackInfo<v8::Value>& info, Vendor which) {
+  v8::Isolate* isolate = info.GetIsolate();
+  v8::Local<v8::Value> factory;
+  // On failure an exception is pending (a termination, or the heap cap): it propagates.
+  if (!run_vendor_script(isolate->GetCurrentContext(), which).ToLocal(&factory)) return;
+  info.GetReturnValue().Set(factory);
+}
+
+}  // namespace
+
+void host_load_whatwg_url(const v8::FunctionCallbackInfo<v8::Value>& info) {
+  load_vendor(info, Vendor::whatwg_url);
+}
+
+void host_load_tr46(const v8::FunctionCallbackInfo<v8::Value>& info) {
+  load_vendor(info, Vendor::tr46);
+}
+
 const intptr_t* external_references() {
   static const intptr_t kReferences[] = {
       reinterpret_cast<intptr_t>(host_log),
@@ -319,6 +376,8 @@ const intptr_t* external_references() {
       reinterpret_cast<intptr_t>(host_utf8_decode),
       reinterpret_cast<intptr_t>(host_fetch),
       reinterpret_cast<intptr_t>(host_read_body),
+      reinterpret_cast<intptr_t>(host_load_whatwg_url),
+      reinterpret_cast<intptr_t>(host_load_tr46),
       0,
   };
   return kReferences;

@@ -104,6 +104,13 @@ void host_utf8_write(const v8::FunctionCallbackInfo<v8::Value>& info);
 void host_utf8_decode(const v8::FunctionCallbackInfo<v8::Value>& info);
 void host_fetch(const v8::FunctionCallbackInfo<v8::Value>& info);
 void host_read_body(const v8::FunctionCallbackInfo<v8::Value>& info);
+// loadWhatwgUrl() and loadTr46() -> the factory of js/vendor/whatwg-url.js (URL and
+// URLSearchParams) and of js/vendor/tr46.js (its UTS #46 part), compiled into the calling
+// context with the process's code cache (run_vendor_script): bootstrap.js asks for the first on
+// a call's first use of URL or URLSearchParams, whatwg-url.js for the second on its first
+// non-ASCII host name. Neither is in the globals snapshot (globals_snapshot.h says why).
+void host_load_whatwg_url(const v8::FunctionCallbackInfo<v8::Value>& info);
+void host_load_tr46(const v8::FunctionCallbackInfo<v8::Value>& info);
 
 // Every host function a context of the sandbox can hold, for the startup snapshot: V8 stores a
 // function's callback as an index into this list. Null-terminated.

@@ -1,6 +1,7 @@
 // Runs once in every fresh context, before the call's code. Defines the web-style globals on
 // top of a few host primitives (`host`), which stay in this closure and never reach the code.
-// Returns the functions the host keeps for itself: `serialize` and `describe`.
+// Returns the functions the host keeps for itself, `serialize` and `describe`, and
+// `urlClasses` for js/fetch.js.
 // Everything the globals need is captured here first, so code that later replaces
 // JSON.stringify or Array.prototype.join cannot change how results and logs are produced.
 (function bootstrap(host, global) {
@@ -23,6 +24,7 @@
   const DateCtor = Date;
   const RegExpCtor = RegExp;
   const Uint8ArrayCtor = Uint8Array;
+  const Uint16ArrayCtor = Uint16Array;
   const ArrayBufferCtor = ArrayBuffer;
   const ArrayBufferIsView = ArrayBuffer.isView;
   const call = Function.prototype.call.bind(Function.prototype.call);
@@ -31,8 +33,6 @@
   const SymbolToString = Symbol.prototype.toString;
   const ErrorToString = Error.prototype.toString;
   const StringPrototype = String.prototype;
-  const encodeURIComponentFn = encodeURIComponent;
-  const decodeURIComponentFn = decodeURIComponent;
 
   function define(object, name, value) {
     ObjectDefineProperty(object, name, {value, writable: true, configurable: true, enumerable: false});
@@ -132,14 +132,56 @@
     if (typeof callback !== 'function') throw new TypeErrorCtor('queueMicrotask: callback must be a function');
     hostQueueMicrotask(callback);
   }}.queueMicrotask);
+  // ---------------------------------------------------------------- DOMException
+  // WebIDL's DOMException, for the errors the web throws as one (DataCloneError,
+  // InvalidCharacterError): an Error with a name, a legacy code and the code constants.
+  const kLegacyCodes = ['IndexSizeError', 'DOMStringSizeError', 'HierarchyRequestError',
+    'WrongDocumentError', 'InvalidCharacterError', 'NoDataAllowedError', 'NoModificationAllowedError',
+    'NotFoundError', 'NotSupportedError', 'InUseAttributeError', 'InvalidStateError', 'SyntaxError',
+    'InvalidModificationError', 'NamespaceError', 'InvalidAccessError', 'ValidationError',
+    'TypeMismatchError', 'SecurityError', 'NetworkError', 'AbortError', 'URLMismatchError',
+    'QuotaExceededError', 'TimeoutError', 'InvalidNodeTypeError', 'DataCloneError'];
+  const kLegacyConstants = ['INDEX_SIZE_ERR', 'DOMSTRING_SIZE_ERR', 'HIERARCHY_REQUEST_ERR',
+    'WRONG_DOCUMENT_ERR', 'INVALID_CHARACTER_ERR', 'NO_DATA_ALLOWED_ERR',
+    'NO_MODIFICATION_ALLOWED_ERR', 'NOT_FOUND_ERR', 'NOT_SUPPORTED_ERR', 'INUSE_ATTRIBUTE_ERR',
+    'INVALID_STATE_ERR', 'SYNTAX_ERR', 'INVALID_MODIFICATION_ERR', 'NAMESPACE_ERR',
+    'INVALID_ACCESS_ERR', 'VALIDATION_ERR', 'TYPE_MISMATCH_ERR', 'SECURITY_ERR', 'NETWORK_ERR',
+    'ABORT_ERR', 'URL_MISMATCH_ERR', 'QUOTA_EXCEEDED_ERR', 'TIMEOUT_ERR', 'INVALID_NODE_TYPE_ERR',
+    'DATA_CLONE_ERR'];
+  class DOMException extends ErrorCtor {
+    #name;
+    constructor(message = '', options = 'Error') {
+      super();
+      this.#name = '' + (options !== null && typeof options === 'object' ? (options.name ?? 'Error') : options);
+      // Own data properties, not WebIDL's prototype getters: V8 writes an uncaught error's
+      // "name: message" (the call's error text) from data properties only.
+      ObjectDefineProperty(this, 'name', {value: this.#name, configurable: true});
+      ObjectDefineProperty(this, 'message', {value: '' + message, configurable: true});
+    }
+    get code() { return kLegacyCodes.indexOf(this.#name) + 1; }
+  }
+  for (let i = 0; i < kLegacyConstants.length; ++i) {
+    for (const target of [DOMException, DOMException.prototype]) {
+      ObjectDefineProperty(target, kLegacyConstants[i], {value: i + 1, enumerable: true});
+    }
+  }
+  tag(DOMException, 'DOMException');
+  define(global, 'DOMException', DOMException);
+
   const hostClone = host.structuredClone;
-  define(global, 'structuredClone', {structuredClone(value) {
+  define(global, 'structuredClone', {structuredClone(value, options = undefined) {
     if (arguments.length === 0) throw new TypeErrorCtor('structuredClone: 1 argument required');
+    // The transfer list (ArrayBuffers; the host moves their bytes to the copies and detaches
+    // them).
+    const transfer = options !== undefined && options !== null && options.transfer !== undefined
+        ? [...options.transfer] : [];
     try {
-      return hostClone(value);
+      return hostClone(value, transfer);
     } catch (error) {
-      // V8 throws a plain Error; the web names it DataCloneError.
-      if (error instanceof ErrorCtor) ObjectDefineProperty(error, 'name', {value: 'DataCloneError', configurable: true, writable: true});
+      // V8 throws a plain Error; the web throws a DOMException named DataCloneError.
+      if (error instanceof ErrorCtor && !(error instanceof RangeErrorCtor)) {
+        throw new DOMException(error.message, 'DataCloneError');
+      }
       throw error;
     }
   }}.structuredClone);
@@ -147,9 +189,7 @@
   // ---------------------------------------------------------------- atob / btoa
   const kB64 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
   function invalidCharacter(what) {
-    const e = new ErrorCtor(what);
-    ObjectDefineProperty(e, 'name', {value: 'InvalidCharacterError', configurable: true, writable: true});
-    return e;
+    return new DOMException(what, 'InvalidCharacterError');
   }
   define(global, 'btoa', {btoa(data) {
     if (arguments.length === 0) throw new TypeErrorCtor('btoa: 1 argument required');
@@ -202,28 +242,148 @@
     }
   }
   tag(TextEncoder, 'TextEncoder');
+  // The Encoding Standard's decoders node offers without a full ICU: UTF-8 (the host's, which
+  // replaces malformed sequences as the standard does), UTF-16LE/BE and windows-1252 (the
+  // decoder of every "latin1"/"ascii"/"iso-8859-1" label), with `{stream: true}`. Written here
+  // because V8 gives a context no decoder; the labels and the windows-1252 table are the
+  // standard's (encoding.spec.whatwg.org, "Encodings" and index-windows-1252).
+  const kEncodingOfLabel = {__proto__: null};
+  for (const [encoding, labels] of [
+    ['utf-8', 'unicode-1-1-utf-8 unicode11utf8 unicode20utf8 utf-8 utf8 x-unicode20utf8'],
+    ['utf-16le', 'csunicode iso-10646-ucs-2 ucs-2 unicode unicodefeff utf-16 utf-16le'],
+    ['utf-16be', 'unicodefffe utf-16be'],
+    ['windows-1252', 'ansi_x3.4-1968 ascii cp1252 cp819 csisolatin1 ibm819 iso-8859-1 iso-ir-100 ' +
+                     'iso8859-1 iso88591 iso_8859-1 iso_8859-1:1987 l1 latin1 us-ascii windows-1252 x-cp1252'],
+  ]) {
+    for (const label of labels.split(' ')) kEncodingOfLabel[label] = encoding;
+  }
+  // index-windows-1252 for bytes 0x80..0x9F; every other byte is its own code point.
+  const kWindows1252High = [
+    0x20AC, 0x81, 0x201A, 0x0192, 0x201E, 0x2026, 0x2020, 0x2021, 0x02C6, 0x2030, 0x0160, 0x2039,
+    0x0152, 0x8D, 0x017D, 0x8F, 0x90, 0x2018, 0x2019, 0x201C, 0x201D, 0x2022, 0x2013, 0x2014,
+    0x02DC, 0x2122, 0x0161, 0x203A, 0x0153, 0x9D, 0x017E, 0x0178];
+  const kDecodeChunk = 8192;  // code units per String.fromCharCode call
+  function fromCodeUnits(units) {
+    let text = '';
+    for (let i = 0; i < units.length; i += kDecodeChunk) {
+      text += StringFromCharCode.apply(null, units.subarray(i, i + kDecodeChunk));
+    }
+    return text;
+  }
+  function decodingError(fatal, encoding) {
+    if (fatal) throw new TypeErrorCtor('TextDecoder.decode: the input is not valid ' + encoding);
+    return 0xFFFD;
+  }
+  // How many bytes at the end of `bytes` start a UTF-8 sequence that more bytes could complete
+  // (0..3): those wait for the next chunk. Any other tail is decoded now.
+  function utf8IncompleteTail(bytes) {
+    const n = bytes.length;
+    for (let back = 1; back <= 3 && back <= n; ++back) {
+      const lead = bytes[n - back];
+      if ((lead & 0xC0) === 0x80) continue;  // a continuation byte: look further back
+      const need = lead >= 0xF0 && lead <= 0xF4 ? 4 : lead >= 0xE0 ? (lead <= 0xEF ? 3 : 0)
+                 : lead >= 0xC2 ? 2 : 0;
+      if (need <= back) return 0;
+      if (back >= 2) {  // the second byte's range depends on the lead (the standard's bounds)
+        const second = bytes[n - back + 1];
+        const lower = lead === 0xE0 ? 0xA0 : lead === 0xF0 ? 0x90 : 0x80;
+        const upper = lead === 0xED ? 0x9F : lead === 0xF4 ? 0x8F : 0xBF;
+        if (second < lower || second > upper) return 0;
+      }
+      return back;
+    }
+    return 0;
+  }
   class TextDecoder {
+    #encoding;
     #ignoreBOM;
     #fatal;
+    #pending = null;  // bytes of an incomplete sequence held over by {stream: true}
+    #started = false;  // the BOM is looked for only at the start of a stream
     constructor(label = 'utf-8', options = {}) {
-      const l = ('' + label).trim().toLowerCase();
-      if (l !== 'utf-8' && l !== 'utf8' && l !== 'unicode-1-1-utf-8') {
-        throw new RangeErrorCtor('TextDecoder: only utf-8 is supported, not "' + label + '"');
+      const encoding = kEncodingOfLabel[('' + label).replace(/^[\t\n\f\r ]+|[\t\n\f\r ]+$/g, '').toLowerCase()];
+      if (encoding === undefined) {
+        throw new RangeErrorCtor('TextDecoder: the "' + label + '" encoding is not supported');
       }
+      this.#encoding = encoding;
       this.#ignoreBOM = !!(options && options.ignoreBOM);
       this.#fatal = !!(options && options.fatal);
     }
-    get encoding() { return 'utf-8'; }
+    get encoding() { return this.#encoding; }
     get fatal() { return this.#fatal; }
     get ignoreBOM() { return this.#ignoreBOM; }
-    decode(input = new Uint8ArrayCtor(0)) {
+    decode(input = undefined, options = undefined) {
       let bytes;
-      if (input instanceof ArrayBufferCtor) bytes = new Uint8ArrayCtor(input);
+      if (input === undefined) bytes = new Uint8ArrayCtor(0);
+      else if (input instanceof ArrayBufferCtor) bytes = new Uint8ArrayCtor(input);
       else if (ArrayBufferIsView(input)) bytes = new Uint8ArrayCtor(input.buffer, input.byteOffset, input.byteLength);
       else throw new TypeErrorCtor('TextDecoder.decode: input must be an ArrayBuffer or a view of one');
-      let text = hostUtf8Decode(bytes, this.#fatal);
-      if (!this.#ignoreBOM && text.charCodeAt(0) === 0xFEFF) text = text.slice(1);
+      const stream = !!(options && options.stream);
+      if (this.#pending !== null) {
+        const joined = new Uint8ArrayCtor(this.#pending.length + bytes.length);
+        joined.set(this.#pending);
+        joined.set(bytes, this.#pending.length);
+        bytes = joined;
+        this.#pending = null;
+      }
+      let keep = 0;
+      if (stream) {
+        keep = this.#encoding === 'utf-8' ? utf8IncompleteTail(bytes)
+             : this.#encoding === 'windows-1252' ? 0
+             : (bytes.length % 2) + (bytes.length >= 2 && this.#highSurrogateLast(bytes) ? 2 : 0);
+        if (keep > 0) {
+          this.#pending = bytes.slice(bytes.length - keep);
+          bytes = bytes.subarray(0, bytes.length - keep);
+        }
+      }
+      let text;
+      try {
+        text = this.#decodeComplete(bytes, stream);
+      } catch (error) {
+        this.#pending = null;
+        this.#started = false;
+        throw error;
+      }
+      if (!this.#started && !this.#ignoreBOM && text.charCodeAt(0) === 0xFEFF) text = text.slice(1);
+      this.#started = stream && (this.#started || text.length > 0);
       return text;
+    }
+    // Whether the last whole code unit of UTF-16 `bytes` (an odd byte aside) is a high surrogate.
+    #highSurrogateLast(bytes) {
+      const at = bytes.length - (bytes.length % 2) - 2;
+      const unit = this.#encoding === 'utf-16le' ? bytes[at] | (bytes[at + 1] << 8)
+                                                 : (bytes[at] << 8) | bytes[at + 1];
+      return unit >= 0xD800 && unit <= 0xDBFF;
+    }
+    #decodeComplete(bytes, stream) {
+      const fatal = this.#fatal;
+      if (this.#encoding === 'utf-8') return hostUtf8Decode(bytes, fatal);
+      if (this.#encoding === 'windows-1252') {
+        const units = new Uint16ArrayCtor(bytes.length);
+        for (let i = 0; i < bytes.length; ++i) {
+          const b = bytes[i];
+          units[i] = b >= 0x80 && b <= 0x9F ? kWindows1252High[b - 0x80] : b;
+        }
+        return fromCodeUnits(units);
+      }
+      const little = this.#encoding === 'utf-16le';
+      const count = bytes.length >> 1;
+      const odd = bytes.length % 2 === 1;  // only at the end of a stream: `stream` kept it back
+      const units = new Uint16ArrayCtor(count + (odd ? 1 : 0));
+      for (let i = 0; i < count; ++i) {
+        units[i] = little ? bytes[2 * i] | (bytes[2 * i + 1] << 8) : (bytes[2 * i] << 8) | bytes[2 * i + 1];
+      }
+      for (let i = 0; i < count; ++i) {  // lone surrogates are errors
+        const unit = units[i];
+        if (unit >= 0xD800 && unit <= 0xDBFF && i + 1 < count &&
+            units[i + 1] >= 0xDC00 && units[i + 1] <= 0xDFFF) {
+          ++i;
+        } else if (unit >= 0xD800 && unit <= 0xDFFF) {
+          units[i] = decodingError(fatal, this.#encoding);
+        }
+      }
+      if (odd) units[count] = decodingError(fatal, this.#encoding);
+      return fromCodeUnits(units);
     }
   }
   tag(TextDecoder, 'TextDecoder');
@@ -231,9 +391,32 @@
   define(global, 'TextDecoder', TextDecoder);
 
   // ---------------------------------------------------------------- URL, URLSearchParams
-  const url = host.urlFactory(global, {encodeURIComponentFn, decodeURIComponentFn, define, tag});
-  define(global, 'URL', url.URL);
-  define(global, 'URLSearchParams', url.URLSearchParams);
+  // The WHATWG URL Standard's reference implementation (npm whatwg-url, tr46 for IDNA), bundled
+  // by scripts/vendor-whatwg-url into js/vendor/: a function of the TextEncoder and TextDecoder
+  // above (the only globals it needs) and of a loader of its IDNA part (tr46.js, compiled on a
+  // call's first non-ASCII host name). The host compiles it (host.loadWhatwgUrl, from a code
+  // cache the process made) on the first use of either global, not into the snapshot:
+  // globals_snapshot.h says why. The gateway never trusts this parser: fetch() hands the host
+  // the URL as the code wrote it, and gateway/url_policy.h decides the origin
+  // (tests/e2e/url_origin.test.mjs shows the two agree, or the request is refused).
+  const hostLoadWhatwgUrl = host.loadWhatwgUrl;
+  const hostLoadTr46 = host.loadTr46;
+  let urlClasses = null;
+  const makeUrlClasses = () =>
+    (urlClasses ??= hostLoadWhatwgUrl()(TextEncoder, TextDecoder, () => hostLoadTr46()()));
+  for (const name of ['URL', 'URLSearchParams']) {
+    // Until then an accessor that makes both classes and becomes a data property.
+    ObjectDefineProperty(global, name, {
+      configurable: true,
+      enumerable: false,
+      get() {
+        makeUrlClasses();
+        define(global, name, urlClasses[name]);
+        return urlClasses[name];
+      },
+      set(value) { define(global, name, value); },
+    });
+  }
 
   // ---------------------------------------------------------------- what the host keeps
   function replacer(key, value) {
@@ -243,5 +426,6 @@
     const text = JSONStringify(value, replacer);
     return text === undefined ? 'null' : text;
   }
-  return {serialize, describe: (value) => format([value])};
+  return {serialize, describe: (value) => format([value]),
+          urlClasses: {ifMade: () => urlClasses, make: makeUrlClasses}};
 })

@@ -5,11 +5,13 @@
 //   hostFetch(method, url, headers, body) -> Promise<{status, statusText, headers, url,
 //                                                    redirected, bodyId, bodyLength}>
 //   hostReadBody(bodyId, uint8array)      copies the response body into the array, once
+//   urlClasses.ifMade()                   bootstrap's {URL, URLSearchParams}, or null before
+//                                         the code has used either; .make() makes them
 // `headers` is an array of [name, value] pairs, `body` undefined, a string or a Uint8Array. The
 // response body is copied into memory the code owns (so the ArrayBuffer budget counts it). The
 // host decides everything (origin, credentials, budget): a refusal rejects the promise with an
 // error the host made.
-(function fetchFactory(global, hostFetch, hostReadBody) {
+(function fetchFactory(global, hostFetch, hostReadBody, urlClasses) {
   'use strict';
   const ObjectDefineProperty = Object.defineProperty;
   function define(object, name, value) {
@@ -31,25 +33,45 @@
   const Uint8ArrayCtor = Uint8Array;
   const PromiseCtor = Promise;
   const SymbolIterator = Symbol.iterator;
-  const URLCtor = global.URL;
-  const URLSearchParamsCtor = global.URLSearchParams;
+  // URL and URLSearchParams are made on their first use (bootstrap.js): before that no value can
+  // be one of them, and these checks do not make them.
 
-  const kMethods = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'];
+  // The methods the Fetch Standard upper-cases (not PATCH: `patch` stays as written; the gateway
+  // compares methods without case), and the ones it forbids.
+  const kMethods = ['DELETE', 'GET', 'HEAD', 'OPTIONS', 'POST', 'PUT'];
+  const kForbiddenMethods = ['CONNECT', 'TRACE', 'TRACK'];
   // Made once, in the execute context only, so that the snapshot keeps them compiled (a
   // literal inside a function is made and compiled again in every isolate; url.js's re()).
   const kToken = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
   const kEdgeWhitespace = /^[\t\n\r ]+|[\t\n\r ]+$/g;  // replace() only
   const kBreakingCharacter = /[\0\r\n]/;
+  const kNotByteString = /[^\0-\xFF]/;  // WebIDL ByteString: no code unit above U+00FF
+  const kReasonPhrase = /^[\t\x20-\x7E\x80-\xFF]*$/;
+  const kNullBodyStatus = [101, 103, 204, 205, 304];
+  const kRedirectStatus = [301, 302, 303, 307, 308];
 
   function normalizeMethod(method) {
     const m = '' + method;
     const upper = m.toUpperCase();
+    if (!kToken.test(m)) throw new TypeErrorCtor('fetch: invalid method "' + m + '"');
+    if (kForbiddenMethods.indexOf(upper) !== -1) throw new TypeErrorCtor('fetch: method ' + m + ' is forbidden');
     return kMethods.indexOf(upper) !== -1 ? upper : m;
   }
 
   // ---------------------------------------------------------------- Headers
   class Headers {
     #list = [];  // [lower-case name, value], in insertion order
+    #immutable = false;  // a Response.error(), Response.redirect() or fetch() response's headers
+    static _freeze(headers) { headers.#immutable = true; return headers; }
+    _isImmutable() { return this.#immutable; }
+    #mutate() {
+      if (this.#immutable) throw new TypeErrorCtor('Headers: these headers are immutable');
+    }
+    static #name(name) {
+      const n = '' + name;
+      if (!kToken.test(n)) throw new TypeErrorCtor('Headers: invalid header name "' + n + '"');
+      return n.toLowerCase();
+    }
     constructor(init = undefined) {
       if (init === undefined || init === null) return;
       if (init instanceof Headers) {
@@ -67,17 +89,21 @@
       }
     }
     static #check(name, value) {
-      const n = '' + name;
-      if (!kToken.test(n)) throw new TypeErrorCtor('Headers: invalid header name "' + n + '"');
+      const n = Headers.#name(name);
       const v = ('' + value).replace(kEdgeWhitespace, '');
-      if (kBreakingCharacter.test(v)) throw new TypeErrorCtor('Headers: invalid value for header "' + n + '"');
-      return [n.toLowerCase(), v];
+      if (kNotByteString.test(v) || kBreakingCharacter.test(v)) {
+        throw new TypeErrorCtor('Headers: invalid value for header "' + n + '"');
+      }
+      return [n, v];
     }
     append(name, value) {
-      this.#list.push(Headers.#check(name, value));
+      const entry = Headers.#check(name, value);
+      this.#mutate();
+      this.#list.push(entry);
     }
     set(name, value) {
       const [n, v] = Headers.#check(name, value);
+      this.#mutate();
       const first = this.#list.findIndex((e) => e[0] === n);
       if (first === -1) {
         this.#list.push([n, v]);
@@ -87,16 +113,17 @@
       this.#list = this.#list.filter((e, j) => e[0] !== n || j === first);
     }
     get(name) {
-      const n = ('' + name).toLowerCase();
+      const n = Headers.#name(name);
       const values = this.#list.filter((e) => e[0] === n).map((e) => e[1]);
       return values.length === 0 ? null : values.join(', ');
     }
     has(name) {
-      const n = ('' + name).toLowerCase();
+      const n = Headers.#name(name);
       return this.#list.some((e) => e[0] === n);
     }
     delete(name) {
-      const n = ('' + name).toLowerCase();
+      const n = Headers.#name(name);
+      this.#mutate();
       this.#list = this.#list.filter((e) => e[0] !== n);
     }
     getSetCookie() {
@@ -127,7 +154,8 @@
   function extractBody(body) {
     if (body === undefined || body === null) return [undefined, null];
     if (typeof body === 'string') return [body, 'text/plain;charset=UTF-8'];
-    if (URLSearchParamsCtor && body instanceof URLSearchParamsCtor) {
+    const url = urlClasses.ifMade();
+    if (url !== null && body instanceof url.URLSearchParams) {
       return ['' + body, 'application/x-www-form-urlencoded;charset=UTF-8'];
     }
     if (body instanceof ArrayBufferCtor) return [new Uint8ArrayCtor(body.slice(0)), null];
@@ -180,9 +208,9 @@
       const [extracted, contentType] =
           init.body !== undefined ? extractBody(init.body) : [base ? base._peek() : undefined, null];
       super(extracted);
-      this.#url = base ? base.url : (URLCtor && input instanceof URLCtor ? input.href : '' + input);
-      this.#method = normalizeMethod(init.method !== undefined ? init.method : (base ? base.method : 'GET'));
-      if (!kToken.test(this.#method)) throw new TypeErrorCtor('fetch: invalid method "' + this.#method + '"');
+      const url = urlClasses.ifMade();
+      this.#url = base ? base._target() : (url !== null && input instanceof url.URL ? input.href : '' + input);
+      this.#method = init.method !== undefined ? normalizeMethod(init.method) : (base ? base.method : 'GET');
       this.#headers = new Headers(init.headers !== undefined ? init.headers : (base ? base.headers : undefined));
       if (contentType !== null && !this.#headers.has('content-type')) this.#headers.set('content-type', contentType);
       if (extracted !== undefined && (this.#method === 'GET' || this.#method === 'HEAD')) {
@@ -191,7 +219,14 @@
       this.#redirect = init.redirect !== undefined ? '' + init.redirect : (base ? base.redirect : 'follow');
     }
     get method() { return this.#method; }
-    get url() { return this.#url; }
+    // An absolute URL as the URL Standard serialises it; a relative one as written (node throws
+    // for it, having no base; here the gateway resolves it against the first upstream). fetch()
+    // hands the host the text as written, so that a call that never reads this makes no URL.
+    get url() {
+      const {URL} = urlClasses.make();
+      return URL.canParse(this.#url) ? new URL(this.#url).href : this.#url;
+    }
+    _target() { return this.#url; }
     get headers() { return this.#headers; }
     get redirect() { return this.#redirect; }
     clone() { return new Request(this); }
@@ -199,15 +234,19 @@
   tag(Request, 'Request');
 
   // ---------------------------------------------------------------- Response
-  const kStatusTexts = {200: 'OK', 201: 'Created', 202: 'Accepted', 204: 'No Content'};
   class Response extends Body {
-    #status; #statusText; #headers; #url; #redirected;
+    #status; #statusText; #headers; #url; #redirected; #type = 'default';
     constructor(body = null, init = {}) {
       const [extracted, contentType] = extractBody(body);
       super(extracted);
+      init = init === undefined || init === null ? {} : init;
       this.#status = init.status !== undefined ? init.status | 0 : 200;
       if (this.#status < 200 || this.#status > 599) throw new RangeErrorCtor('Response: status must be in 200..599');
-      this.#statusText = init.statusText !== undefined ? '' + init.statusText : (kStatusTexts[this.#status] || '');
+      this.#statusText = init.statusText !== undefined ? '' + init.statusText : '';
+      if (!kReasonPhrase.test(this.#statusText)) throw new TypeErrorCtor('Response: invalid statusText');
+      if (extracted !== undefined && kNullBodyStatus.indexOf(this.#status) !== -1) {
+        throw new TypeErrorCtor('Response: a ' + this.#status + ' response cannot have a body');
+      }
       this.#headers = new Headers(init.headers);
       if (contentType !== null && !this.#headers.has('content-type')) this.#headers.set('content-type', contentType);
       this.#url = '';
@@ -219,12 +258,33 @@
       response.#statusText = raw.statusText;
       response.#url = raw.url;
       response.#redirected = raw.redirected;
+      response.#type = raw.type || 'basic';
+      if (raw.immutable !== false) Headers._freeze(response.#headers);
+      return response;
+    }
+    static error() {
+      const response = new Response(null);
+      response.#status = 0;
+      response.#type = 'error';
+      Headers._freeze(response.#headers);
+      return response;
+    }
+    static redirect(url, status = 302) {
+      const {URL} = urlClasses.make();
+      const location = new URL(url).href;  // no base here: a relative URL is a TypeError
+      status = status | 0;
+      if (kRedirectStatus.indexOf(status) === -1) throw new RangeErrorCtor('Response.redirect: invalid status ' + status);
+      const response = new Response(null, {status, headers: {location}});
+      Headers._freeze(response.#headers);
       return response;
     }
     static json(data, init = {}) {
+      const text = JSON.stringify(data);
+      if (text === undefined) throw new TypeErrorCtor('Response.json: the value is not JSON serializable');
+      init = init === undefined || init === null ? {} : init;
       const headers = new Headers(init.headers);
       if (!headers.has('content-type')) headers.set('content-type', 'application/json');
-      return new Response(JSON.stringify(data), {...init, headers});
+      return new Response(text, {...init, headers});
     }
     get status() { return this.#status; }
     get ok() { return this.#status >= 200 && this.#status <= 299; }
@@ -232,12 +292,14 @@
     get headers() { return this.#headers; }
     get url() { return this.#url; }
     get redirected() { return this.#redirected; }
-    get type() { return 'basic'; }
+    get type() { return this.#type; }
     clone() {
       if (this.bodyUsed) throw new TypeErrorCtor('Response.clone: the body has already been consumed');
       const copy = Response._fromHost({status: this.#status, statusText: this.#statusText,
                                        headers: this.#headers, body: this._peek(), url: this.#url,
-                                       redirected: this.#redirected});
+                                       redirected: this.#redirected, type: this.#type,
+                                       immutable: false});
+      if (this.#headers._isImmutable()) Headers._freeze(copy.#headers);
       return copy;
     }
   }
@@ -249,7 +311,7 @@
     const pairs = [];
     for (const pair of request.headers) pairs.push(pair);
     const body = request._peek();
-    const raw = await hostFetch(request.method, request.url, pairs,
+    const raw = await hostFetch(request.method, request._target(), pairs,
                                 typeof body === 'string' ? utf8Encode(body) : body);
     const bytes = new Uint8ArrayCtor(raw.bodyLength);
     hostReadBody(raw.bodyId, bytes);

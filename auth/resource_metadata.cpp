@@ -35,6 +35,8 @@ std::vector<std::string> all_scopes(const config::OAuth& oauth) {
   for (const auto& [tool, needed] : oauth.tool_scopes) {
     for (const std::string& scope : needed) add(scope);
   }
+  for (const std::string& scope : oauth.read_scopes) add(scope);
+  for (const std::string& scope : oauth.write_scopes) add(scope);
   for (const std::string& scope : oauth.extra_scopes) add(scope);
   return scopes;
 }

@@ -160,9 +160,15 @@ constexpr std::array<std::string_view, 6> kMethods = {"GET", "HEAD",  "POST",
 constexpr std::array<std::string_view, 2> kUpstreamKeys = {"origin", "headers"};
 constexpr std::array<std::string_view, 4> kHttpKeys = {"allowed_origins", "tokens", "bearer_tokens",
                                                        "oauth"};
-constexpr std::array<std::string_view, 7> kOAuthKeys = {
-    "issuer",  "resource", "scopes", "extra_scopes", "jwks_refresh_s", "jwks_min_interval_s",
-    "leeway_s"};
+constexpr std::array<std::string_view, 8> kOAuthKeys = {"issuer",
+                                                        "resource",
+                                                        "scopes",
+                                                        "request_scopes",
+                                                        "extra_scopes",
+                                                        "jwks_refresh_s",
+                                                        "jwks_min_interval_s",
+                                                        "leeway_s"};
+constexpr std::array<std::string_view, 2> kRequestScopeKeys = {"read", "write"};
 constexpr std::array<std::string_view, 2> kScopedTools = {"search", "execute"};
 
 // A scope token (RFC 6749 §3.3): printable ASCII except space, '"' and '\\'.
@@ -829,6 +835,17 @@ class Loader {
             continue;
           }
           oauth.tool_scopes[tool] = read_scopes(scopes, child_path(field_path, tool));
+        }
+      } else if (key == "request_scopes") {
+        if (!expect_object(field, field_path)) continue;
+        for (const auto& [kind, scopes] : field.items()) {
+          if (kind == "read") {
+            oauth.read_scopes = read_scopes(scopes, child_path(field_path, kind));
+          } else if (kind == "write") {
+            oauth.write_scopes = read_scopes(scopes, child_path(field_path, kind));
+          } else {
+            unknown_key(field_path, kind, kRequestScopeKeys);
+          }
         }
       } else if (key == "extra_scopes") {
         oauth.extra_scopes = read_scopes(field, field_path);

@@ -83,6 +83,12 @@ struct OAuth {
   // (RFC 6749 §3.3 characters, no space). A tool not listed needs no scope; a token lacking
   // one gets 403 insufficient_scope. Default: none needed. Static tokens are not scoped.
   std::map<std::string, std::vector<std::string>, std::less<>> tool_scopes;
+  // The scopes each request an execute call's code makes needs, by its method: "read" for GET
+  // and HEAD, "write" for POST, PUT, PATCH and DELETE: {"read": ["api:read"], "write":
+  // ["api:write"]}. A request whose caller's access token lacks one is refused as a `policy`
+  // error naming it, before it leaves. Default: none needed. Static tokens are not scoped.
+  std::vector<std::string> read_scopes;
+  std::vector<std::string> write_scopes;
   // Also listed in the protected resource metadata's `scopes_supported` (after every scope of
   // `tool_scopes`): scopes a client may ask for that no tool needs. Default: none.
   std::vector<std::string> extra_scopes;

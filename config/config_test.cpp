@@ -1345,6 +1345,22 @@ TEST_CASE("http.oauth with every key is read, the rest default", "[config][oauth
   CHECK_FALSE(workspace.load(R"({"openapi": "openapi.json"})").http.oauth);
 }
 
+TEST_CASE("http.oauth.request_scopes names the scopes reads and writes need", "[config][oauth]") {
+  const Workspace workspace;
+  const Config config = workspace.load(with_http(R"({"oauth": {
+    "issuer": "https://as.example.com", "resource": "https://mcp.example.com/mcp",
+    "request_scopes": {"read": ["api:read"], "write": ["api:write", "api:audit"]}}})"));
+  REQUIRE(config.http.oauth);
+  CHECK(config.http.oauth->read_scopes == std::vector<std::string>{"api:read"});
+  CHECK(config.http.oauth->write_scopes == std::vector<std::string>{"api:write", "api:audit"});
+  CHECK(workspace.problems(with_http(R"({"oauth": {
+    "issuer": "https://as.example.com", "resource": "https://mcp.example.com/mcp",
+    "request_scopes": {"delete": [], "write": ["has space"]}}})")) ==
+        Problems{R"(http.oauth.request_scopes.delete: unknown key (known keys: read, write))",
+                 "http.oauth.request_scopes.write[0]: is not a scope (printable ASCII, no space, "
+                 "'\"' or '\\')"});
+}
+
 TEST_CASE("http.oauth problems are all reported", "[config][oauth]") {
   const Workspace workspace;
   CHECK(workspace.problems(with_http(R"({"oauth": {}})")) ==

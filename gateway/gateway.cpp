@@ -360,8 +360,8 @@ const UrlPolicy& Gateway::policy() const { return state_->policy; }
 std::uint64_t Gateway::connections_opened() const { return state_->client->connections_opened(); }
 
 void Gateway::fetch(OutboundRequest request, CallBudget& budget, Deadline deadline, Completion done,
-                    std::string_view principal) {
-  const Profile& profile = state_->profile_of(principal);
+                    const Caller& caller) {
+  const Profile& profile = state_->profile_of(caller.principal);
   const std::optional<Method> method = parse_method(request.method);
   if (!method) {
     const bool quotable =
@@ -392,6 +392,23 @@ void Gateway::fetch(OutboundRequest request, CallBudget& budget, Deadline deadli
   auto checked = check_headers(request.headers);
   if (auto* error = std::get_if<GatewayError>(&checked)) {
     return state_->refuse(std::move(done), std::move(*error));
+  }
+  if (caller.scopes) {
+    const bool read = *method == Method::get || *method == Method::head;
+    const auto& needed =
+        read ? state_->options.request_scopes.read : state_->options.request_scopes.write;
+    std::string missing;
+    for (const std::string& scope : needed) {
+      if (std::find(caller.scopes->begin(), caller.scopes->end(), scope) != caller.scopes->end()) {
+        continue;
+      }
+      missing += (missing.empty() ? "" : " ") + scope;
+    }
+    if (!missing.empty()) {
+      return state_->refuse(std::move(done),
+                            policy_error(std::string(to_string(*method)) + " requests need scope " +
+                                         missing + ", which the caller's access token lacks"));
+    }
   }
   if (!budget.try_spend()) {
     return state_->refuse(

@@ -71,6 +71,19 @@ struct PrincipalProfile {
   OperationPolicyOptions operations;
 };
 
+// Whose call a request belongs to: its principal (whose profile applies) and, when the call came
+// with an OAuth access token, the scopes that token grants (unset: not scoped).
+struct Caller {
+  std::string principal;
+  std::optional<std::vector<std::string>> scopes;
+};
+
+// The scopes a scoped caller's requests need, by method (config http.oauth.request_scopes).
+struct RequestScopes {
+  std::vector<std::string> read;   // GET, HEAD
+  std::vector<std::string> write;  // POST, PUT, PATCH, DELETE
+};
+
 struct GatewayOptions {
   std::vector<config::Upstream> upstreams;
   config::Limits limits;  // response_bytes and subrequests are the ones used here
@@ -84,6 +97,7 @@ struct GatewayOptions {
   OperationPolicyOptions operations;
   // By principal name; anyone else gets `upstreams`' headers and `operations`.
   std::map<std::string, PrincipalProfile> principals;
+  RequestScopes request_scopes;
 };
 
 class Gateway {
@@ -99,10 +113,11 @@ class Gateway {
   Gateway& operator=(const Gateway&) = delete;
 
   // Sends `request` if the policy allows it, within `budget` and by `deadline`; `done` runs
-  // exactly once on the I/O thread with the response or a GatewayError. `principal` is whose
-  // call it is: a principal with a profile gets that profile's policy and headers.
+  // exactly once on the I/O thread with the response or a GatewayError. `caller` is whose call
+  // it is: a principal with a profile gets that profile's policy and headers, and a scoped caller
+  // needs the scopes of `request_scopes` for the request's method.
   void fetch(OutboundRequest request, CallBudget& budget, Deadline deadline, Completion done,
-             std::string_view principal = {});
+             const Caller& caller = {});
 
   const UrlPolicy& policy() const;
   // New TCP connections to upstreams so far (keep-alive reuse shows as fewer).

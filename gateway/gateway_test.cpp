@@ -384,7 +384,8 @@ TEST_CASE("each principal's requests carry its own credential and follow its own
     auto future = promise->get_future();
     gateway.fetch(
         std::move(request), budget, Clock::now() + 5s,
-        [promise](FetchResult result) { promise->set_value(std::move(result)); }, principal);
+        [promise](FetchResult result) { promise->set_value(std::move(result)); },
+        Caller{std::string(principal), std::nullopt});
     REQUIRE(future.wait_for(20s) == std::future_status::ready);
     FetchResult result = future.get();
     if (auto* error = std::get_if<GatewayError>(&result)) return error->text();
@@ -402,6 +403,45 @@ TEST_CASE("each principal's requests carry its own credential and follow its own
   const OutboundRequest post{"POST", "/orders", {{"Content-Type", "application/json"}}, "{}"};
   CHECK(status_as("alice", post) == "policy: method POST is not allowed here (allowed: GET, HEAD)");
   CHECK(status_as("bob", post) == "401");
+}
+
+TEST_CASE("a scoped caller's requests need the scopes of their method", "[gateway][scopes]") {
+  IoThread io;
+  TestServer upstream;
+  GatewayOptions options;
+  options.upstreams = {Upstream{upstream.origin(), {}}};
+  options.request_scopes = RequestScopes{{"api:read"}, {"api:write", "api:audit"}};
+  auto created = Gateway::create(io.io(), std::move(options));
+  REQUIRE(std::holds_alternative<std::unique_ptr<Gateway>>(created));
+  Gateway& gateway = *std::get<std::unique_ptr<Gateway>>(created);
+  CallBudget budget(100);
+  const auto outcome = [&](const Caller& caller, std::string method) {
+    auto promise = std::make_shared<std::promise<FetchResult>>();
+    auto future = promise->get_future();
+    gateway.fetch(
+        OutboundRequest{std::move(method), "/echo", {}, {}}, budget, Clock::now() + 5s,
+        [promise](FetchResult result) { promise->set_value(std::move(result)); }, caller);
+    REQUIRE(future.wait_for(20s) == std::future_status::ready);
+    FetchResult result = future.get();
+    if (auto* error = std::get_if<GatewayError>(&result)) return error->text();
+    return std::to_string(std::get<InboundResponse>(result).status);
+  };
+  const Caller reader{"sub:alice", std::vector<std::string>{"api:read"}};
+  const Caller writer{"sub:bob", std::vector<std::string>{"api:read", "api:write", "api:audit"}};
+  const Caller nothing{"client:ci", std::vector<std::string>{}};
+  const Caller unscoped{"ops", std::nullopt};  // a static token
+  CHECK(outcome(reader, "GET") == "200");
+  CHECK(outcome(reader, "HEAD") == "200");
+  CHECK(outcome(reader, "DELETE") ==
+        "policy: DELETE requests need scope api:write api:audit, which the caller's access token "
+        "lacks");
+  CHECK(outcome(writer, "POST") == "200");
+  CHECK(outcome(nothing, "GET") ==
+        "policy: GET requests need scope api:read, which the caller's access token lacks");
+  CHECK(outcome(unscoped, "DELETE") == "200");
+  // Refused requests never left, and cost no subrequest.
+  CHECK(upstream.requests() == 4);
+  CHECK(budget.used() == 4);
 }
 
 TEST_CASE("a principal's profile must list the configured upstreams", "[gateway][principals]") {

@@ -2,8 +2,10 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace codemode::sandbox {
 
@@ -31,6 +33,10 @@ struct Call {
   // FetcherFactory, like audit_id.
   std::string traceparent;
   std::string tracestate;
+  // The scopes of the OAuth access token the call came with; unset when it is not scoped (a
+  // static token, stdio). Passed only to the FetcherFactory: the gateway refuses a request whose
+  // method needs a scope the token lacks (config http.oauth.request_scopes).
+  std::optional<std::vector<std::string>> scopes;
 };
 
 }  // namespace codemode::sandbox

@@ -50,9 +50,10 @@ sandbox::FetcherFactory gateway_fetch(gateway::Gateway& gateway) {
     auto budget = std::make_shared<gateway::CallBudget>(limits.subrequests);
     const auto deadline =
         gateway::Clock::now() + std::chrono::milliseconds(limits.wall_ms) + kFetchDeadlineSlack;
-    return [&gateway, budget = std::move(budget), deadline, principal = call.principal](
+    return [&gateway, budget = std::move(budget), deadline,
+            caller = gateway::Caller{call.principal, call.scopes}](
                gateway::OutboundRequest outbound, std::function<void(gateway::FetchResult)> done) {
-      gateway.fetch(std::move(outbound), *budget, deadline, std::move(done), principal);
+      gateway.fetch(std::move(outbound), *budget, deadline, std::move(done), caller);
     };
   };
 }
@@ -169,6 +170,9 @@ int Daemon::run() {
   gateway_options.ca_file = options_.config.ca_file;
   gateway_options.operations = operation_policy(options_.api, options_.config.policy);
   gateway_options.principals = principal_profiles(options_.api, options_.config);
+  if (const auto& oauth = options_.config.http.oauth) {
+    gateway_options.request_scopes = {oauth->read_scopes, oauth->write_scopes};
+  }
   for (const auto& principal : options_.config.principals) {
     const std::string& name = principal.first;  // not a structured binding: the lambda reads it
     const auto& tokens = options_.config.http.bearer_tokens;

@@ -539,8 +539,9 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
     }
     asio::post(session->executor(),
                [session, message = std::move(message), reply_to = std::move(reply_to),
-                notify = std::move(notify), trace = std::exchange(trace_, {})]() mutable {
-                 session->handle(std::move(message), reply_to, notify, trace);
+                notify = std::move(notify),
+                context = RequestContext{std::exchange(trace_, {}), granted_scopes_}]() mutable {
+                 session->handle(std::move(message), reply_to, notify, context);
                });
     watch_for_hangup();
   }

@@ -54,19 +54,18 @@ McpSession::McpSession(boost::asio::any_io_executor executor, const ToolCatalog&
 }
 
 void McpSession::handle(std::string_view message) {
-  dispatch(parse_message(message), send_, ReplyRoute::session, send_, IncomingTrace{});
+  dispatch(parse_message(message), send_, ReplyRoute::session, send_, RequestContext{});
 }
 
 void McpSession::handle(Message message, const Send& reply_to, const Send& notify,
-                        const IncomingTrace& transport_trace) {
-  dispatch(std::move(message), reply_to, ReplyRoute::message, notify ? notify : send_,
-           transport_trace);
+                        const RequestContext& context) {
+  dispatch(std::move(message), reply_to, ReplyRoute::message, notify ? notify : send_, context);
 }
 
 void McpSession::dispatch(Message parsed, const Send& out, ReplyRoute route, const Send& notify,
-                          const IncomingTrace& transport_trace) {
+                          const RequestContext& context) {
   if (auto* request = std::get_if<Request>(&parsed)) {
-    on_request(std::move(*request), out, route, notify, transport_trace);
+    on_request(std::move(*request), out, route, notify, context);
   } else if (auto* notification = std::get_if<Notification>(&parsed)) {
     on_notification(*notification);
   } else if (auto* error = std::get_if<JsonRpcError>(&parsed)) {
@@ -98,9 +97,9 @@ void McpSession::reject_oversize(std::size_t limit) {
 }
 
 void McpSession::on_request(Request request, const Send& out, ReplyRoute route, const Send& notify,
-                            const IncomingTrace& transport_trace) {
+                            const RequestContext& context) {
   if (claims_stateless_revision(request.params)) {
-    return on_stateless_request(request, out, route, notify, transport_trace);
+    return on_stateless_request(request, out, route, notify, context);
   }
   const std::string& method = request.method;
   if (method == "initialize") {
@@ -122,14 +121,13 @@ void McpSession::on_request(Request request, const Send& out, ReplyRoute route, 
   }
   if (method == "tools/list") return reply(out, request.id, Json{{"tools", tools_.list()}});
   if (method == "tools/call") {
-    return call_tool(request.id, request.params, out, route, Era::negotiated, notify,
-                     transport_trace);
+    return call_tool(request.id, request.params, out, route, Era::negotiated, notify, context);
   }
   reply_error(out, request.id, ErrorCode::method_not_found, "method not found: " + method);
 }
 
 void McpSession::on_stateless_request(const Request& request, const Send& out, ReplyRoute route,
-                                      const Send& notify, const IncomingTrace& transport_trace) {
+                                      const Send& notify, const RequestContext& context) {
   // No header layer here: an HTTP transport checks the headers before the request gets here.
   if (auto refusal = check_stateless_request(request, std::nullopt)) {
     return out(serialize_error(*refusal));
@@ -143,7 +141,7 @@ void McpSession::on_stateless_request(const Request& request, const Send& out, R
     return reply(out, request.id, shaped(std::move(result), Era::stateless));
   }
   call_tool(request.id, request.params, out, route, Era::stateless, notify,
-            transport_trace);  // the ladder leaves no other
+            context);  // the ladder leaves no other
 }
 
 Json McpSession::discover() const {
@@ -206,7 +204,7 @@ Json McpSession::initialize(const Json& params) {
 }
 
 void McpSession::call_tool(const Json& id, const Json& params, const Send& out, ReplyRoute route,
-                           Era era, const Send& notify, const IncomingTrace& transport_trace) {
+                           Era era, const Send& notify, const RequestContext& context) {
   if (!params.is_object() || !params.contains("name") || !params["name"].is_string()) {
     return reply_error(out, id, ErrorCode::invalid_params,
                        "invalid params: tools/call needs params.name (a string)");
@@ -243,8 +241,8 @@ void McpSession::call_tool(const Json& id, const Json& params, const Send& out, 
       }
     }
   }
-  CallSpan span = audit_.tracer ? audit_.tracer->begin_call(meta_trace, transport_trace)
-                                : begin_call_span(meta_trace, transport_trace, NewTraces::none);
+  CallSpan span = audit_.tracer ? audit_.tracer->begin_call(meta_trace, context.trace)
+                                : begin_call_span(meta_trace, context.trace, NewTraces::none);
   CallFacts facts = call_facts(id, name, params, era);
   audit::CallRecord record;
   if (audit_.trail) {
@@ -290,7 +288,7 @@ void McpSession::call_tool(const Json& id, const Json& params, const Send& out, 
   std::string audit_id = record.id;  // `record` moves into the completion below
   sandbox_.submit(
       sandbox::Call{*tool, std::move(code), principal_, std::move(cancel), std::move(audit_id),
-                    span.traceparent(), span.tracestate},
+                    span.traceparent(), span.tracestate, context.scopes},
       [self = shared_from_this(), id, name, tool = *tool, started, record = std::move(record), span,
        facts](sandbox::Outcome outcome) mutable {
         boost::asio::post(self->executor_, [self, id, name, tool, started,

@@ -31,6 +31,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -81,6 +82,15 @@ struct SessionAudit {
                                    // passed on and recorded)
 };
 
+// What the transport knows of one request beyond its message: the W3C trace headers of the HTTP
+// request that carried it (used by a tools/call whose `params._meta` has no traceparent), and
+// the scopes of the OAuth access token it came with (unset: not scoped, as with a static token
+// or stdio), which bound what an execute call's requests may do (config http.oauth).
+struct RequestContext {
+  IncomingTrace trace;
+  std::optional<std::vector<std::string>> scopes;
+};
+
 class McpSession : public std::enable_shared_from_this<McpSession> {
  public:
   using Send = std::function<void(std::string message)>;
@@ -99,10 +109,9 @@ class McpSession : public std::enable_shared_from_this<McpSession> {
   // A request gets exactly one call of `reply_to`: its answer, or an empty string when no answer
   // will come (the call was cancelled). Notifications and responses never call it.
   // `notify` carries the request's progress notifications; empty: the session's Send.
-  // `transport_trace`: the W3C trace headers of the HTTP request that carried the message, used
-  // by a tools/call whose `params._meta` has no traceparent.
+  // `context`: what the transport knows of the request beyond its message (RequestContext).
   void handle(Message message, const Send& reply_to, const Send& notify = nullptr,
-              const IncomingTrace& transport_trace = {});
+              const RequestContext& context = {});
 
   // Treats the session as initialized at `version` without an initialize exchange: stateless
   // HTTP, where every request may reach a fresh session (any replica serves any request).
@@ -134,16 +143,16 @@ class McpSession : public std::enable_shared_from_this<McpSession> {
   };
 
   void dispatch(Message message, const Send& reply_to, ReplyRoute route, const Send& notify,
-                const IncomingTrace& transport_trace);
+                const RequestContext& context);
   void on_request(Request request, const Send& out, ReplyRoute route, const Send& notify,
-                  const IncomingTrace& transport_trace);
+                  const RequestContext& context);
   void on_stateless_request(const Request& request, const Send& out, ReplyRoute route,
-                            const Send& notify, const IncomingTrace& transport_trace);
+                            const Send& notify, const RequestContext& context);
   void on_notification(const Notification& notification);
   Json initialize(const Json& params);
   Json discover() const;
   void call_tool(const Json& id, const Json& params, const Send& out, ReplyRoute route, Era era,
-                 const Send& notify, const IncomingTrace& transport_trace);
+                 const Send& notify, const RequestContext& context);
   // The facts of a call's span (tracing.h).
   CallFacts call_facts(const Json& id, const std::string& tool, const Json& params, Era era) const;
   void end_span(const CallSpan& span, const CallFacts& facts,

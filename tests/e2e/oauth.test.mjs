@@ -401,7 +401,7 @@ test('a user signs in with authorization code + PKCE through the SDK client', as
   }
 });
 
-test('two OAuth principals each reach the API with their own credential', async () => {
+test('two OAuth principals each reach the API with their own credential, writes need their scope', async () => {
   // The upstream records the credential of every request; config `principals` gives each
   // client its own, and the static token's principal the top-level one.
   const seen = [];
@@ -418,11 +418,15 @@ test('two OAuth principals each reach the API with their own credential', async 
     upstreams: [{ origin, headers: { Authorization: keys.ops } }],
     http: {
       tokens: [{ name: 'ops', token: STATIC_TOKEN }],
-      oauth: { issuer: as.issuer, resource: as.resource, jwks_min_interval_s: 0, scopes: { execute: ['mcp:read'] } },
+      oauth: {
+        issuer: as.issuer, resource: as.resource, jwks_min_interval_s: 0, scopes: { execute: ['mcp:read'] },
+        // A request that writes needs mcp:execute, which only `app` is granted.
+        request_scopes: { write: ['mcp:execute'] },
+      },
     },
     principals: {
       'client:app': { upstreams: [{ origin, headers: { Authorization: keys.app } }] },
-      'client:reader': { upstreams: [{ origin, headers: { Authorization: keys.reader } }], policy: { methods: ['GET'] } },
+      'client:reader': { upstreams: [{ origin, headers: { Authorization: keys.reader } }] },
     },
   });
   const server = await startHttpServer(['--http', `127.0.0.1:${as.mcpPort}`, '--config', config]);
@@ -444,10 +448,19 @@ test('two OAuth principals each reach the API with their own credential', async 
     ].map((p) => p.then((result) => assert.equal(result.content[0].text, '200', JSON.stringify(result)))));
     assert.equal(seen.length, 6);
     for (const { path, authorization } of seen) assert.equal(authorization, keys[path.split('/')[2]], path);
-    // The reader's own policy is read-only.
-    const post_ = await callAs(bearer(tokens.reader), 'reader', 'POST');
-    assert.match(post_.content[0].text, /^policy: method POST is not allowed here/);
+    // The reader's token lacks the write scope: its POST is a policy error naming the scope, and
+    // never leaves; the app's token has it; a static token is not scoped.
+    const refused = await callAs(bearer(tokens.reader), 'reader', 'POST');
+    assert.equal(refused.isError, true);
+    assert.match(refused.content[0].text,
+      /^policy: POST requests need scope mcp:execute, which the caller's access token lacks/);
     assert.equal(seen.length, 6, 'the refused POST never left');
+    for (const [headers, name] of [[bearer(tokens.app), 'app'], [bearer(STATIC_TOKEN), 'ops']]) {
+      assert.equal((await callAs(headers, name, 'POST')).content[0].text, '200');
+    }
+    assert.equal(seen.length, 8);
+    const metadata = await (await fetch(`http://127.0.0.1:${as.mcpPort}/.well-known/oauth-protected-resource/mcp`)).json();
+    assert.deepEqual(metadata.scopes_supported, ['mcp:read', 'mcp:execute']);
     assert.doesNotMatch(server.stderr, /principals\.client:.*no bearer token/, 'OAuth principals are not warned about');
   } finally {
     await server.stop();

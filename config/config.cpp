@@ -168,7 +168,7 @@ constexpr std::array<std::string_view, 8> kOAuthKeys = {"issuer",
                                                         "jwks_refresh_s",
                                                         "jwks_min_interval_s",
                                                         "leeway_s"};
-constexpr std::array<std::string_view, 2> kRequestScopeKeys = {"read", "write"};
+constexpr std::array<std::string_view, 3> kRequestScopeKeys = {"read", "write", "spec"};
 constexpr std::array<std::string_view, 2> kScopedTools = {"search", "execute"};
 
 // A scope token (RFC 6749 §3.3): printable ASCII except space, '"' and '\\'.
@@ -843,6 +843,13 @@ class Loader {
             oauth.read_scopes = read_scopes(scopes, child_path(field_path, kind));
           } else if (kind == "write") {
             oauth.write_scopes = read_scopes(scopes, child_path(field_path, kind));
+          } else if (kind == "spec") {
+            if (scopes.is_boolean()) {
+              oauth.spec_scopes = scopes.get<bool>();
+            } else {
+              add(child_path(field_path, kind),
+                  "expected true or false, got " + std::string(type_phrase(scopes)));
+            }
           } else {
             unknown_key(field_path, kind, kRequestScopeKeys);
           }

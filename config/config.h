@@ -89,6 +89,10 @@ struct OAuth {
   // error naming it, before it leaves. Default: none needed. Static tokens are not scoped.
   std::vector<std::string> read_scopes;
   std::vector<std::string> write_scopes;
+  // "request_scopes": {"spec": true}: a request matching an operation of the API description
+  // also needs the OAuth scopes of that operation's `security` (else the document's): one of
+  // its alternatives, whole. Default: false.
+  bool spec_scopes = false;
   // Also listed in the protected resource metadata's `scopes_supported` (after every scope of
   // `tool_scopes`): scopes a client may ask for that no tool needs. Default: none.
   std::vector<std::string> extra_scopes;

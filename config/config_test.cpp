@@ -1353,12 +1353,18 @@ TEST_CASE("http.oauth.request_scopes names the scopes reads and writes need", "[
   REQUIRE(config.http.oauth);
   CHECK(config.http.oauth->read_scopes == std::vector<std::string>{"api:read"});
   CHECK(config.http.oauth->write_scopes == std::vector<std::string>{"api:write", "api:audit"});
+  CHECK_FALSE(config.http.oauth->spec_scopes);
+  CHECK(workspace
+            .load(with_http(R"({"oauth": {"issuer": "https://as.example.com",
+              "resource": "https://mcp.example.com/mcp", "request_scopes": {"spec": true}}})"))
+            .http.oauth->spec_scopes);
   CHECK(workspace.problems(with_http(R"({"oauth": {
     "issuer": "https://as.example.com", "resource": "https://mcp.example.com/mcp",
-    "request_scopes": {"delete": [], "write": ["has space"]}}})")) ==
-        Problems{R"(http.oauth.request_scopes.delete: unknown key (known keys: read, write))",
+    "request_scopes": {"delete": [], "write": ["has space"], "spec": "yes"}}})")) ==
+        Problems{R"(http.oauth.request_scopes.delete: unknown key (known keys: read, write, spec))",
                  "http.oauth.request_scopes.write[0]: is not a scope (printable ASCII, no space, "
-                 "'\"' or '\\')"});
+                 "'\"' or '\\')",
+                 "http.oauth.request_scopes.spec: expected true or false, got a string"});
 }
 
 TEST_CASE("http.oauth problems are all reported", "[config][oauth]") {

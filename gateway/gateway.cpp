@@ -98,7 +98,8 @@ struct Gateway::State : std::enable_shared_from_this<Gateway::State> {
         policy(options.upstreams),
         defaults{options.upstreams, OperationPolicy(options.operations)},
         client(std::move(http)),
-        secrets(secrets_of(all_upstreams(options))) {
+        secrets(secrets_of(all_upstreams(options))),
+        scoped_operations(options.request_scopes.operations.value_or(OperationPolicyOptions{})) {
     for (const auto& [name, profile] : options.principals) {
       principals.emplace(name, Profile{profile.upstreams, OperationPolicy(profile.operations)});
     }
@@ -109,8 +110,31 @@ struct Gateway::State : std::enable_shared_from_this<Gateway::State> {
   UrlPolicy policy;
   Profile defaults;
   std::map<std::string, Profile, std::less<>> principals;
+  OperationPolicy scoped_operations;  // request_scopes.operations; none given: matches nothing
   std::unique_ptr<HttpClient> client;
   std::vector<std::string> secrets;
+
+  // Why a request to the operation `target` matches cannot go with `granted`, or nothing: one of
+  // the operation's scope alternatives must be granted whole. Names the first alternative's
+  // missing scopes.
+  std::optional<std::string> check_operation_scopes(Method method, std::string_view target,
+                                                    const std::vector<std::string>& granted) const {
+    const Operation* operation = scoped_operations.find(method, target);
+    if (operation == nullptr || operation->scopes.empty()) return std::nullopt;
+    const auto has = [&](const std::string& scope) {
+      return std::find(granted.begin(), granted.end(), scope) != granted.end();
+    };
+    for (const auto& alternative : operation->scopes) {
+      if (std::all_of(alternative.begin(), alternative.end(), has)) return std::nullopt;
+    }
+    std::string missing;
+    for (const std::string& scope : operation->scopes.front()) {
+      if (!has(scope)) missing += (missing.empty() ? "" : " ") + scope;
+    }
+    return std::string(to_string(operation->method)) + " " + operation->path_template +
+           " needs scope " + missing +
+           " (the API description's security), which the caller's access token lacks";
+  }
 
   const Profile& profile_of(std::string_view principal) const {
     const auto it = principals.find(principal);
@@ -408,6 +432,10 @@ void Gateway::fetch(OutboundRequest request, CallBudget& budget, Deadline deadli
       return state_->refuse(std::move(done),
                             policy_error(std::string(to_string(*method)) + " requests need scope " +
                                          missing + ", which the caller's access token lacks"));
+    }
+    if (auto refused =
+            state_->check_operation_scopes(*method, allowed.url.target, *caller.scopes)) {
+      return state_->refuse(std::move(done), policy_error(std::move(*refused)));
     }
   }
   if (!budget.try_spend()) {

@@ -82,6 +82,9 @@ struct Caller {
 struct RequestScopes {
   std::vector<std::string> read;   // GET, HEAD
   std::vector<std::string> write;  // POST, PUT, PATCH, DELETE
+  // Every declared operation with the scopes its security requirements ask for, when those count
+  // too (`request_scopes.spec`): a request matching one needs one of its alternatives.
+  std::optional<OperationPolicyOptions> operations;
 };
 
 struct GatewayOptions {

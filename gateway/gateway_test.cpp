@@ -444,6 +444,50 @@ TEST_CASE("a scoped caller's requests need the scopes of their method", "[gatewa
   CHECK(budget.used() == 4);
 }
 
+TEST_CASE("a scoped caller's request to a declared operation needs one of its scope alternatives",
+          "[gateway][scopes]") {
+  IoThread io;
+  TestServer upstream;
+  GatewayOptions options;
+  options.upstreams = {Upstream{upstream.origin(), {}}};
+  OperationPolicyOptions declared;
+  declared.operations = std::vector<Operation>{
+      {Method::get, "/echo/{id}", {{"items:read"}}},
+      {Method::post, "/echo/{id}", {{"items:write", "items:read"}, {"admin"}}},
+      {Method::put, "/echo/{id}", {}}};
+  options.request_scopes.operations = declared;
+  auto created = Gateway::create(io.io(), std::move(options));
+  REQUIRE(std::holds_alternative<std::unique_ptr<Gateway>>(created));
+  Gateway& gateway = *std::get<std::unique_ptr<Gateway>>(created);
+  CallBudget budget(100);
+  const auto outcome = [&](std::vector<std::string> scopes, std::string method,
+                           std::string target) {
+    auto promise = std::make_shared<std::promise<FetchResult>>();
+    auto future = promise->get_future();
+    gateway.fetch(
+        OutboundRequest{std::move(method), std::move(target), {}, {}}, budget, Clock::now() + 5s,
+        [promise](FetchResult result) { promise->set_value(std::move(result)); },
+        Caller{"sub:x", std::move(scopes)});
+    REQUIRE(future.wait_for(20s) == std::future_status::ready);
+    FetchResult result = future.get();
+    if (auto* error = std::get_if<GatewayError>(&result)) return error->text();
+    return std::to_string(std::get<InboundResponse>(result).status);
+  };
+  CHECK(outcome({"items:read"}, "GET", "/echo/7?x=1") == "200");
+  CHECK(outcome({"items:read"}, "HEAD", "/echo/7") == "200");  // HEAD where GET is declared
+  CHECK(outcome({}, "GET", "/echo/7") ==
+        "policy: GET /echo/{id} needs scope items:read (the API description's security), which "
+        "the caller's access token lacks");
+  CHECK(outcome({"items:read"}, "POST", "/echo/7") ==
+        "policy: POST /echo/{id} needs scope items:write (the API description's security), which "
+        "the caller's access token lacks");
+  CHECK(outcome({"items:write", "items:read"}, "POST", "/echo/7") == "200");
+  CHECK(outcome({"admin"}, "POST", "/echo/7") == "200");  // the other alternative
+  CHECK(outcome({}, "PUT", "/echo/7") == "200");          // declared with no scope
+  CHECK(outcome({}, "GET", "/echo") == "200");            // no declared operation: no scope
+  CHECK(upstream.requests() == 6);
+}
+
 TEST_CASE("a principal's profile must list the configured upstreams", "[gateway][principals]") {
   IoThread io;
   GatewayOptions options;

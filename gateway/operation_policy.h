@@ -21,6 +21,9 @@ namespace codemode::gateway {
 struct Operation {
   Method method = Method::get;
   std::string path_template;
+  // The OAuth scopes the description's security requirements ask for, one list per alternative
+  // (openapi::DeclaredOperation::scopes); empty: none.
+  std::vector<std::vector<std::string>> scopes;
 };
 
 struct OperationPolicyOptions {
@@ -44,6 +47,13 @@ class OperationPolicy {
   // The declared operation `method` and `target` (path and query) match, as the audit trail
   // writes it: "GET /orders/{orderId}"; nullopt when none does or no operations are given.
   std::optional<std::string> operation_of(Method method, std::string_view target) const;
+
+  // The declared operation `method` and `target` match; nullptr when none does or no operations
+  // are given.
+  const Operation* find(Method method, std::string_view target) const {
+    if (!options_.operations) return nullptr;
+    return match(method, target.substr(0, target.find('?')));
+  }
 
   // Whether any method or operation is refused (what makes override headers worth dropping).
   bool restricts() const { return options_.operations.has_value() || !options_.methods.empty(); }

@@ -8,13 +8,51 @@ namespace codemode::openapi {
 namespace {
 constexpr const char* kMethods[] = {"get",     "put",  "post",  "delete",
                                     "options", "head", "patch", "trace"};
+
+using Json = nlohmann::ordered_json;
+
+// The scope alternatives of a `security` array (DeclaredOperation::scopes).
+std::vector<std::vector<std::string>> scope_alternatives(const Json& security,
+                                                         const Json& schemes) {
+  std::vector<std::vector<std::string>> alternatives;
+  if (!security.is_array()) return alternatives;
+  for (const auto& requirement : security) {
+    if (!requirement.is_object()) continue;
+    std::vector<std::string> scopes;
+    for (const auto& [name, listed] : requirement.items()) {
+      const auto scheme = schemes.find(name);
+      if (scheme == schemes.end() || !scheme->is_object()) continue;
+      const auto type = scheme->find("type");
+      if (type == scheme->end() || !type->is_string() ||
+          (*type != "oauth2" && *type != "openIdConnect") || !listed.is_array()) {
+        continue;
+      }
+      for (const auto& scope : listed) {
+        if (scope.is_string()) scopes.push_back(scope.get<std::string>());
+      }
+    }
+    if (scopes.empty()) return {};  // an alternative met without any scope
+    alternatives.push_back(std::move(scopes));
+  }
+  return alternatives;
 }
+}  // namespace
 
 std::vector<DeclaredOperation> declared_operations(const Document& document) {
   std::vector<DeclaredOperation> out;
   const auto& root = *document.root;
   const auto paths = root.find("paths");
   if (paths == root.end() || !paths->is_object()) return out;
+  static const Json kNone = Json::object();
+  const Json* schemes = &kNone;
+  if (const auto components = root.find("components");
+      components != root.end() && components->is_object()) {
+    if (const auto found = components->find("securitySchemes");
+        found != components->end() && found->is_object()) {
+      schemes = &*found;
+    }
+  }
+  const auto root_security = root.find("security");
   for (const auto& [path, item] : paths->items()) {
     const nlohmann::ordered_json* node = &item;
     if (const auto* ref = document.refs.find(node); ref != nullptr && ref->target != nullptr) {
@@ -26,7 +64,15 @@ std::vector<DeclaredOperation> declared_operations(const Document& document) {
       std::string upper(method);
       std::transform(upper.begin(), upper.end(), upper.begin(),
                      [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
-      out.push_back({std::move(upper), path});
+      const Json& operation = (*node)[method];
+      const auto own = operation.is_object() ? operation.find("security") : operation.end();
+      std::vector<std::vector<std::string>> scopes;
+      if (operation.is_object() && own != operation.end()) {
+        scopes = scope_alternatives(*own, *schemes);
+      } else if (root_security != root.end()) {
+        scopes = scope_alternatives(*root_security, *schemes);
+      }
+      out.push_back({std::move(upper), path, std::move(scopes)});
     }
   }
   return out;

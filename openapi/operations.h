@@ -12,6 +12,11 @@ namespace codemode::openapi {
 struct DeclaredOperation {
   std::string method;         // upper-case: GET, POST, ...
   std::string path_template;  // as written in `paths`: "/orders/{orderId}"
+  // The OAuth scopes its `security` (else the document's) asks for: one list per alternative
+  // requirement, any one of which suffices; only the scopes of oauth2 and openIdConnect schemes
+  // count. Empty when it needs none: no security, or an alternative with no OAuth scope (an API
+  // key, or `{}`), which a request meets without any.
+  std::vector<std::vector<std::string>> scopes;
 };
 
 // Every method + path under `paths` (path-item $refs followed), in document order.

@@ -137,6 +137,21 @@ gateway::OperationPolicyOptions operation_policy(const openapi::Document& api,
   return options;
 }
 
+// Every declared operation with the OAuth scopes its security requirements ask for, for the
+// gateway's scope check (http.oauth.request_scopes.spec).
+gateway::OperationPolicyOptions scoped_operations(const openapi::Document& api) {
+  gateway::OperationPolicyOptions options;
+  std::vector<gateway::Operation> operations;
+  for (auto& declared : openapi::declared_operations(api)) {
+    if (auto method = gateway::parse_method(declared.method)) {
+      operations.push_back({*method, declared.path_template, std::move(declared.scopes)});
+    }
+  }
+  options.operations = std::move(operations);
+  options.base_paths = openapi::server_base_paths(api);
+  return options;
+}
+
 // Each configured principal's profile: the top-level upstreams with that principal's headers
 // where it gives some, and its own policy or the top-level one.
 std::map<std::string, gateway::PrincipalProfile> principal_profiles(const openapi::Document& api,
@@ -171,7 +186,9 @@ int Daemon::run() {
   gateway_options.operations = operation_policy(options_.api, options_.config.policy);
   gateway_options.principals = principal_profiles(options_.api, options_.config);
   if (const auto& oauth = options_.config.http.oauth) {
-    gateway_options.request_scopes = {oauth->read_scopes, oauth->write_scopes};
+    gateway_options.request_scopes = {oauth->read_scopes, oauth->write_scopes, std::nullopt};
+    if (oauth->spec_scopes)
+      gateway_options.request_scopes.operations = scoped_operations(options_.api);
   }
   for (const auto& principal : options_.config.principals) {
     const std::string& name = principal.first;  // not a structured binding: the lambda reads it

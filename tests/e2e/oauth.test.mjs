@@ -12,6 +12,9 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { once } from 'node:events';
 import { generateKeyPairSync, createSign, createHmac, randomUUID } from 'node:crypto';
 import Provider from 'oidc-provider';
@@ -462,6 +465,51 @@ test('two OAuth principals each reach the API with their own credential, writes 
     const metadata = await (await fetch(`http://127.0.0.1:${as.mcpPort}/.well-known/oauth-protected-resource/mcp`)).json();
     assert.deepEqual(metadata.scopes_supported, ['mcp:read', 'mcp:execute']);
     assert.doesNotMatch(server.stderr, /principals\.client:.*no bearer token/, 'OAuth principals are not warned about');
+  } finally {
+    await server.stop();
+    upstream.close();
+  }
+});
+
+test('with request_scopes.spec, a request needs the scopes its operation\'s security names', async () => {
+  const seen = [];
+  const upstream = createServer((req, res) => { seen.push(`${req.method} ${req.url}`); res.writeHead(200); res.end('{}'); });
+  upstream.listen(0, '127.0.0.1');
+  await once(upstream, 'listening');
+  const origin = `http://127.0.0.1:${upstream.address().port}`;
+  const spec = {
+    openapi: '3.0.3', info: { title: 'Scoped', version: '1' },
+    security: [{ oauth: ['mcp:read'] }],
+    components: { securitySchemes: { oauth: { type: 'oauth2', flows: { clientCredentials: { tokenUrl: `${as.issuer}/token`, scopes: {} } } } } },
+    paths: { '/things/{id}': { get: {}, post: { security: [{ oauth: ['mcp:execute'] }] } }, '/open': { get: { security: [] } } },
+  };
+  const specFile = join(mkdtempSync(join(tmpdir(), 'codemode-oauth-spec-')), 'openapi.json');
+  writeFileSync(specFile, JSON.stringify(spec));
+  const config = writeConfig({
+    openapi: specFile,
+    upstreams: [{ origin }],
+    http: { oauth: { issuer: as.issuer, resource: as.resource, jwks_min_interval_s: 0, request_scopes: { spec: true } } },
+  });
+  const server = await startHttpServer(['--http', `127.0.0.1:${as.mcpPort}`, '--config', config]);
+  try {
+    await server.waitFor(/oauth: \d+ signing key\(s\) from/);
+    const run = async (token, code) => {
+      const headers = bearer(token);
+      const init = await rawExchange(server.port, post(server.port, INITIALIZE, headers));
+      assert.equal(init.status, 200, init.body);
+      const more = { ...headers, 'MCP-Protocol-Version': '2025-11-25', 'Mcp-Session-Id': init.headers['mcp-session-id'] };
+      const r = await rawExchange(server.port, post(server.port, { jsonrpc: '2.0', id: 1, method: 'tools/call',
+        params: { name: 'execute', arguments: { code } } }, more));
+      return JSON.parse(r.body).result.content[0].text;
+    };
+    const reader = await issue('reader', 'reader-secret', { scope: 'mcp:read' });
+    const app = await issue('app', 'app-secret');
+    const both = "async () => [(await fetch('/things/1')).status, (await fetch('/things/1', { method: 'POST', body: '{}' })).status]";
+    assert.equal(await run(app, both), '[200,200]');
+    assert.match(await run(reader, both),
+      /^policy: POST \/things\/\{id\} needs scope mcp:execute \(the API description's security\), which the caller's access token lacks/);
+    assert.equal(await run(reader, "async () => (await fetch('/things/2')).status"), '200');
+    assert.deepEqual(seen, ['GET /things/1', 'POST /things/1', 'GET /things/1', 'GET /things/2']);
   } finally {
     await server.stop();
     upstream.close();

@@ -210,6 +210,9 @@ int main(int argc, char** argv) {
         .bearer_tokens = config.http.bearer_tokens,
         .oauth = config.http.oauth,
     };
+    for (const auto& entry : config.principals) {
+      if (entry.first.starts_with("claim:")) http->claim_profiles.push_back(entry.first);
+    }
     http->max_requests_per_principal =
         std::size_t{config.sandbox.principal_calls} + config.sandbox.principal_queue;
   }

@@ -276,7 +276,29 @@ Verification verify_access_token(std::string_view token, const KeySet& keys,
   verified.principal = principal_of(verified.subject, verified.client_id);
   verified.scopes = scopes_of(claims);
   verified.expires_at = *exp;
+  verified.claims = claims;
   return verified;
+}
+
+std::string claim_profile_of(const Json& claims, const std::vector<std::string>& keys) {
+  constexpr std::string_view kPrefix = "claim:";
+  for (const std::string& key : keys) {
+    if (!key.starts_with(kPrefix)) continue;
+    const std::string_view rest = std::string_view(key).substr(kPrefix.size());
+    const auto equals = rest.find('=');
+    if (equals == std::string_view::npos || equals == 0) continue;
+    const auto claim = claims.find(std::string(rest.substr(0, equals)));
+    if (claim == claims.end()) continue;
+    const std::string_view value = rest.substr(equals + 1);
+    const auto is_value = [value](const Json& v) {
+      return v.is_string() && v.get_ref<const std::string&>() == value;
+    };
+    if (is_value(*claim) ||
+        (claim->is_array() && std::any_of(claim->begin(), claim->end(), is_value))) {
+      return key;
+    }
+  }
+  return {};
 }
 
 std::vector<std::string> missing_scopes(const std::vector<std::string>& needed,

@@ -23,6 +23,8 @@
 #include <variant>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "auth/jwks.h"
 
 namespace codemode::auth {
@@ -47,6 +49,7 @@ struct VerifiedToken {
   std::string client_id;            // `client_id`, else `azp`; may be empty
   std::vector<std::string> scopes;  // `scope` (space-separated) or `scp` (array or string)
   std::int64_t expires_at = 0;      // `exp`, seconds since the epoch
+  nlohmann::json claims;            // the whole payload, for claim_profile_of
 };
 
 struct TokenRefusal {
@@ -62,6 +65,11 @@ struct TokenHeader {
 std::optional<TokenHeader> peek_header(std::string_view token);
 
 using Verification = std::variant<VerifiedToken, TokenRefusal>;
+// Of `keys` (config `principals` keys; only those of the form "claim:NAME=VALUE" count), the
+// first whose claim the token holds: its claim NAME is the string VALUE, or an array holding
+// it. Empty when none does.
+std::string claim_profile_of(const nlohmann::json& claims, const std::vector<std::string>& keys);
+
 Verification verify_access_token(std::string_view token, const KeySet& keys,
                                  const Expectations& expect,
                                  std::chrono::system_clock::time_point now);

@@ -58,6 +58,21 @@ const TestKey& ec() {
 
 }  // namespace
 
+TEST_CASE("a token's claims pick the first principals entry of the form claim:NAME=VALUE",
+          "[auth][token][claims]") {
+  const json claims = {
+      {"sub", "alice"}, {"groups", {"staff", "mcp-admins"}}, {"department", "ops"}, {"level", 3}};
+  const std::vector<std::string> keys = {"alice", "claim:groups=finance", "claim:groups=mcp-admins",
+                                         "claim:department=ops"};
+  CHECK(claim_profile_of(claims, keys) == "claim:groups=mcp-admins");  // an array holding it
+  CHECK(claim_profile_of(claims, {"claim:department=ops"}) == "claim:department=ops");
+  CHECK(claim_profile_of(claims, {"claim:department=op"}) == "");  // whole values only
+  CHECK(claim_profile_of(claims, {"claim:level=3"}) == "");        // strings only
+  CHECK(claim_profile_of(claims, {"claim:=ops", "claim:groups", "sub:alice"}) == "");
+  CHECK(claim_profile_of(claims, {"claim:missing=x"}) == "");
+  CHECK(claim_profile_of(json::object(), keys) == "");
+}
+
 TEST_CASE("a token signed by the issuer's RSA key for this resource passes", "[auth][token]") {
   const KeySet keys = key_set({&rsa(), &ec()});
   const Verification result = check(testing::sign(rsa(), good_claims()), keys);

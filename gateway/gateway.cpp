@@ -136,8 +136,11 @@ struct Gateway::State : std::enable_shared_from_this<Gateway::State> {
            " (the API description's security), which the caller's access token lacks";
   }
 
-  const Profile& profile_of(std::string_view principal) const {
-    const auto it = principals.find(principal);
+  const Profile& profile_of(const Caller& caller) const {
+    if (const auto it = principals.find(caller.principal); it != principals.end())
+      return it->second;
+    if (caller.profile.empty()) return defaults;
+    const auto it = principals.find(caller.profile);
     return it == principals.end() ? defaults : it->second;
   }
 
@@ -385,7 +388,7 @@ std::uint64_t Gateway::connections_opened() const { return state_->client->conne
 
 void Gateway::fetch(OutboundRequest request, CallBudget& budget, Deadline deadline, Completion done,
                     const Caller& caller) {
-  const Profile& profile = state_->profile_of(caller.principal);
+  const Profile& profile = state_->profile_of(caller);
   const std::optional<Method> method = parse_method(request.method);
   if (!method) {
     const bool quotable =

@@ -76,6 +76,9 @@ struct PrincipalProfile {
 struct Caller {
   std::string principal;
   std::optional<std::vector<std::string>> scopes;
+  // A profile to use when `principal` has none of its own (an access token's claims matched a
+  // "claim:NAME=VALUE" entry); empty: none.
+  std::string profile;
 };
 
 // The scopes a scoped caller's requests need, by method (config http.oauth.request_scopes).

@@ -399,6 +399,23 @@ TEST_CASE("each principal's requests carry its own credential and follow its own
     CHECK(status_as("", get("/products?limit=1")) == "401");
     CHECK(status_as("carol", get("/products?limit=1")) == "401");  // not listed: the defaults
   }
+  // A caller without an entry of its own takes the profile its token's claims matched; its own
+  // entry wins over one it matched.
+  const auto status_with_profile = [&](std::string principal, std::string profile) {
+    auto promise = std::make_shared<std::promise<FetchResult>>();
+    auto future = promise->get_future();
+    gateway.fetch(
+        get("/products?limit=1"), budget, Clock::now() + 5s,
+        [promise](FetchResult result) { promise->set_value(std::move(result)); },
+        Caller{std::move(principal), std::nullopt, std::move(profile)});
+    REQUIRE(future.wait_for(20s) == std::future_status::ready);
+    FetchResult result = future.get();
+    REQUIRE(std::holds_alternative<InboundResponse>(result));
+    return std::get<InboundResponse>(result).status;
+  };
+  CHECK(status_with_profile("sub:dave", "alice") == 200);
+  CHECK(status_with_profile("bob", "alice") == 401);
+  CHECK(status_with_profile("sub:dave", "nobody") == 401);
   // Alice's policy is read-only; the others keep the top-level one, which allows writes.
   const OutboundRequest post{"POST", "/orders", {{"Content-Type", "application/json"}}, "{}"};
   CHECK(status_as("alice", post) == "policy: method POST is not allowed here (allowed: GET, HEAD)");

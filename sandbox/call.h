@@ -37,6 +37,9 @@ struct Call {
   // static token, stdio). Passed only to the FetcherFactory: the gateway refuses a request whose
   // method needs a scope the token lacks (config http.oauth.request_scopes).
   std::optional<std::vector<std::string>> scopes;
+  // The `principals` entry the token's claims matched ("claim:groups=admins"), used when the
+  // principal has none of its own; empty: none. Passed only to the FetcherFactory.
+  std::string profile;
 };
 
 }  // namespace codemode::sandbox

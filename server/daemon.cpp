@@ -51,7 +51,7 @@ sandbox::FetcherFactory gateway_fetch(gateway::Gateway& gateway) {
     const auto deadline =
         gateway::Clock::now() + std::chrono::milliseconds(limits.wall_ms) + kFetchDeadlineSlack;
     return [&gateway, budget = std::move(budget), deadline,
-            caller = gateway::Caller{call.principal, call.scopes}](
+            caller = gateway::Caller{call.principal, call.scopes, call.profile}](
                gateway::OutboundRequest outbound, std::function<void(gateway::FetchResult)> done) {
       gateway.fetch(std::move(outbound), *budget, deadline, std::move(done), caller);
     };
@@ -197,9 +197,9 @@ int Daemon::run() {
                                    [&](const config::BearerToken& t) { return t.name == name; });
     // A misspelt name would leave that person on the shared credential without a word. What an
     // access token names cannot be checked before it comes.
-    const bool from_tokens =
-        options_.config.http.oauth && (name.starts_with("sub:") || name.starts_with("client:") ||
-                                       name.starts_with("sub-sha256:"));
+    const bool from_tokens = options_.config.http.oauth &&
+                             (name.starts_with("sub:") || name.starts_with("client:") ||
+                              name.starts_with("sub-sha256:") || name.starts_with("claim:"));
     if (!named && !from_tokens) {
       spdlog::warn("config: principals.{}: no bearer token has this name", name);
     }

@@ -239,6 +239,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
     spdlog::info("http: access token of {} from {}", token.principal, client_);
     principal_ = std::move(token.principal);
     granted_scopes_ = std::move(token.scopes);
+    claim_profile_ = auth::claim_profile_of(token.claims, state_->options.claim_profiles);
     if (auto refusal = admit()) {
       linger_ = body_unread_;
       return refuse(*refusal);
@@ -319,6 +320,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
     }
     if (path != "/mcp") return std::nullopt;
     granted_scopes_.reset();
+    claim_profile_.clear();
     if (state_->options.verifier)
       return authenticate_oauth(policy, header(request, "Authorization"));
     auto authentication = policy.authenticate(header(request, "Authorization"));
@@ -540,7 +542,8 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
     asio::post(session->executor(),
                [session, message = std::move(message), reply_to = std::move(reply_to),
                 notify = std::move(notify),
-                context = RequestContext{std::exchange(trace_, {}), granted_scopes_}]() mutable {
+                context = RequestContext{std::exchange(trace_, {}), granted_scopes_,
+                                         claim_profile_}]() mutable {
                  session->handle(std::move(message), reply_to, notify, context);
                });
     watch_for_hangup();
@@ -874,6 +877,9 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   std::string challenge_;
   // The scopes of the current request's access token; unset for a static token (unscoped).
   std::optional<std::vector<std::string>> granted_scopes_;
+  // The `principals` entry of the form "claim:NAME=VALUE" the current request's access token
+  // matches (auth::claim_profile_of); empty: none.
+  std::string claim_profile_;
   std::size_t header_fields_ = 0;  // fields of the /mcp request's header block (no trailers)
   bool closed_ = false;
   bool event_stream_ok_ = false;  // the current request's Accept allows text/event-stream

@@ -73,6 +73,9 @@ struct HttpOptions {
   // needs a token (static or JWT), whatever `bearer_tokens` holds.
   std::optional<config::OAuth> oauth;
   std::shared_ptr<auth::TokenVerifier> verifier;
+  // The config's `principals` keys of the form "claim:NAME=VALUE": an access token whose claim
+  // matches one gets that entry's headers and policy, unless its principal has an entry.
+  std::vector<std::string> claim_profiles;
   std::size_t max_body_bytes =
       std::size_t{4} * 1024 * 1024;                       // larger bodies: 413 (the stdio line cap)
   std::size_t max_header_bytes = std::size_t{16} * 1024;  // larger header blocks: 431

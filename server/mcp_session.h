@@ -85,10 +85,12 @@ struct SessionAudit {
 // What the transport knows of one request beyond its message: the W3C trace headers of the HTTP
 // request that carried it (used by a tools/call whose `params._meta` has no traceparent), and
 // the scopes of the OAuth access token it came with (unset: not scoped, as with a static token
-// or stdio), which bound what an execute call's requests may do (config http.oauth).
+// or stdio), which bound what an execute call's requests may do (config http.oauth), and the
+// `principals` entry its claims match.
 struct RequestContext {
   IncomingTrace trace;
   std::optional<std::vector<std::string>> scopes;
+  std::string profile;  // a `principals` entry the token's claims match (http_transport.h)
 };
 
 class McpSession : public std::enable_shared_from_this<McpSession> {

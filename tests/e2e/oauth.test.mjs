@@ -73,6 +73,8 @@ function makeProvider(keys) {
         redirect_uris: ['http://127.0.0.1/callback'], scope: 'mcp:read mcp:execute' },
     ],
     jwks: { keys: keys.map((k) => k.jwk) },
+    // A group claim in the app's access tokens, as identity providers put one there.
+    extraTokenClaims: (ctx, token) => (token.clientId === 'app' ? { groups: ['mcp-admins', 'staff'] } : undefined),
     scopes: ['mcp:read', 'mcp:execute'],
     features: {
       // The provider's own login and consent pages, driven by the test as a browser would.
@@ -428,7 +430,8 @@ test('two OAuth principals each reach the API with their own credential, writes 
       },
     },
     principals: {
-      'client:app': { upstreams: [{ origin, headers: { Authorization: keys.app } }] },
+      // The app by a claim its tokens carry; the reader by its principal.
+      'claim:groups=mcp-admins': { upstreams: [{ origin, headers: { Authorization: keys.app } }] },
       'client:reader': { upstreams: [{ origin, headers: { Authorization: keys.reader } }] },
     },
   });
@@ -464,7 +467,7 @@ test('two OAuth principals each reach the API with their own credential, writes 
     assert.equal(seen.length, 8);
     const metadata = await (await fetch(`http://127.0.0.1:${as.mcpPort}/.well-known/oauth-protected-resource/mcp`)).json();
     assert.deepEqual(metadata.scopes_supported, ['mcp:read', 'mcp:execute']);
-    assert.doesNotMatch(server.stderr, /principals\.client:.*no bearer token/, 'OAuth principals are not warned about');
+    assert.doesNotMatch(server.stderr, /principals\.(client|claim):.*no bearer token/, 'OAuth principals are not warned about');
   } finally {
     await server.stop();
     upstream.close();

@@ -58,19 +58,26 @@ sandbox::FetcherFactory gateway_fetch(gateway::Gateway& gateway) {
   };
 }
 
-// Every operation the description declares, to name the one a request matched in the audit
-// trail, whatever `policy.operations` enforces.
-gateway::OperationPolicy audit_operations(const openapi::Document& api) {
+// Every operation the description declares, with the OAuth scopes its security asks for, under
+// the description's base paths: what `policy.operations: spec` allows, what names the operation
+// a request matched in the audit trail, and what `http.oauth.request_scopes.spec` checks.
+gateway::OperationPolicyOptions described_operations(const openapi::Document& api) {
   gateway::OperationPolicyOptions options;
   std::vector<gateway::Operation> operations;
-  for (const auto& declared : openapi::declared_operations(api)) {
+  for (auto& declared : openapi::declared_operations(api)) {
+    // OPTIONS and TRACE are declared by some APIs but never sent by the gateway.
     if (auto method = gateway::parse_method(declared.method)) {
-      operations.push_back({*method, declared.path_template});
+      operations.push_back({*method, declared.path_template, std::move(declared.scopes)});
     }
   }
   options.operations = std::move(operations);
   options.base_paths = openapi::server_base_paths(api);
-  return gateway::OperationPolicy(std::move(options));
+  return options;
+}
+
+// The audit trail names the operation a request matched, whatever `policy.operations` enforces.
+gateway::OperationPolicy audit_operations(const openapi::Document& api) {
+  return gateway::OperationPolicy(described_operations(api));
 }
 
 // The audit writer over the store the config names, or the start-up problem.
@@ -120,35 +127,10 @@ ApiSummary summarize(const openapi::Document& api, const config::Config& config)
 gateway::OperationPolicyOptions operation_policy(const openapi::Document& api,
                                                  const config::Policy& policy) {
   gateway::OperationPolicyOptions options;
+  if (policy.operations == config::Policy::Operations::spec) options = described_operations(api);
   for (const auto& method : policy.methods) {
     if (auto parsed = gateway::parse_method(method)) options.methods.insert(*parsed);
   }
-  if (policy.operations == config::Policy::Operations::spec) {
-    std::vector<gateway::Operation> operations;
-    for (const auto& declared : openapi::declared_operations(api)) {
-      // OPTIONS and TRACE are declared by some APIs but never sent by the gateway.
-      if (auto method = gateway::parse_method(declared.method)) {
-        operations.push_back({*method, declared.path_template});
-      }
-    }
-    options.operations = std::move(operations);
-    options.base_paths = openapi::server_base_paths(api);
-  }
-  return options;
-}
-
-// Every declared operation with the OAuth scopes its security requirements ask for, for the
-// gateway's scope check (http.oauth.request_scopes.spec).
-gateway::OperationPolicyOptions scoped_operations(const openapi::Document& api) {
-  gateway::OperationPolicyOptions options;
-  std::vector<gateway::Operation> operations;
-  for (auto& declared : openapi::declared_operations(api)) {
-    if (auto method = gateway::parse_method(declared.method)) {
-      operations.push_back({*method, declared.path_template, std::move(declared.scopes)});
-    }
-  }
-  options.operations = std::move(operations);
-  options.base_paths = openapi::server_base_paths(api);
   return options;
 }
 
@@ -188,7 +170,7 @@ int Daemon::run() {
   if (const auto& oauth = options_.config.http.oauth) {
     gateway_options.request_scopes = {oauth->read_scopes, oauth->write_scopes, std::nullopt};
     if (oauth->spec_scopes)
-      gateway_options.request_scopes.operations = scoped_operations(options_.api);
+      gateway_options.request_scopes.operations = described_operations(options_.api);
   }
   for (const auto& principal : options_.config.principals) {
     const std::string& name = principal.first;  // not a structured binding: the lambda reads it

@@ -67,6 +67,19 @@ std::vector<config::Upstream> all_upstreams(const GatewayOptions& options) {
   return all;
 }
 
+// The scopes of `needed` that `granted` lacks, space-separated; empty: none. (auth/ has its
+// twin for tool scopes; the gateway may not import auth.)
+std::string missing_scopes(const std::vector<std::string>& needed,
+                           const std::vector<std::string>& granted) {
+  std::string missing;
+  for (const std::string& scope : needed) {
+    if (std::find(granted.begin(), granted.end(), scope) == granted.end()) {
+      missing += (missing.empty() ? "" : " ") + scope;
+    }
+  }
+  return missing;
+}
+
 // A request on its way, possibly across same-origin redirects.
 struct Attempt {
   const Profile* profile = nullptr;
@@ -97,9 +110,9 @@ struct Gateway::State : std::enable_shared_from_this<Gateway::State> {
         options(std::move(opts)),
         policy(options.upstreams),
         defaults{options.upstreams, OperationPolicy(options.operations)},
+        scoped_operations(options.request_scopes.operations.value_or(OperationPolicyOptions{})),
         client(std::move(http)),
-        secrets(secrets_of(all_upstreams(options))),
-        scoped_operations(options.request_scopes.operations.value_or(OperationPolicyOptions{})) {
+        secrets(secrets_of(all_upstreams(options))) {
     for (const auto& [name, profile] : options.principals) {
       principals.emplace(name, Profile{profile.upstreams, OperationPolicy(profile.operations)});
     }
@@ -114,25 +127,25 @@ struct Gateway::State : std::enable_shared_from_this<Gateway::State> {
   std::unique_ptr<HttpClient> client;
   std::vector<std::string> secrets;
 
-  // Why a request to the operation `target` matches cannot go with `granted`, or nothing: one of
-  // the operation's scope alternatives must be granted whole. Names the first alternative's
-  // missing scopes.
-  std::optional<std::string> check_operation_scopes(Method method, std::string_view target,
-                                                    const std::vector<std::string>& granted) const {
+  // Why a scoped caller's request cannot go with the scopes `granted`, or nothing: it needs the
+  // scopes of its method, then one of the scope alternatives of the operation `target` matches,
+  // whole (the first alternative's missing scopes are named).
+  std::optional<std::string> check_scopes(Method method, std::string_view target,
+                                          const std::vector<std::string>& granted) const {
+    const bool read = method == Method::get || method == Method::head;
+    const std::string missing =
+        missing_scopes(read ? options.request_scopes.read : options.request_scopes.write, granted);
+    if (!missing.empty()) {
+      return std::string(to_string(method)) + " requests need scope " + missing +
+             ", which the caller's access token lacks";
+    }
     const Operation* operation = scoped_operations.find(method, target);
     if (operation == nullptr || operation->scopes.empty()) return std::nullopt;
-    const auto has = [&](const std::string& scope) {
-      return std::find(granted.begin(), granted.end(), scope) != granted.end();
-    };
     for (const auto& alternative : operation->scopes) {
-      if (std::all_of(alternative.begin(), alternative.end(), has)) return std::nullopt;
-    }
-    std::string missing;
-    for (const std::string& scope : operation->scopes.front()) {
-      if (!has(scope)) missing += (missing.empty() ? "" : " ") + scope;
+      if (missing_scopes(alternative, granted).empty()) return std::nullopt;
     }
     return std::string(to_string(operation->method)) + " " + operation->path_template +
-           " needs scope " + missing +
+           " needs scope " + missing_scopes(operation->scopes.front(), granted) +
            " (the API description's security), which the caller's access token lacks";
   }
 
@@ -421,23 +434,7 @@ void Gateway::fetch(OutboundRequest request, CallBudget& budget, Deadline deadli
     return state_->refuse(std::move(done), std::move(*error));
   }
   if (caller.scopes) {
-    const bool read = *method == Method::get || *method == Method::head;
-    const auto& needed =
-        read ? state_->options.request_scopes.read : state_->options.request_scopes.write;
-    std::string missing;
-    for (const std::string& scope : needed) {
-      if (std::find(caller.scopes->begin(), caller.scopes->end(), scope) != caller.scopes->end()) {
-        continue;
-      }
-      missing += (missing.empty() ? "" : " ") + scope;
-    }
-    if (!missing.empty()) {
-      return state_->refuse(std::move(done),
-                            policy_error(std::string(to_string(*method)) + " requests need scope " +
-                                         missing + ", which the caller's access token lacks"));
-    }
-    if (auto refused =
-            state_->check_operation_scopes(*method, allowed.url.target, *caller.scopes)) {
+    if (auto refused = state_->check_scopes(*method, allowed.url.target, *caller.scopes)) {
       return state_->refuse(std::move(done), policy_error(std::move(*refused)));
     }
   }

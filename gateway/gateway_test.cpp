@@ -30,6 +30,14 @@ using testing::TestServer;
 constexpr const char* kSecret = "Bearer realsecrettoken123";
 constexpr const char* kSecretWord = "realsecrettoken123";
 
+std::unique_ptr<Gateway> make_gateway(IoThread& io, GatewayOptions options) {
+  auto created = Gateway::create(io.io(), std::move(options));
+  if (auto* problems = std::get_if<std::vector<std::string>>(&created)) {
+    FAIL("gateway problems: " << problems->at(0));
+  }
+  return std::move(std::get<std::unique_ptr<Gateway>>(created));
+}
+
 std::unique_ptr<Gateway> make_gateway(IoThread& io, std::vector<Upstream> upstreams,
                                       codemode::config::Limits limits = {},
                                       OperationPolicyOptions operations = {}) {
@@ -38,21 +46,24 @@ std::unique_ptr<Gateway> make_gateway(IoThread& io, std::vector<Upstream> upstre
   options.limits = limits;
   options.operations = std::move(operations);
   options.request_body_bytes = 1000;
-  auto created = Gateway::create(io.io(), std::move(options));
-  if (auto* problems = std::get_if<std::vector<std::string>>(&created)) {
-    FAIL("gateway problems: " << problems->at(0));
-  }
-  return std::move(std::get<std::unique_ptr<Gateway>>(created));
+  return make_gateway(io, std::move(options));
 }
 
 FetchResult fetch(Gateway& gateway, CallBudget& budget, OutboundRequest request,
-                  std::chrono::milliseconds timeout = 5000ms) {
+                  std::chrono::milliseconds timeout = 5000ms, const Caller& caller = {}) {
   auto promise = std::make_shared<std::promise<FetchResult>>();
   auto future = promise->get_future();
-  gateway.fetch(std::move(request), budget, Clock::now() + timeout,
-                [promise](FetchResult result) { promise->set_value(std::move(result)); });
+  gateway.fetch(
+      std::move(request), budget, Clock::now() + timeout,
+      [promise](FetchResult result) { promise->set_value(std::move(result)); }, caller);
   REQUIRE(future.wait_for(20s) == std::future_status::ready);
   return future.get();
+}
+
+// The status as text ("200"), or the error ("policy: ...").
+std::string outcome_of(FetchResult result) {
+  if (auto* error = std::get_if<GatewayError>(&result)) return error->text();
+  return std::to_string(std::get<InboundResponse>(result).status);
 }
 
 InboundResponse response_of(FetchResult result) {
@@ -372,24 +383,16 @@ TEST_CASE("each principal's requests carry its own credential and follow its own
   options.upstreams = {Upstream{markethub.origin(), {{"Authorization", "Bearer shared-key-1f4a"}}}};
   options.principals["alice"] = PrincipalProfile{
       {Upstream{markethub.origin(), {{"Authorization", "Bearer alice-key-7d0c9e2b"}}}},
-      OperationPolicyOptions{.methods = {Method::get, Method::head}}};
+      OperationPolicyOptions{
+          .operations = std::nullopt, .base_paths = {}, .methods = {Method::get, Method::head}}};
   options.principals["bob"] = PrincipalProfile{
       {Upstream{markethub.origin(), {{"Authorization", "Bearer bob-key-93be1f07"}}}}, {}};
-  auto created = Gateway::create(io.io(), std::move(options));
-  REQUIRE(std::holds_alternative<std::unique_ptr<Gateway>>(created));
-  Gateway& gateway = *std::get<std::unique_ptr<Gateway>>(created);
+  const auto gateway = make_gateway(io, std::move(options));
   CallBudget budget(100);
-  const auto status_as = [&](std::string_view principal, OutboundRequest request) {
-    auto promise = std::make_shared<std::promise<FetchResult>>();
-    auto future = promise->get_future();
-    gateway.fetch(
-        std::move(request), budget, Clock::now() + 5s,
-        [promise](FetchResult result) { promise->set_value(std::move(result)); },
-        Caller{std::string(principal), std::nullopt});
-    REQUIRE(future.wait_for(20s) == std::future_status::ready);
-    FetchResult result = future.get();
-    if (auto* error = std::get_if<GatewayError>(&result)) return error->text();
-    return std::to_string(std::get<InboundResponse>(result).status);
+  const auto status_as = [&](std::string principal, OutboundRequest request,
+                             std::string profile = {}) {
+    return outcome_of(fetch(*gateway, budget, std::move(request), 5s,
+                            Caller{std::move(principal), std::nullopt, std::move(profile)}));
   };
   // The fixture takes only alice's key: only her requests get in, interleaved with the others'
   // on the same pooled connections.
@@ -401,21 +404,9 @@ TEST_CASE("each principal's requests carry its own credential and follow its own
   }
   // A caller without an entry of its own takes the profile its token's claims matched; its own
   // entry wins over one it matched.
-  const auto status_with_profile = [&](std::string principal, std::string profile) {
-    auto promise = std::make_shared<std::promise<FetchResult>>();
-    auto future = promise->get_future();
-    gateway.fetch(
-        get("/products?limit=1"), budget, Clock::now() + 5s,
-        [promise](FetchResult result) { promise->set_value(std::move(result)); },
-        Caller{std::move(principal), std::nullopt, std::move(profile)});
-    REQUIRE(future.wait_for(20s) == std::future_status::ready);
-    FetchResult result = future.get();
-    REQUIRE(std::holds_alternative<InboundResponse>(result));
-    return std::get<InboundResponse>(result).status;
-  };
-  CHECK(status_with_profile("sub:dave", "alice") == 200);
-  CHECK(status_with_profile("bob", "alice") == 401);
-  CHECK(status_with_profile("sub:dave", "nobody") == 401);
+  CHECK(status_as("sub:dave", get("/products?limit=1"), "alice") == "200");
+  CHECK(status_as("bob", get("/products?limit=1"), "alice") == "401");
+  CHECK(status_as("sub:dave", get("/products?limit=1"), "nobody") == "401");
   // Alice's policy is read-only; the others keep the top-level one, which allows writes.
   const OutboundRequest post{"POST", "/orders", {{"Content-Type", "application/json"}}, "{}"};
   CHECK(status_as("alice", post) == "policy: method POST is not allowed here (allowed: GET, HEAD)");
@@ -427,26 +418,18 @@ TEST_CASE("a scoped caller's requests need the scopes of their method", "[gatewa
   TestServer upstream;
   GatewayOptions options;
   options.upstreams = {Upstream{upstream.origin(), {}}};
-  options.request_scopes = RequestScopes{{"api:read"}, {"api:write", "api:audit"}};
-  auto created = Gateway::create(io.io(), std::move(options));
-  REQUIRE(std::holds_alternative<std::unique_ptr<Gateway>>(created));
-  Gateway& gateway = *std::get<std::unique_ptr<Gateway>>(created);
+  options.request_scopes = RequestScopes{{"api:read"}, {"api:write", "api:audit"}, std::nullopt};
+  const auto gateway = make_gateway(io, std::move(options));
   CallBudget budget(100);
   const auto outcome = [&](const Caller& caller, std::string method) {
-    auto promise = std::make_shared<std::promise<FetchResult>>();
-    auto future = promise->get_future();
-    gateway.fetch(
-        OutboundRequest{std::move(method), "/echo", {}, {}}, budget, Clock::now() + 5s,
-        [promise](FetchResult result) { promise->set_value(std::move(result)); }, caller);
-    REQUIRE(future.wait_for(20s) == std::future_status::ready);
-    FetchResult result = future.get();
-    if (auto* error = std::get_if<GatewayError>(&result)) return error->text();
-    return std::to_string(std::get<InboundResponse>(result).status);
+    return outcome_of(
+        fetch(*gateway, budget, OutboundRequest{std::move(method), "/echo", {}, {}}, 5s, caller));
   };
-  const Caller reader{"sub:alice", std::vector<std::string>{"api:read"}};
-  const Caller writer{"sub:bob", std::vector<std::string>{"api:read", "api:write", "api:audit"}};
-  const Caller nothing{"client:ci", std::vector<std::string>{}};
-  const Caller unscoped{"ops", std::nullopt};  // a static token
+  const Caller reader{"sub:alice", std::vector<std::string>{"api:read"}, ""};
+  const Caller writer{"sub:bob", std::vector<std::string>{"api:read", "api:write", "api:audit"},
+                      ""};
+  const Caller nothing{"client:ci", std::vector<std::string>{}, ""};
+  const Caller unscoped{"ops", std::nullopt, ""};  // a static token
   CHECK(outcome(reader, "GET") == "200");
   CHECK(outcome(reader, "HEAD") == "200");
   CHECK(outcome(reader, "DELETE") ==
@@ -473,22 +456,13 @@ TEST_CASE("a scoped caller's request to a declared operation needs one of its sc
       {Method::post, "/echo/{id}", {{"items:write", "items:read"}, {"admin"}}},
       {Method::put, "/echo/{id}", {}}};
   options.request_scopes.operations = declared;
-  auto created = Gateway::create(io.io(), std::move(options));
-  REQUIRE(std::holds_alternative<std::unique_ptr<Gateway>>(created));
-  Gateway& gateway = *std::get<std::unique_ptr<Gateway>>(created);
+  const auto gateway = make_gateway(io, std::move(options));
   CallBudget budget(100);
   const auto outcome = [&](std::vector<std::string> scopes, std::string method,
                            std::string target) {
-    auto promise = std::make_shared<std::promise<FetchResult>>();
-    auto future = promise->get_future();
-    gateway.fetch(
-        OutboundRequest{std::move(method), std::move(target), {}, {}}, budget, Clock::now() + 5s,
-        [promise](FetchResult result) { promise->set_value(std::move(result)); },
-        Caller{"sub:x", std::move(scopes)});
-    REQUIRE(future.wait_for(20s) == std::future_status::ready);
-    FetchResult result = future.get();
-    if (auto* error = std::get_if<GatewayError>(&result)) return error->text();
-    return std::to_string(std::get<InboundResponse>(result).status);
+    return outcome_of(fetch(*gateway, budget,
+                            OutboundRequest{std::move(method), std::move(target), {}, {}}, 5s,
+                            Caller{"sub:x", std::move(scopes), ""}));
   };
   CHECK(outcome({"items:read"}, "GET", "/echo/7?x=1") == "200");
   CHECK(outcome({"items:read"}, "HEAD", "/echo/7") == "200");  // HEAD where GET is declared
@@ -672,7 +646,7 @@ TEST_CASE("method and path override headers are dropped when a policy restricts 
   OperationPolicyOptions read_only;
   read_only.methods = {Method::get, Method::head};
   OperationPolicyOptions spec_only;
-  spec_only.operations = std::vector<Operation>{{Method::get, "/echo"}};
+  spec_only.operations = std::vector<Operation>{{Method::get, "/echo", {}}};
   auto restricted_methods = make_gateway(io, {Upstream{server.origin(), {}}}, {}, read_only);
   auto restricted_operations = make_gateway(io, {Upstream{server.origin(), {}}}, {}, spec_only);
   auto open = make_gateway(io, {Upstream{server.origin(), {}}});

@@ -169,19 +169,29 @@ export const INITIALIZE = {
   params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
 };
 
-// Proof that the server still serves MCP: initialize (a session when stateful), then a search
-// call that must answer 2. Resolves with the tools/call result.
-export async function provesServing(port, headers = {}) {
+// Initializes with `headers` (a session when stateful) and resolves with `call(tool, code)`, which
+// makes a tools/call in that session and resolves with its result (throws unless HTTP 200).
+export async function openSession(port, headers = {}) {
   const init = await rawExchange(port, post(port, INITIALIZE, headers));
   if (init.status !== 200) throw new Error(`initialize answered ${init.status}: ${init.body}`);
   const session = init.headers['mcp-session-id'];
   const more = { ...headers, 'MCP-Protocol-Version': '2025-11-25', ...(session ? { 'Mcp-Session-Id': session } : {}) };
-  const call = await rawExchange(port, post(port, {
-    jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'search', arguments: { code: 'async () => 1 + 1' } },
-  }, more));
-  if (call.status !== 200) throw new Error(`tools/call answered ${call.status}: ${call.body}`);
-  const result = JSON.parse(call.body).result;
-  if (result.content[0].text !== '2') throw new Error(`unexpected result ${call.body}`);
+  let id = 0;
+  return async (name, code) => {
+    const call = await rawExchange(port, post(port, {
+      jsonrpc: '2.0', id: ++id, method: 'tools/call', params: { name, arguments: { code } },
+    }, more));
+    if (call.status !== 200) throw new Error(`tools/call answered ${call.status}: ${call.body}`);
+    return JSON.parse(call.body).result;
+  };
+}
+
+// Proof that the server still serves MCP: initialize (a session when stateful), then a search
+// call that must answer 2. Resolves with the tools/call result.
+export async function provesServing(port, headers = {}) {
+  const call = await openSession(port, headers);
+  const result = await call('search', 'async () => 1 + 1');
+  if (result.content[0].text !== '2') throw new Error(`unexpected result ${JSON.stringify(result)}`);
   return result;
 }
 

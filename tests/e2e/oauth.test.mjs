@@ -21,7 +21,7 @@ import Provider from 'oidc-provider';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ClientCredentialsProvider } from '@modelcontextprotocol/sdk/client/auth-extensions.js';
-import { startHttpServer, rawExchange, post, provesServing, INITIALIZE, writeConfig } from './http_harness.mjs';
+import { startHttpServer, rawExchange, post, provesServing, openSession, INITIALIZE, writeConfig } from './http_harness.mjs';
 
 const STATIC_TOKEN = 'static-token-0123456789abcdef';
 const OTHER_RESOURCE = 'https://other.example.com/mcp';
@@ -438,15 +438,8 @@ test('two OAuth principals each reach the API with their own credential, writes 
   const server = await startHttpServer(['--http', `127.0.0.1:${as.mcpPort}`, '--config', config]);
   try {
     await server.waitFor(/oauth: \d+ signing key\(s\) from/);
-    const callAs = async (headers, name, method = 'GET') => {
-      const init = await rawExchange(server.port, post(server.port, INITIALIZE, headers));
-      assert.equal(init.status, 200, init.body);
-      const more = { ...headers, 'MCP-Protocol-Version': '2025-11-25', 'Mcp-Session-Id': init.headers['mcp-session-id'] };
-      const r = await rawExchange(server.port, post(server.port, { jsonrpc: '2.0', id: 1, method: 'tools/call',
-        params: { name: 'execute', arguments: { code: `async () => (await fetch('/who/${name}', { method: '${method}' })).status` } } }, more));
-      assert.equal(r.status, 200, r.body);
-      return JSON.parse(r.body).result;
-    };
+    const callAs = async (headers, name, method = 'GET') => (await openSession(server.port, headers))(
+      'execute', `async () => (await fetch('/who/${name}', { method: '${method}' })).status`);
     const tokens = { app: await issue('app', 'app-secret'), reader: await issue('reader', 'reader-secret', { scope: 'mcp:read' }) };
     await Promise.all([
       callAs(bearer(tokens.app), 'app'), callAs(bearer(tokens.reader), 'reader'), callAs(bearer(STATIC_TOKEN), 'ops'),
@@ -496,15 +489,8 @@ test('with request_scopes.spec, a request needs the scopes its operation\'s secu
   const server = await startHttpServer(['--http', `127.0.0.1:${as.mcpPort}`, '--config', config]);
   try {
     await server.waitFor(/oauth: \d+ signing key\(s\) from/);
-    const run = async (token, code) => {
-      const headers = bearer(token);
-      const init = await rawExchange(server.port, post(server.port, INITIALIZE, headers));
-      assert.equal(init.status, 200, init.body);
-      const more = { ...headers, 'MCP-Protocol-Version': '2025-11-25', 'Mcp-Session-Id': init.headers['mcp-session-id'] };
-      const r = await rawExchange(server.port, post(server.port, { jsonrpc: '2.0', id: 1, method: 'tools/call',
-        params: { name: 'execute', arguments: { code } } }, more));
-      return JSON.parse(r.body).result.content[0].text;
-    };
+    const run = async (token, code) =>
+      (await (await openSession(server.port, bearer(token)))('execute', code)).content[0].text;
     const reader = await issue('reader', 'reader-secret', { scope: 'mcp:read' });
     const app = await issue('app', 'app-secret');
     const both = "async () => [(await fetch('/things/1')).status, (await fetch('/things/1', { method: 'POST', body: '{}' })).status]";

@@ -6,7 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
-import { startHttpServer, writeConfig, rawExchange, post, INITIALIZE } from './http_harness.mjs';
+import { startHttpServer, writeConfig, openSession } from './http_harness.mjs';
 
 const TOKENS = {
   alice: 'alice-mcp-token-0123456789abcdef',
@@ -27,17 +27,10 @@ async function recordingUpstream() {
   return { seen, origin: `http://127.0.0.1:${server.address().port}`, close: () => new Promise((r) => server.close(r)) };
 }
 
+// `execute` calls in one session of the principal `name`.
 async function session(port, name) {
-  const auth = { Authorization: `Bearer ${TOKENS[name]}` };
-  const init = await rawExchange(port, post(port, INITIALIZE, auth));
-  assert.equal(init.status, 200, init.body);
-  const headers = { ...auth, 'MCP-Protocol-Version': '2025-11-25', 'Mcp-Session-Id': init.headers['mcp-session-id'] };
-  let id = 1;
-  return async (code) => {
-    const r = await rawExchange(port, post(port, { jsonrpc: '2.0', id: id++, method: 'tools/call', params: { name: 'execute', arguments: { code } } }, headers));
-    assert.equal(r.status, 200, r.body);
-    return JSON.parse(r.body).result;
-  };
+  const call = await openSession(port, { Authorization: `Bearer ${TOKENS[name]}` });
+  return (code) => call('execute', code);
 }
 
 test('each principal\'s requests carry its own credential and follow its own policy', async () => {

@@ -65,20 +65,22 @@ Json to_json(const Record& record) {
                 {"trace_id", call->trace_id}};
   }
   const auto& request = std::get<RequestRecord>(record);
-  return Json{{"kind", "request"},
-              {"id", request.id},
-              {"call_id", request.call_id},
-              {"time_us", request.time_us},
-              {"principal", request.principal},
-              {"method", request.method},
-              {"origin", request.origin},
-              {"path", request.path},
-              {"operation", request.operation},
-              {"status", request.status},
-              {"bytes_sent", request.bytes_sent},
-              {"bytes_received", request.bytes_received},
-              {"duration_us", request.duration_us},
-              {"refusal", request.refusal}};
+  Json json{{"kind", "request"},
+            {"id", request.id},
+            {"call_id", request.call_id},
+            {"time_us", request.time_us},
+            {"principal", request.principal},
+            {"method", request.method},
+            {"origin", request.origin},
+            {"path", request.path},
+            {"operation", request.operation},
+            {"status", request.status},
+            {"bytes_sent", request.bytes_sent},
+            {"bytes_received", request.bytes_received},
+            {"duration_us", request.duration_us},
+            {"refusal", request.refusal}};
+  if (!request.approved_by.empty()) json["approved_by"] = request.approved_by;
+  return json;
 }
 
 std::string canonical_json(const Record& record) {
@@ -111,7 +113,9 @@ std::optional<Record> from_json(const Json& json) {
          read(json, "status", r.status) && read(json, "bytes_sent", r.bytes_sent) &&
          read(json, "bytes_received", r.bytes_received) &&
          read(json, "duration_us", r.duration_us) && read(json, "refusal", r.refusal);
-    if (ok && json.size() == 14) return r;
+    const bool approved = json.contains("approved_by");
+    ok = ok && (!approved || (read(json, "approved_by", r.approved_by) && !r.approved_by.empty()));
+    if (ok && json.size() == (approved ? 15U : 14U)) return r;
   }
   return std::nullopt;
 }

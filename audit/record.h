@@ -57,8 +57,12 @@ struct RequestRecord {
   std::uint64_t bytes_received = 0;  // response body bytes (after codings were undone)
   std::uint64_t duration_us = 0;
   // Why the gateway refused it or why it failed ("policy: origin not allowed ...",
-  // "network: ..."); empty when a response came.
+  // "network: ..."); empty when a response came. A request a person declined, or left
+  // unanswered, is refused with the reason ("policy: the user declined it: POST ...").
   std::string refusal;
+  // Who approved the request when it waited for a person (policy.approve); empty otherwise. In
+  // the record's JSON only when set, so records written before approvals existed still verify.
+  std::string approved_by;
 };
 
 using Record = std::variant<CallRecord, RequestRecord>;

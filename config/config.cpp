@@ -154,7 +154,9 @@ constexpr std::array<std::string_view, 7> kAuditKeys = {
 constexpr std::array<std::string_view, 8> kSandboxKeys = {
     "jitless",      "process_calls",   "max_processes",   "spare_processes",
     "idle_seconds", "principal_calls", "principal_queue", "memory_mb"};
-constexpr std::array<std::string_view, 2> kPolicyKeys = {"operations", "methods"};
+constexpr std::array<std::string_view, 4> kPolicyKeys = {"operations", "methods", "approve",
+                                                         "approval_timeout_ms"};
+constexpr std::array<std::string_view, 4> kApproveKeys = {"methods", "operations", "tags", "paths"};
 constexpr std::array<std::string_view, 6> kMethods = {"GET", "HEAD",  "POST",
                                                       "PUT", "PATCH", "DELETE"};
 constexpr std::array<std::string_view, 2> kUpstreamKeys = {"origin", "headers"};
@@ -505,22 +507,73 @@ class Loader {
       } else if (key == "methods") {
         if (!expect_array(field, path)) continue;
         if (field.empty()) add(path, "must name at least one method (omit it to allow all)");
-        for (std::size_t i = 0; i < field.size(); ++i) {
-          const std::optional<Expanded> text =
-              read_required_string(field[i], element_path(path, i));
-          if (!text) continue;
-          std::string method = text->value;
-          std::transform(method.begin(), method.end(), method.begin(),
-                         [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
-          if (std::find(kMethods.begin(), kMethods.end(), method) == kMethods.end()) {
-            add(element_path(path, i), "must be one of GET, HEAD, POST, PUT, PATCH, DELETE");
-          } else if (std::find(policy.methods.begin(), policy.methods.end(), method) ==
-                     policy.methods.end()) {
-            policy.methods.push_back(std::move(method));
-          }
+        read_methods(field, path, policy.methods);
+      } else if (key == "approve" && where == "policy") {
+        load_approval(field, policy.approve, path);
+      } else if (key == "approval_timeout_ms" && where == "policy") {
+        if (auto n = read_integer(field, path, 1000, 3600000)) {
+          policy.approval_timeout_ms = static_cast<std::uint32_t>(*n);
         }
+      } else if (key == "approve" || key == "approval_timeout_ms") {
+        add(path, "approval is set for every principal at once, in the top-level policy");
       } else {
         unknown_key(where, key, kPolicyKeys);
+      }
+    }
+  }
+
+  // Upper-cased methods of `field` (an array) appended to `methods`, each once.
+  void read_methods(const Json& field, const std::string& path, std::vector<std::string>& methods) {
+    for (std::size_t i = 0; i < field.size(); ++i) {
+      const std::optional<Expanded> text = read_required_string(field[i], element_path(path, i));
+      if (!text) continue;
+      std::string method = text->value;
+      std::transform(method.begin(), method.end(), method.begin(),
+                     [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+      if (std::find(kMethods.begin(), kMethods.end(), method) == kMethods.end()) {
+        add(element_path(path, i), "must be one of GET, HEAD, POST, PUT, PATCH, DELETE");
+      } else if (std::find(methods.begin(), methods.end(), method) == methods.end()) {
+        methods.push_back(std::move(method));
+      }
+    }
+  }
+
+  // `policy.approve`: true (writes), false (none), or an object narrowing it.
+  void load_approval(const Json& value, std::optional<Policy::Approval>& approval,
+                     const std::string& where) {
+    if (value.is_boolean()) {
+      if (value.get<bool>()) approval.emplace();
+      return;
+    }
+    if (!value.is_object()) {
+      add(where, "must be true, false or an object (methods, operations, tags, paths)");
+      return;
+    }
+    Policy::Approval& rules = approval.emplace();
+    for (const auto& [key, field] : value.items()) {
+      const std::string path = child_path(where, key);
+      if (key != "methods" && key != "operations" && key != "tags" && key != "paths") {
+        unknown_key(where, key, kApproveKeys);
+        continue;
+      }
+      if (!expect_array(field, path)) continue;
+      if (field.empty()) add(path, "must name at least one (omit it for the default)");
+      if (key == "methods") {
+        rules.methods.clear();
+        read_methods(field, path, rules.methods);
+        continue;
+      }
+      auto& list = key == "operations" ? rules.operations
+                   : key == "tags"     ? rules.tags
+                                       : rules.paths;
+      for (std::size_t i = 0; i < field.size(); ++i) {
+        const std::optional<Expanded> text = read_required_string(field[i], element_path(path, i));
+        if (!text) continue;
+        if (key == "paths" && (text->value.empty() || text->value.front() != '/')) {
+          add(element_path(path, i), "must be a path pattern starting with /");
+          continue;
+        }
+        list.push_back(text->value);
       }
     }
   }

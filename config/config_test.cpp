@@ -621,6 +621,46 @@ TEST_CASE("policy narrows execute: operations and methods", "[config][policy]") 
         Problems{"policy.methods: must name at least one method (omit it to allow all)"});
 }
 
+TEST_CASE("policy.approve names the requests that wait for a person", "[config][policy]") {
+  const Workspace workspace;
+  const Config none = workspace.load(R"({"openapi": "openapi.json"})");
+  CHECK_FALSE(none.policy.approve.has_value());
+  CHECK(none.policy.approval_timeout_ms == 120000);
+  const Config writes =
+      workspace.load(R"({"openapi": "openapi.json", "policy": {"approve": true}})");
+  REQUIRE(writes.policy.approve.has_value());
+  CHECK(writes.policy.approve->methods ==
+        std::vector<std::string>{"POST", "PUT", "PATCH", "DELETE"});
+  CHECK_FALSE(workspace.load(R"({"openapi": "openapi.json", "policy": {"approve": false}})")
+                  .policy.approve.has_value());
+  const Config narrow = workspace.load(R"({"openapi": "openapi.json", "policy": {
+      "approve": {"methods": ["delete", "post"], "operations": ["createOrder"], "tags": ["admin"],
+                  "paths": ["/orders/*/cancel"]},
+      "approval_timeout_ms": 30000}})");
+  REQUIRE(narrow.policy.approve.has_value());
+  CHECK(narrow.policy.approve->methods == std::vector<std::string>{"DELETE", "POST"});
+  CHECK(narrow.policy.approve->operations == std::vector<std::string>{"createOrder"});
+  CHECK(narrow.policy.approve->tags == std::vector<std::string>{"admin"});
+  CHECK(narrow.policy.approve->paths == std::vector<std::string>{"/orders/*/cancel"});
+  CHECK(narrow.policy.approval_timeout_ms == 30000);
+  CHECK(workspace.problems(R"({"openapi": "openapi.json", "policy": {
+      "approve": {"methods": ["FETCH"], "paths": ["orders"], "tag": ["x"], "operations": []},
+      "approval_timeout_ms": 5}})") ==
+        Problems{"policy.approve.methods[0]: must be one of GET, HEAD, POST, PUT, PATCH, DELETE",
+                 "policy.approve.paths[0]: must be a path pattern starting with /",
+                 R"(policy.approve.tag: unknown key (did you mean "tags"?))",
+                 "policy.approve.operations: must name at least one (omit it for the default)",
+                 "policy.approval_timeout_ms: 5 is out of range 1000..3600000"});
+  CHECK(workspace.problems(R"({"openapi": "openapi.json", "policy": {"approve": "yes"}})") ==
+        Problems{"policy.approve: must be true, false or an object (methods, operations, tags, "
+                 "paths)"});
+  CHECK(workspace.problems(
+            R"({"openapi": "openapi.json", "upstreams": [{"origin": "https://api.test"}],
+      "principals": {"bob": {"policy": {"approve": true}}}})") ==
+        Problems{"principals.bob.policy.approve: approval is set for every principal at once, in "
+                 "the top-level policy"});
+}
+
 TEST_CASE("principals get their own headers and policy for configured upstreams",
           "[config][principals]") {
   const Workspace workspace;

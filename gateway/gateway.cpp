@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 #include "gateway/request_check.h"
 #include "net/ascii.h"
@@ -92,7 +93,37 @@ struct Attempt {
   Clock::time_point started;
   unsigned redirects = 0;
   Gateway::Completion done;
+  std::string approved_by;  // set when a person approved it
 };
+
+// One request waiting for a person's answer, on the gateway's I/O thread.
+struct Question {
+  explicit Question(net::io_context& io) : timer(io) {}
+  Attempt attempt;
+  ApprovalRequest request;
+  std::shared_ptr<Approver> approver;
+  WaitHook waiting;
+  std::uint64_t ticket = 0;
+  net::steady_timer timer;
+  Clock::time_point asked;
+  bool settled = false;
+};
+
+std::string verdict_text(const ApprovalAnswer& answer, std::chrono::milliseconds timeout) {
+  switch (answer.verdict) {
+    case Verdict::accepted:
+      return "approved";
+    case Verdict::declined:
+      return "the user declined it";
+    case Verdict::cancelled:
+      return "the user dismissed the question without approving it";
+    case Verdict::unanswered:
+      return "no answer from the user within " + std::to_string(timeout.count()) + " ms";
+    case Verdict::impossible:
+      break;
+  }
+  return "approval required, but this client cannot ask its user";
+}
 
 }  // namespace
 
@@ -126,6 +157,10 @@ struct Gateway::State : std::enable_shared_from_this<Gateway::State> {
   OperationPolicy scoped_operations;  // request_scopes.operations; none given: matches nothing
   std::unique_ptr<HttpClient> client;
   std::vector<std::string> secrets;
+  // The described operations, for policy.approve; none given: matches nothing.
+  OperationPolicy approval_operations{options.approval ? options.approval->operations
+                                                       : OperationPolicyOptions{}};
+  std::uint64_t next_ticket = 0;  // on the I/O thread
 
   // Why a scoped caller's request cannot go with the scopes `granted`, or nothing: it needs the
   // scopes of its method, then one of the scope alternatives of the operation `target` matches,
@@ -162,6 +197,50 @@ struct Gateway::State : std::enable_shared_from_this<Gateway::State> {
   std::string scrub(std::string text) const {
     if (contains_any(text, secrets)) return "(withheld: it would show a configured credential)";
     return text;
+  }
+
+  // Asks `question`'s approver on the I/O thread, then sends or refuses its request.
+  void ask(std::shared_ptr<Question> question) {
+    net::post(io, [self = shared_from_this(), question = std::move(question)] {
+      question->ticket = ++self->next_ticket;
+      question->asked = Clock::now();
+      if (question->waiting) question->waiting(true);
+      spdlog::info("approval: asking about {} {}", question->request.method,
+                   self->scrub(question->request.url));
+      question->timer.expires_after(self->options.approval->timeout);
+      question->timer.async_wait([self, question](boost::system::error_code error) {
+        if (error) return;
+        self->settle(*question, {Verdict::unanswered, {}});
+        question->approver->withdraw(question->ticket);
+      });
+      question->approver->ask(question->ticket, question->request,
+                              [self, question](ApprovalAnswer answer) {
+                                net::post(self->io, [self, question, answer = std::move(answer)] {
+                                  self->settle(*question, answer);
+                                });
+                              });
+    });
+  }
+
+  void settle(Question& question, const ApprovalAnswer& answer) {
+    if (std::exchange(question.settled, true)) return;
+    question.timer.cancel();
+    const auto waited = Clock::now() - question.asked;
+    if (question.waiting) question.waiting(false);
+    const std::string verdict = verdict_text(answer, options.approval->timeout);
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(waited).count();
+    const std::string what = question.request.method + " " + scrub(question.request.url);
+    spdlog::info("approval: {}: {}{} after {} ms", what, verdict,
+                 answer.by.empty() ? std::string() : " (" + answer.by + ")", ms);
+    Attempt attempt = std::move(question.attempt);
+    if (answer.verdict != Verdict::accepted) {
+      attempt.done(policy_error(verdict + ": " + what));
+      return;
+    }
+    attempt.deadline += waited;  // the wait is not the request's time
+    attempt.started = Clock::now();
+    attempt.approved_by = answer.by.empty() ? std::string("the user") : answer.by;
+    send(std::move(attempt));
   }
 
   void refuse(Completion done, GatewayError error) {
@@ -204,6 +283,7 @@ struct Gateway::State : std::enable_shared_from_this<Gateway::State> {
       return;
     }
     redact(response, attempt.method);
+    response.approved_by = attempt.approved_by;
     attempt.done(std::move(response));
   }
 
@@ -400,7 +480,7 @@ const UrlPolicy& Gateway::policy() const { return state_->policy; }
 std::uint64_t Gateway::connections_opened() const { return state_->client->connections_opened(); }
 
 void Gateway::fetch(OutboundRequest request, CallBudget& budget, Deadline deadline, Completion done,
-                    const Caller& caller) {
+                    const Caller& caller, const WaitHook& waiting) {
   const Profile& profile = state_->profile_of(caller);
   const std::optional<Method> method = parse_method(request.method);
   if (!method) {
@@ -438,6 +518,19 @@ void Gateway::fetch(OutboundRequest request, CallBudget& budget, Deadline deadli
       return state_->refuse(std::move(done), policy_error(std::move(*refused)));
     }
   }
+  const Operation* approval_operation = nullptr;
+  bool approval = false;
+  if (state_->options.approval) {
+    approval_operation = state_->approval_operations.find(*method, allowed.url.target);
+    approval = needs_approval(state_->options.approval->rules, *method, path_of(allowed.url.target),
+                              approval_operation, state_->options.approval->operations.base_paths);
+    if (approval && !caller.approver) {
+      return state_->refuse(
+          std::move(done), policy_error(verdict_text({Verdict::impossible, {}}, {}) + ": " +
+                                        std::string(to_string(*method)) + " " + allowed.url.origin +
+                                        std::string(path_of(allowed.url.target))));
+    }
+  }
   if (!budget.try_spend()) {
     return state_->refuse(
         std::move(done),
@@ -468,7 +561,26 @@ void Gateway::fetch(OutboundRequest request, CallBudget& budget, Deadline deadli
   attempt.deadline = deadline;
   attempt.started = Clock::now();
   attempt.done = std::move(done);
-  state_->send(std::move(attempt));
+  if (!approval) return state_->send(std::move(attempt));
+  auto question = std::make_shared<Question>(state_->io);
+  ApprovalRequest& asked = question->request;
+  asked.method = to_string(attempt.method);
+  asked.url = attempt.url.origin + attempt.url.target;
+  if (approval_operation != nullptr) {
+    asked.operation = std::string(to_string(approval_operation->method)) + " " +
+                      approval_operation->path_template;
+    asked.operation_id = approval_operation->id;
+    asked.summary = approval_operation->summary;
+  }
+  for (const auto& [name, value] : attempt.code_headers) {
+    if (iequals(name, "content-type")) asked.content_type = value;
+  }
+  asked.body = attempt.body;
+  asked.digest = approval_digest(asked.method, asked.url, asked.body);
+  question->attempt = std::move(attempt);
+  question->approver = caller.approver;
+  question->waiting = waiting;
+  state_->ask(std::move(question));
 }
 
 }  // namespace codemode::gateway

@@ -31,6 +31,7 @@
 #include <boost/asio/io_context.hpp>
 
 #include "config/config.h"
+#include "gateway/approval.h"
 #include "gateway/http_client.h"
 #include "gateway/operation_policy.h"
 #include "gateway/request.h"
@@ -79,7 +80,23 @@ struct Caller {
   // A profile to use when `principal` has none of its own (an access token's claims matched a
   // "claim:NAME=VALUE" entry); empty: none.
   std::string profile;
+  // Who asks the call's person when a request needs approval (policy.approve); null: nobody can,
+  // and such requests are refused.
+  std::shared_ptr<Approver> approver;
 };
+
+// Requests that wait for a person's yes (config policy.approve).
+struct ApprovalSettings {
+  ApprovalRules rules;
+  // The operations the API description declares (ids, tags, summaries), matched for the rules
+  // and shown in the question; also the base paths.
+  OperationPolicyOptions operations;
+  std::chrono::milliseconds timeout{120000};
+};
+
+// Tells the sandbox when a fetch starts (true) and stops (false) waiting for a person, so that
+// the wait does not count against the call's wall_ms. Any thread.
+using WaitHook = std::function<void(bool waiting)>;
 
 // The scopes a scoped caller's requests need, by method (config http.oauth.request_scopes).
 struct RequestScopes {
@@ -104,6 +121,7 @@ struct GatewayOptions {
   // By principal name; anyone else gets `upstreams`' headers and `operations`.
   std::map<std::string, PrincipalProfile> principals;
   RequestScopes request_scopes;
+  std::optional<ApprovalSettings> approval;  // unset: no request waits for approval
 };
 
 class Gateway {
@@ -121,9 +139,11 @@ class Gateway {
   // Sends `request` if the policy allows it, within `budget` and by `deadline`; `done` runs
   // exactly once on the I/O thread with the response or a GatewayError. `caller` is whose call
   // it is: a principal with a profile gets that profile's policy and headers, and a scoped caller
-  // needs the scopes of `request_scopes` for the request's method.
+  // needs the scopes of `request_scopes` for the request's method. A request that needs approval
+  // is asked about through `caller.approver` once every other check passed; `waiting` hears when
+  // the wait for the answer starts and ends, and the time it took is added to `deadline`.
   void fetch(OutboundRequest request, CallBudget& budget, Deadline deadline, Completion done,
-             const Caller& caller = {});
+             const Caller& caller = {}, const WaitHook& waiting = {});
 
   const UrlPolicy& policy() const;
   // New TCP connections to upstreams so far (keep-alive reuse shows as fewer).

@@ -24,6 +24,10 @@ struct Operation {
   // The OAuth scopes the description's security requirements ask for, one list per alternative
   // (openapi::DeclaredOperation::scopes); empty: none.
   std::vector<std::vector<std::string>> scopes;
+  // From the description, for approvals (approval.h): its operationId, summary and tags.
+  std::string id;
+  std::string summary;
+  std::vector<std::string> tags;
 };
 
 struct OperationPolicyOptions {

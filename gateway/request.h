@@ -48,6 +48,9 @@ struct InboundResponse {
   std::string final_url;
   // Same-origin redirects the gateway followed before this response (0..3).
   unsigned redirects = 0;
+  // Who approved the request, when it waited for a person (policy.approve); empty otherwise.
+  // For the daemon's log and audit trail; not passed to the sandbox.
+  std::string approved_by;
 };
 
 // Who caused a failure decides its kind; both reach the code as an error whose text starts with

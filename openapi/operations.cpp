@@ -72,7 +72,22 @@ std::vector<DeclaredOperation> declared_operations(const Document& document) {
       } else if (root_security != root.end()) {
         scopes = scope_alternatives(*root_security, *schemes);
       }
-      out.push_back({std::move(upper), path, std::move(scopes)});
+      DeclaredOperation declared{std::move(upper), path, std::move(scopes), {}, {}, {}};
+      if (operation.is_object()) {
+        const auto text = [&operation](const char* key) {
+          const auto found = operation.find(key);
+          return found != operation.end() && found->is_string() ? found->get<std::string>()
+                                                                : std::string();
+        };
+        declared.operation_id = text("operationId");
+        declared.summary = text("summary");
+        if (const auto tags = operation.find("tags"); tags != operation.end() && tags->is_array()) {
+          for (const auto& tag : *tags) {
+            if (tag.is_string()) declared.tags.push_back(tag.get<std::string>());
+          }
+        }
+      }
+      out.push_back(std::move(declared));
     }
   }
   return out;

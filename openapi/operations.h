@@ -17,6 +17,9 @@ struct DeclaredOperation {
   // count. Empty when it needs none: no security, or an alternative with no OAuth scope (an API
   // key, or `{}`), which a request meets without any.
   std::vector<std::vector<std::string>> scopes;
+  std::string operation_id;  // "" when it has none
+  std::string summary;       // "" when it has none
+  std::vector<std::string> tags;
 };
 
 // Every method + path under `paths` (path-item $refs followed), in document order.

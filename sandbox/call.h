@@ -7,6 +7,10 @@
 #include <string_view>
 #include <vector>
 
+namespace codemode::gateway {
+class Approver;
+}  // namespace codemode::gateway
+
 namespace codemode::sandbox {
 
 enum class Tool { search, execute };
@@ -40,6 +44,9 @@ struct Call {
   // The `principals` entry the token's claims matched ("claim:groups=admins"), used when the
   // principal has none of its own; empty: none. Passed only to the FetcherFactory.
   std::string profile;
+  // Who asks the call's user to approve a request (config policy.approve): the session that
+  // made the call, when its client can ask; null: nobody can. Passed only to the FetcherFactory.
+  std::shared_ptr<gateway::Approver> approver;
 };
 
 }  // namespace codemode::sandbox

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <chrono>
+#include <concepts>
 #include <functional>
 #include <mutex>
 #include <utility>
@@ -53,11 +54,36 @@ class CancelRegistration {
   CancelToken* token_;
 };
 
+// How a fetch answers its call: once with its result, from any thread, possibly after the call
+// has ended (the runner then drops it). Before that, a request that waits for a person's yes
+// (policy.approve) says when the wait starts and ends (`waiting(true)`, `waiting(false)`): the
+// call's wall clock stands still in between. Whoever wraps a FetchDone keeps its hook (wrap()).
+class FetchDone {
+ public:
+  FetchDone() = default;
+  template <class F>
+  requires std::invocable<F&, gateway::FetchResult>
+  // NOLINTNEXTLINE(google-explicit-constructor): any completion is a FetchDone without a hook
+  FetchDone(F done, std::function<void(bool)> waiting = {})
+      : done_(std::move(done)), waiting_(std::move(waiting)) {}
+
+  void operator()(gateway::FetchResult result) const { done_(std::move(result)); }
+  // The waiting hook; empty when nobody listens.
+  const std::function<void(bool)>& waiting() const { return waiting_; }
+  // Another completion with this one's waiting hook.
+  template <class F>
+  FetchDone wrap(F done) const {
+    return FetchDone(std::move(done), waiting_);
+  }
+
+ private:
+  std::function<void(gateway::FetchResult)> done_;
+  std::function<void(bool)> waiting_;
+};
+
 // How an execute call's fetch() leaves the isolate. Called on the worker thread with the
-// request as plain data; it must call `done` exactly once, from any thread, possibly after the
-// call has ended (the runner then drops the result).
-using Fetcher = std::function<void(gateway::OutboundRequest request,
-                                   std::function<void(gateway::FetchResult result)> done)>;
+// request as plain data; it must call `done` exactly once (FetchDone).
+using Fetcher = std::function<void(gateway::OutboundRequest request, FetchDone done)>;
 
 // Makes one execute call's Fetcher as the call starts, with `limits` in force: the call's own
 // subrequest budget and fetch deadline live in what it returns. `call` says whose call it is

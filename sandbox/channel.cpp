@@ -207,6 +207,9 @@ struct Encoder {
     }
     return out;
   }
+  json operator()(const FetchWait& m) const {
+    return {{"t", "wait"}, {"call", m.call_id}, {"fetch", m.fetch_id}, {"waiting", m.waiting}};
+  }
   json operator()(const Result& m) const {
     json out = {{"t", "result"},
                 {"id", m.id},
@@ -306,6 +309,9 @@ std::variant<Message, DecodeError> decode_object(const json& body) {
       m.result = std::move(response);
     }
     return done(std::move(m));
+  }
+  if (type == "wait") {
+    return done(FetchWait{f.u64("call"), f.u64("fetch"), f.boolean("waiting")});
   }
   if (type == "result") {
     Result m;

@@ -5,7 +5,8 @@
 // sandbox process its settings once (Init; the document comes as a mapped image), then one call at
 // up to Init::concurrency at a time (Run, maybe Cancel, and the answers to its fetches); the
 // process answers Ready once, then FetchRequests and one Result per call, the calls' frames
-// interleaved. Plain data, no V8, no Asio: both sides and the fuzzer use the same decoder.
+// interleaved; a fetch waiting for a person's approval also gets FetchWaits. Plain data, no V8, no
+// Asio: both sides and the fuzzer use the same decoder.
 //
 // Trust: the parent treats every byte from a sandbox process as hostile (it may be running
 // compromised code). decode() never throws and never trusts a length: a frame longer than the
@@ -79,6 +80,15 @@ struct FetchReply {
   gateway::FetchResult result;
 };
 
+// Parent -> process: fetch `fetch_id` of call `call_id` starts (true) or stops (false) waiting
+// for a person's approval; the call's wall clock stands still in between (call_control.h,
+// FetchDone).
+struct FetchWait {
+  std::uint64_t call_id = 0;
+  std::uint64_t fetch_id = 0;
+  bool waiting = false;
+};
+
 // Process -> parent: how call `id` ended. `last`: the process ends right after this frame (a
 // call it could not stop), so no further call may be sent to it.
 struct Result {
@@ -87,7 +97,7 @@ struct Result {
   bool last = false;
 };
 
-using Message = std::variant<Init, Ready, Run, Cancel, FetchRequest, FetchReply, Result>;
+using Message = std::variant<Init, Ready, Run, Cancel, FetchRequest, FetchReply, FetchWait, Result>;
 
 struct DecodeError {
   std::string message;  // one line, for the log; never echoes the body

@@ -85,6 +85,12 @@ TEST_CASE("every message survives encoding and decoding", "[sandbox][channel]") 
       round_trip(FetchReply{3, 5, gateway::GatewayError{gateway::ErrorKind::policy, "no"}}));
   CHECK(std::get<gateway::GatewayError>(error_back.result).text() == "policy: no");
 
+  const auto wait_back = std::get<FetchWait>(round_trip(FetchWait{3, 6, true}));
+  CHECK(wait_back.call_id == 3);
+  CHECK(wait_back.fetch_id == 6);
+  CHECK(wait_back.waiting);
+  CHECK_FALSE(std::get<FetchWait>(round_trip(FetchWait{3, 6, false})).waiting);
+
   Outcome timed = Outcome::success("[1]", {"log"});
   timed.sandbox_us = 321;
   timed.cpu_us = 123;

@@ -128,7 +128,7 @@ void on_v8_fatal() {
 // never reaches a call that has ended.
 class Fetches {
  public:
-  std::uint64_t expect(std::uint64_t call_id, std::function<void(gateway::FetchResult)> done) {
+  std::uint64_t expect(std::uint64_t call_id, FetchDone done) {
     std::lock_guard lock(mutex_);
     const std::uint64_t fetch_id = ++last_fetch_id_;
     waiting_.emplace(fetch_id, Waiting{call_id, std::move(done)});
@@ -142,6 +142,13 @@ class Fetches {
     waiting_.erase(it);
     done(std::move(reply.result));
   }
+  // The fetch starts or stops waiting for a person (its call's wall clock stands still).
+  void wait(const channel::FetchWait& wait) {
+    std::lock_guard lock(mutex_);
+    const auto it = waiting_.find(wait.fetch_id);
+    if (it == waiting_.end() || it->second.call_id != wait.call_id) return;
+    if (const auto& hook = it->second.done.waiting()) hook(wait.waiting);
+  }
   // Replies that arrive after their call ended have nobody to go to.
   void forget(std::uint64_t call_id) {
     std::lock_guard lock(mutex_);
@@ -152,7 +159,7 @@ class Fetches {
  private:
   struct Waiting {
     std::uint64_t call_id;
-    std::function<void(gateway::FetchResult)> done;
+    FetchDone done;
   };
   std::mutex mutex_;
   std::uint64_t last_fetch_id_ = 0;
@@ -375,14 +382,19 @@ class Calls {
     }
     const std::uint64_t call_id = run.id;
     CallWaiter waiter(call_id, run.limits.cpu_ms);
-    const Fetcher fetcher = [this, call_id, &waiter](
-                                gateway::OutboundRequest outbound,
-                                std::function<void(gateway::FetchResult)> done) {
-      const std::uint64_t fetch_id =
-          fetches_.expect(call_id, [done = std::move(done), &waiter](gateway::FetchResult result) {
-            done(std::move(result));
-            waiter.wake();
-          });
+    const Fetcher fetcher = [this, call_id, &waiter](gateway::OutboundRequest outbound,
+                                                     FetchDone done) {
+      auto waiting = done.waiting();
+      const std::uint64_t fetch_id = fetches_.expect(
+          call_id, FetchDone(
+                       [done = std::move(done), &waiter](gateway::FetchResult result) {
+                         done(std::move(result));
+                         waiter.wake();
+                       },
+                       [waiting = std::move(waiting), &waiter](bool now_waiting) {
+                         if (waiting) waiting(now_waiting);
+                         waiter.wake();  // the wall deadline moved
+                       }));
       send(channel::FetchRequest{call_id, fetch_id, std::move(outbound)});
     };
     const std::uint64_t cpu_before = thread_cpu_us();
@@ -489,6 +501,8 @@ int child_main(const ChildOptions& options) {
       calls.run(std::move(*run));
     } else if (auto* reply = std::get_if<channel::FetchReply>(&*message)) {
       fetches.deliver(std::move(*reply));
+    } else if (auto* wait = std::get_if<channel::FetchWait>(&*message)) {
+      fetches.wait(*wait);
     } else if (auto* cancel = std::get_if<channel::Cancel>(&*message)) {
       calls.cancel(cancel->id);
     } else {

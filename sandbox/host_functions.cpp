@@ -317,9 +317,11 @@ void host_fetch(const v8::FunctionCallbackInfo<v8::Value>& info) {
   if (!v8::Promise::Resolver::New(context).ToLocal(&resolver)) return;
   const std::uint32_t id = state.next_fetch_id++;
   state.fetches.emplace(id, v8::Global<v8::Promise::Resolver>(isolate, resolver));
-  (*state.fetcher)(std::move(request), [mailbox = state.mailbox, id](gateway::FetchResult result) {
-    mailbox->deliver(id, std::move(result));
-  });
+  (*state.fetcher)(
+      std::move(request),
+      FetchDone([mailbox = state.mailbox,
+                 id](gateway::FetchResult result) { mailbox->deliver(id, std::move(result)); },
+                [mailbox = state.mailbox](bool waiting) { mailbox->hold(waiting); }));
   info.GetReturnValue().Set(resolver->GetPromise());
 }
 

@@ -43,6 +43,34 @@ struct Mailbox {
     closed = true;
     arrived.clear();
   }
+
+  // A fetch starts (true) or stops (false) waiting for a person; the call's wall clock stands
+  // still while any does.
+  void hold(bool waiting) {
+    std::lock_guard lock(mutex);
+    if (closed) return;
+    if (waiting) {
+      if (holds++ == 0) held_since = Clock::now();
+    } else if (holds > 0 && --holds == 0) {
+      held_for += Clock::now() - held_since;
+    }
+    wake.notify_all();
+  }
+  // The wall deadline `base` moved by the time fetches waited for people: none while one waits.
+  Clock::time_point deadline(Clock::time_point base) {
+    std::lock_guard lock(mutex);
+    return holds > 0 ? Clock::time_point::max() : base + held_for;
+  }
+  // While a fetch waits: the earliest the deadline can be once it stops waiting.
+  Clock::time_point earliest_deadline(Clock::time_point base) {
+    std::lock_guard lock(mutex);
+    return holds > 0 ? base + held_for + (Clock::now() - held_since) : base + held_for;
+  }
+
+ private:
+  unsigned holds = 0;
+  Clock::time_point held_since;
+  Clock::duration held_for{};
 };
 
 // State shared between the worker (which runs JS and waits for timers and fetches), the

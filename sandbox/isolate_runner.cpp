@@ -433,8 +433,12 @@ class Run {
       const Clock::time_point due =
           state_.timers.empty() ? Clock::time_point::max() : first->first.first;
       if (due > Clock::now()) {
-        interrupts_.wait_until(std::min(due, wall_deadline_));
-        if (Clock::now() >= wall_deadline_) interrupts_.trip(Stop::wall);
+        // Time a fetch spends waiting for a person's yes does not count (Mailbox::hold).
+        const Clock::time_point wall = interrupts_.mailbox()->deadline(wall_deadline_);
+        interrupts_.wait_until(std::min(due, wall));
+        if (Clock::now() >= interrupts_.mailbox()->deadline(wall_deadline_)) {
+          interrupts_.trip(Stop::wall);
+        }
         if (interrupts_.reason() != Stop::none) return stopped();
         continue;
       }

@@ -50,8 +50,8 @@ void RequestLedger::move_into(Outcome& outcome) {
 }
 
 Fetcher record_requests(Fetcher inner, std::shared_ptr<RequestLedger> ledger) {
-  return [inner = std::move(inner), ledger = std::move(ledger)](
-             gateway::OutboundRequest request, std::function<void(gateway::FetchResult)> done) {
+  return [inner = std::move(inner), ledger = std::move(ledger)](gateway::OutboundRequest request,
+                                                                FetchDone done) {
     std::size_t slot = RequestLedger::kMaxKept;
     {
       std::lock_guard lock(ledger->mutex_);
@@ -66,8 +66,7 @@ Fetcher record_requests(Fetcher inner, std::shared_ptr<RequestLedger> ledger) {
       }
     }
     const auto started = std::chrono::steady_clock::now();
-    inner(std::move(request), [ledger, slot, started,
-                               done = std::move(done)](gateway::FetchResult result) {
+    inner(std::move(request), done.wrap([ledger, slot, started, done](gateway::FetchResult result) {
       {
         std::lock_guard lock(ledger->mutex_);
         const auto* error = std::get_if<gateway::GatewayError>(&result);
@@ -85,7 +84,7 @@ Fetcher record_requests(Fetcher inner, std::shared_ptr<RequestLedger> ledger) {
         }
       }
       done(std::move(result));
-    });
+    }));
   };
 }
 

@@ -117,6 +117,10 @@ struct SandboxProcess::RunningCall {
   std::optional<CancelRegistration> cancel;  // reset before the call ends
   bool cancel_sent = false;
   Clock::time_point deadline;
+  // Fetches waiting for a person (FetchDone::waiting): the wall clock stands still, and the
+  // deadline's remaining time is kept until the last of them stops waiting.
+  unsigned waiting = 0;
+  Clock::duration remaining{};
   boost::asio::steady_timer deadline_timer;
 };
 
@@ -358,16 +362,24 @@ void SandboxProcess::on_frames() {
     }
     call->second->fetch(
         std::move(request->request),
-        [weak = weak_from_this(), executor = channel_->executor, id = call->first,
-         fetch_id = request->fetch_id](gateway::FetchResult result) {
-          // The gateway completes on its I/O thread: this one in the daemon.
-          boost::asio::dispatch(executor, [weak, id, fetch_id,
-                                           result = std::move(result)]() mutable {
-            auto self = weak.lock();
-            if (!self || !self->usable_ || !self->calls_running_.contains(id)) return;
-            self->send(channel::encode_frame(channel::FetchReply{id, fetch_id, std::move(result)}));
-          });
-        });
+        FetchDone(
+            [weak = weak_from_this(), executor = channel_->executor, id = call->first,
+             fetch_id = request->fetch_id](gateway::FetchResult result) {
+              // The gateway completes on its I/O thread: this one in the daemon.
+              boost::asio::dispatch(
+                  executor, [weak, id, fetch_id, result = std::move(result)]() mutable {
+                    auto self = weak.lock();
+                    if (!self || !self->usable_ || !self->calls_running_.contains(id)) return;
+                    self->send(channel::encode_frame(
+                        channel::FetchReply{id, fetch_id, std::move(result)}));
+                  });
+            },
+            [weak = weak_from_this(), executor = channel_->executor, id = call->first,
+             fetch_id = request->fetch_id](bool waiting) {
+              boost::asio::dispatch(executor, [weak, id, fetch_id, waiting] {
+                if (auto self = weak.lock()) self->fetch_waiting(id, fetch_id, waiting);
+              });
+            }));
   }
 }
 
@@ -422,6 +434,24 @@ void SandboxProcess::write_front() {
         self->channel_->writes.pop_front();
         if (!self->channel_->writes.empty()) self->write_front();
       });
+}
+
+void SandboxProcess::fetch_waiting(std::uint64_t id, std::uint64_t fetch_id, bool waiting) {
+  const auto it = calls_running_.find(id);
+  if (it == calls_running_.end() || !usable_) return;
+  RunningCall& call = *it->second;
+  send(channel::encode_frame(channel::FetchWait{id, fetch_id, waiting}));
+  if (call.cancel_sent) return;  // its deadline is the cancel's now
+  const auto now = Clock::now();
+  if (waiting) {
+    if (call.waiting++ > 0) return;
+    call.remaining = call.deadline - now;
+    // The gateway bounds the wait (policy.approval_timeout_ms, at most an hour); this only
+    // keeps a backstop should it never say the wait ended.
+    arm_deadline(call, now + call.remaining + std::chrono::hours(1));
+  } else if (call.waiting > 0 && --call.waiting == 0) {
+    arm_deadline(call, now + call.remaining);
+  }
 }
 
 void SandboxProcess::cancel_call(std::uint64_t id) {

@@ -100,6 +100,9 @@ class SandboxProcess : public std::enable_shared_from_this<SandboxProcess> {
   void send(std::string frame);
   void write_front();
   void cancel_call(std::uint64_t id);
+  // A fetch of call `id` starts or stops waiting for a person: tells the process, and stops or
+  // restarts the call's deadline.
+  void fetch_waiting(std::uint64_t id, std::uint64_t fetch_id, bool waiting);
   void arm_deadline(RunningCall& call, std::chrono::steady_clock::time_point deadline);
   // Ends call `id` with `outcome`.
   void finish(std::uint64_t id, Outcome outcome);

@@ -125,7 +125,16 @@ class WatchdogThread {
               std::chrono::duration_cast<std::chrono::milliseconds>(used - cpu_start_));
           interrupts_ = nullptr;  // at most once per call
         }
-      } else if (which == kWall && Clock::now() >= wall_deadline_) {
+      } else if (which == kWall) {
+        // Moved by the time fetches waited for a person (Mailbox::hold): not yet, look again
+        // when it could be.
+        Mailbox& mailbox = *interrupts_->mailbox();
+        const Clock::time_point now = Clock::now();
+        const Clock::time_point again = mailbox.earliest_deadline(wall_deadline_);
+        if (now < mailbox.deadline(wall_deadline_) && again > now) {
+          set(wall_timer_, again.time_since_epoch());
+          continue;
+        }
         // Stays armed for the CPU backstop; the wall timer does not fire again for this call.
         interrupts_->trip(Stop::wall);
       }

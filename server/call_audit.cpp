@@ -47,6 +47,7 @@ void CallAudit::on_answer(const ObservedCall& call, const ObservedFetch& fetch,
   if (const auto* response = std::get_if<gateway::InboundResponse>(&result)) {
     record.status = response->status;
     record.bytes_received = response->body.size();
+    record.approved_by = response->approved_by;
   } else {
     record.refusal = std::get<gateway::GatewayError>(result).text();
   }

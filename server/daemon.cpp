@@ -51,9 +51,10 @@ sandbox::FetcherFactory gateway_fetch(gateway::Gateway& gateway) {
     const auto deadline =
         gateway::Clock::now() + std::chrono::milliseconds(limits.wall_ms) + kFetchDeadlineSlack;
     return [&gateway, budget = std::move(budget), deadline,
-            caller = gateway::Caller{call.principal, call.scopes, call.profile}](
-               gateway::OutboundRequest outbound, std::function<void(gateway::FetchResult)> done) {
-      gateway.fetch(std::move(outbound), *budget, deadline, std::move(done), caller);
+            caller = gateway::Caller{call.principal, call.scopes, call.profile, call.approver}](
+               gateway::OutboundRequest outbound, sandbox::FetchDone done) {
+      gateway::WaitHook waiting = done.waiting();
+      gateway.fetch(std::move(outbound), *budget, deadline, std::move(done), caller, waiting);
     };
   };
 }
@@ -67,12 +68,45 @@ gateway::OperationPolicyOptions described_operations(const openapi::Document& ap
   for (auto& declared : openapi::declared_operations(api)) {
     // OPTIONS and TRACE are declared by some APIs but never sent by the gateway.
     if (auto method = gateway::parse_method(declared.method)) {
-      operations.push_back({*method, declared.path_template, std::move(declared.scopes)});
+      operations.push_back({*method, declared.path_template, std::move(declared.scopes),
+                            std::move(declared.operation_id), std::move(declared.summary),
+                            std::move(declared.tags)});
     }
   }
   options.operations = std::move(operations);
   options.base_paths = openapi::server_base_paths(api);
   return options;
+}
+
+// policy.approve over the API description: every operationId and tag it names must be declared
+// (a misspelt one would let its writes through unasked), else the problems.
+std::variant<gateway::ApprovalSettings, std::vector<std::string>> approval_settings(
+    const openapi::Document& api, const config::Policy::Approval& approve) {
+  gateway::ApprovalSettings settings;
+  for (const auto& method : approve.methods) {
+    if (auto parsed = gateway::parse_method(method)) settings.rules.methods.insert(*parsed);
+  }
+  settings.rules.operations = approve.operations;
+  settings.rules.tags = approve.tags;
+  settings.rules.paths = approve.paths;
+  settings.operations = described_operations(api);
+  std::vector<std::string> problems;
+  const auto& declared = *settings.operations.operations;
+  for (const auto& id : approve.operations) {
+    if (std::none_of(declared.begin(), declared.end(),
+                     [&id](const gateway::Operation& op) { return op.id == id; })) {
+      problems.push_back("policy.approve.operations: the API description has no operation " + id);
+    }
+  }
+  for (const auto& tag : approve.tags) {
+    if (std::none_of(declared.begin(), declared.end(), [&tag](const gateway::Operation& op) {
+          return std::find(op.tags.begin(), op.tags.end(), tag) != op.tags.end();
+        })) {
+      problems.push_back("policy.approve.tags: no operation of the API description has tag " + tag);
+    }
+  }
+  if (!problems.empty()) return problems;
+  return settings;
 }
 
 // The audit trail names the operation a request matched, whatever `policy.operations` enforces.
@@ -185,6 +219,16 @@ int Daemon::run() {
     if (!named && !from_tokens) {
       spdlog::warn("config: principals.{}: no bearer token has this name", name);
     }
+  }
+  if (const auto& approve = options_.config.policy.approve) {
+    auto approval = approval_settings(options_.api, *approve);
+    if (auto* problems = std::get_if<std::vector<std::string>>(&approval)) {
+      for (const auto& problem : *problems) spdlog::error("config: {}", problem);
+      return 2;
+    }
+    gateway_options.approval = std::move(std::get<gateway::ApprovalSettings>(approval));
+    gateway_options.approval->timeout =
+        std::chrono::milliseconds(options_.config.policy.approval_timeout_ms);
   }
   auto created = gateway::Gateway::create(io, std::move(gateway_options));
   if (auto* problems = std::get_if<std::vector<std::string>>(&created)) {

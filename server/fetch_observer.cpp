@@ -19,8 +19,8 @@ sandbox::FetcherFactory observe_fetches(sandbox::FetcherFactory inner,
     if (!fetch || observers.empty()) return fetch;
     auto observed = std::make_shared<const ObservedCall>(
         ObservedCall{call.audit_id, call.principal, call.traceparent, call.tracestate});
-    return [observers, observed, fetch = std::move(fetch)](
-               gateway::OutboundRequest request, std::function<void(gateway::FetchResult)> done) {
+    return [observers, observed, fetch = std::move(fetch)](gateway::OutboundRequest request,
+                                                           sandbox::FetchDone done) {
       auto seen = std::make_shared<ObservedFetch>();
       seen->method = request.method;
       seen->url = request.url;
@@ -28,13 +28,13 @@ sandbox::FetcherFactory observe_fetches(sandbox::FetcherFactory inner,
       seen->started_unix_us = audit::now_us();
       for (FetchObserver* observer : observers) observer->on_send(*observed, *seen, request);
       seen->started = std::chrono::steady_clock::now();
-      fetch(std::move(request), [observers, observed, seen,
-                                 done = std::move(done)](gateway::FetchResult result) {
+      fetch(std::move(request), done.wrap([observers, observed, seen,
+                                           done](gateway::FetchResult result) {
         seen->seconds =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - seen->started).count();
         for (FetchObserver* observer : observers) observer->on_answer(*observed, *seen, result);
         done(std::move(result));
-      });
+      }));
     };
   };
 }

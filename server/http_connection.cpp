@@ -530,20 +530,23 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
         self->on_answer(generation, answer);
       });
     };
-    McpSession::Send notify = [](const std::string&) {};  // no stream: nowhere to send progress
-    if (streaming) {
+    // A call's messages to the client (progress, an approval's question) need an event stream;
+    // one that has none yet starts it with its first message.
+    const bool can_stream = event_stream_ok_ && rpc_request->method == "tools/call";
+    McpSession::Send notify = [](const std::string&) {};  // no stream: nowhere to send them
+    if (can_stream) {
       notify = [self = shared_from_this(), generation = generation_](std::string note) {
         asio::post(self->stream_.get_executor(), [self, generation, note = std::move(note)] {
           self->on_progress(generation, note);
         });
       };
-      start_stream(era);
+      if (streaming) start_stream(era);
     }
     asio::post(session->executor(),
                [session, message = std::move(message), reply_to = std::move(reply_to),
                 notify = std::move(notify),
-                context = RequestContext{std::exchange(trace_, {}), granted_scopes_,
-                                         claim_profile_}]() mutable {
+                context = RequestContext{std::exchange(trace_, {}), granted_scopes_, claim_profile_,
+                                         can_stream}]() mutable {
                  session->handle(std::move(message), reply_to, notify, context);
                });
     watch_for_hangup();
@@ -598,7 +601,11 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   }
 
   void on_progress(std::uint64_t generation, const std::string& note) {
-    if (closed_ || !pending_ || pending_->generation != generation || !pending_->streaming) return;
+    if (closed_ || !pending_ || pending_->generation != generation) return;
+    if (!pending_->streaming) {
+      pending_->streaming = true;
+      start_stream(pending_->era);
+    }
     send_event(note);
   }
 

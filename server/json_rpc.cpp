@@ -151,7 +151,8 @@ Message parse_message(std::string_view text) {
   const auto method = message.find("method");
   if (method == message.end()) {
     if (has_id && (message.contains("result") || message.contains("error"))) {
-      return Response{message["id"]};
+      const bool error = message.contains("error");
+      return Response{message["id"], error ? Json() : message["result"], error};
     }
     return invalid("invalid request: \"method\" is missing", id);
   }

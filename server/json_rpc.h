@@ -58,9 +58,11 @@ struct Notification {
   Json params;
 };
 
-// A response from the peer to a request of ours. We send none, so these are only counted.
+// A response from the peer to a request of ours (an approval's elicitation/create).
 struct Response {
   Json id;
+  Json result;         // null when it is an error
+  bool error = false;  // the peer answered with a JSON-RPC error
 };
 
 using Message = std::variant<Request, Notification, Response, JsonRpcError>;

@@ -72,7 +72,13 @@ void McpSession::dispatch(Message parsed, const Send& out, ReplyRoute route, con
     spdlog::debug("refused a message: {}", net::escape_text(error->message));
     out(serialize_error(*error));
   }
-  // Responses: we send no requests, so there is nothing to match them with.
+  if (auto* response = std::get_if<Response>(&parsed)) {
+    // The answers to our requests (approvals); anything else is not waited for.
+    if (!server_requests_->settle(response->id, response->error ? nullptr : &response->result)) {
+      spdlog::debug("ignored a response to no request of ours: id {}",
+                    net::escape_text(dump(response->id)));
+    }
+  }
 }
 
 void McpSession::assume_initialized(std::string version) {
@@ -194,6 +200,13 @@ Json McpSession::initialize(const Json& params) {
     client_name_ = text("name");
     client_version_ = text("version");
   }
+  // Form mode: an empty `elicitation` object (2025-06-18's only mode), or one naming `form`.
+  if (const auto capabilities = params.find("capabilities");
+      capabilities != params.end() && capabilities->is_object()) {
+    const auto elicitation = capabilities->find("elicitation");
+    elicitation_ = elicitation != capabilities->end() && elicitation->is_object() &&
+                   (elicitation->contains("form") || !elicitation->contains("url"));
+  }
   spdlog::info("initialized: {} asked for {}, speaking {}", net::escape_text(client),
                net::escape_text(requested), protocol_version_);
   Json result{{"protocolVersion", protocol_version_},
@@ -278,8 +291,15 @@ void McpSession::call_tool(const Json& id, const Json& params, const Send& out, 
   }
 
   auto cancel = std::make_shared<sandbox::CancelToken>();
-  auto& state =
-      calls_.emplace(key, CallState{cancel, out, route, era, nullptr, *tool}).first->second;
+  auto& state = calls_.emplace(key, CallState{cancel, out, route, era, nullptr, *tool, nullptr})
+                    .first->second;
+  if (*tool == sandbox::Tool::execute && era == Era::negotiated && elicitation_ &&
+      context.can_ask) {
+    std::string by = principal_;
+    if (!client_name_.empty()) by += " via " + client_name_ + " " + client_version_;
+    state.approver = std::make_shared<ElicitingApprover>(
+        executor_, server_requests_, notify, std::move(by), protocol_version_ >= "2025-11-25");
+  }
   const auto started = std::chrono::steady_clock::now();
   if (auto token = progress_token(params)) {
     state.progress = std::make_shared<boost::asio::steady_timer>(executor_);
@@ -288,7 +308,8 @@ void McpSession::call_tool(const Json& id, const Json& params, const Send& out, 
   std::string audit_id = record.id;  // `record` moves into the completion below
   sandbox_.submit(
       sandbox::Call{*tool, std::move(code), principal_, std::move(cancel), std::move(audit_id),
-                    span.traceparent(), span.tracestate, context.scopes, context.profile},
+                    span.traceparent(), span.tracestate, context.scopes, context.profile,
+                    state.approver},
       [self = shared_from_this(), id, name, tool = *tool, started, record = std::move(record), span,
        facts](sandbox::Outcome outcome) mutable {
         boost::asio::post(self->executor_, [self, id, name, tool, started,
@@ -326,6 +347,7 @@ void McpSession::finish_call(const Json& id, const sandbox::Outcome& outcome) {
   CallState state = std::move(call->second);
   calls_.erase(call);
   if (state.progress) state.progress->cancel();  // no progress after the answer
+  if (state.approver) state.approver->close();   // no question after the answer
   if (!state.cancel->cancelled()) {
     reply(state.reply_to, id, shaped(tools_.result(outcome, state.tool), state.era));
   } else if (state.route == ReplyRoute::message) {

@@ -38,6 +38,7 @@
 
 #include "audit/record.h"
 #include "sandbox/sandbox.h"
+#include "server/approvals.h"
 #include "server/json_rpc.h"
 #include "server/tools.h"
 #include "server/tracing.h"
@@ -91,6 +92,9 @@ struct RequestContext {
   IncomingTrace trace;
   std::optional<std::vector<std::string>> scopes;
   std::string profile;  // a `principals` entry the token's claims match (http_transport.h)
+  // Whether the request's notification channel can carry our requests to the client (an
+  // approval's elicitation/create): stdio can; HTTP when the client takes an event stream.
+  bool can_ask = true;
 };
 
 class McpSession : public std::enable_shared_from_this<McpSession> {
@@ -142,6 +146,7 @@ class McpSession : public std::enable_shared_from_this<McpSession> {
     Era era = Era::negotiated;
     std::shared_ptr<boost::asio::steady_timer> progress;  // set when the call has a token
     sandbox::Tool tool = sandbox::Tool::search;
+    std::shared_ptr<ElicitingApprover> approver;  // set when the call's user can be asked
   };
 
   void dispatch(Message message, const Send& reply_to, ReplyRoute route, const Send& notify,
@@ -187,6 +192,9 @@ class McpSession : public std::enable_shared_from_this<McpSession> {
   std::string audit_session_;  // the session's name in audit records and spans
   std::string client_name_;    // clientInfo from initialize, for the audit trail
   std::string client_version_;
+  // The client declared form-mode elicitation at initialize: its user can approve requests.
+  bool elicitation_ = false;
+  std::shared_ptr<ServerRequests> server_requests_ = std::make_shared<ServerRequests>();
 };
 
 }  // namespace codemode::server

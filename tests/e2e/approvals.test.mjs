@@ -1,0 +1,204 @@
+// Human approval of writes (config policy.approve) through the real binary, with the official MCP
+// TypeScript SDK client answering elicitation/create over stdio and over Streamable HTTP. An
+// upstream records every request it receives and when: a write must reach it only after the
+// user accepted, and never after a decline, a dismissal or a timeout.
+import { test, describe, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { BIN } from './harness.mjs';
+import { startHttpServer, writeConfig } from './http_harness.mjs';
+
+const TIMEOUT_MS = 1500;
+const WALL_MS = 1000;  // shorter than a slow answer: the wait must not count against it
+
+// Records (method, path, body, at) of every request; answers 201 with a small JSON body.
+async function recordingUpstream() {
+  const seen = [];
+  const server = createServer((req, res) => {
+    let body = '';
+    req.on('data', (d) => { body += d; });
+    req.on('end', () => {
+      seen.push({ method: req.method, path: req.url, body, at: Date.now() });
+      res.writeHead(req.method === 'GET' ? 200 : 201, { 'content-type': 'application/json' });
+      res.end('{"ok":true}');
+    });
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { seen, origin: `http://127.0.0.1:${server.address().port}`, close: () => new Promise((r) => server.close(r)) };
+}
+
+function approvalConfig(origin) {
+  return writeConfig({
+    upstreams: [{ origin }],
+    // Writes of createOrder wait for a person; cancelOrder (also a POST) does not.
+    policy: { approve: { operations: ['createOrder'] }, approval_timeout_ms: TIMEOUT_MS },
+    limits: { wall_ms: WALL_MS, cpu_ms: 200 },
+  });
+}
+
+// A client whose user answers each question with the next of `answers` (an action, or a
+// function of the request returning a promise of one); every question is kept in `asked`.
+function userClient({ elicitation = true } = {}) {
+  const user = { asked: [], answers: [] };
+  const client = new Client({ name: 'approver-e2e', version: '1.0.0' },
+    { capabilities: elicitation ? { elicitation: { form: {} } } : {} });
+  if (elicitation) {
+    client.setRequestHandler(ElicitRequestSchema, async (request, extra) => {
+      user.asked.push({ params: request.params, at: Date.now() });
+      const next = user.answers.shift() ?? 'decline';
+      const action = typeof next === 'function' ? await next(request, extra) : next;
+      return { action };
+    });
+  }
+  return { client, user };
+}
+
+const orderBody = '{"customerId":"c1","items":[{"productId":"p1","quantity":2}]}';
+const createOrder = `async () => { const r = await fetch('/orders', { method: 'POST', headers: { 'content-type': 'application/json' }, body: ${JSON.stringify(orderBody)} }); return r.status; }`;
+
+function transports() {
+  return [
+    ['stdio', async (config) => {
+      const connect = async (client) => {
+        const transport = new StdioClientTransport({ command: BIN, args: ['--config', config], stderr: 'pipe' });
+        await client.connect(transport);
+      };
+      return { connect, stop: async () => {} };
+    }],
+    ['http', async (config) => {
+      const server = await startHttpServer(['--http', '127.0.0.1:0', '--config', config]);
+      const connect = async (client) => client.connect(new StreamableHTTPClientTransport(new URL(server.url)));
+      return { connect, stop: () => server.stop(), server };
+    }],
+  ];
+}
+
+for (const [name, start] of transports()) {
+  describe(`approvals over ${name}`, () => {
+    let upstream;
+    let served;
+    let client;
+    let user;
+    let bare;
+    const posts = () => upstream.seen.filter((r) => r.method === 'POST' && r.path === '/orders');
+    const call = (c, code) => c.callTool({ name: 'execute', arguments: { code } });
+
+    before(async () => {
+      upstream = await recordingUpstream();
+      served = await start(approvalConfig(upstream.origin));
+      ({ client, user } = userClient());
+      await served.connect(client);
+      ({ client: bare } = userClient({ elicitation: false }));
+      await served.connect(bare);
+    });
+    after(async () => {
+      await client.close();
+      await bare.close();
+      await served.stop();
+      await upstream.close();
+    });
+
+    test('accept: the user sees the request first, then it is sent', async () => {
+      const before = posts().length;
+      // Answered after longer than wall_ms: waiting for a person does not count against it.
+      user.answers.push(() => new Promise((r) => setTimeout(() => r('accept'), WALL_MS + 300)));
+      const result = await call(client, createOrder);
+      assert.equal(result.isError, undefined, JSON.stringify(result));
+      assert.equal(result.content[0].text, '201');
+      const question = user.asked.at(-1);
+      assert.match(question.params.message, new RegExp(`POST ${upstream.origin}/orders`));
+      assert.match(question.params.message, /Create an order \(createOrder\)/);
+      assert.ok(question.params.message.includes('"productId":"p1"'), question.params.message);
+      assert.equal(question.params.mode, 'form');
+      assert.equal(posts().length, before + 1);
+      assert.ok(posts().at(-1).at > question.at, 'the write left only after the question');
+      assert.equal(posts().at(-1).body, orderBody);
+    });
+
+    test('decline: the fetch is a policy error and nothing is sent', async () => {
+      const before = posts().length;
+      user.answers.push('decline');
+      const result = await call(client, createOrder);
+      assert.equal(result.isError, true);
+      assert.match(result.content[0].text, /^policy: the user declined it: POST http:\/\/127\.0\.0\.1:\d+\/orders/);
+      assert.equal(posts().length, before);
+    });
+
+    test('cancel: a dismissed question is not an approval', async () => {
+      const before = posts().length;
+      user.answers.push('cancel');
+      const result = await call(client, createOrder);
+      assert.match(result.content[0].text, /^policy: the user dismissed the question without approving it/);
+      assert.equal(posts().length, before);
+    });
+
+    test('no answer: refused after approval_timeout_ms, the question is withdrawn', async () => {
+      const before = posts().length;
+      let withdrawn = false;
+      user.answers.push((request, extra) => new Promise((resolve) => {
+        extra.signal.addEventListener('abort', () => { withdrawn = true; resolve('accept'); });
+      }));
+      const started = Date.now();
+      const result = await call(client, createOrder);
+      assert.match(result.content[0].text, new RegExp(`^policy: no answer from the user within ${TIMEOUT_MS} ms`));
+      assert.ok(Date.now() - started >= TIMEOUT_MS);
+      assert.equal(posts().length, before);
+      // The late "accept" the handler sent after the withdrawal approves nothing.
+      assert.ok(withdrawn, 'the server cancelled its elicitation/create');
+      assert.equal((await call(client, 'async () => 1')).content[0].text, '1');
+      assert.equal(posts().length, before);
+    });
+
+    test('two writes in one call: two questions, each answered on its own', async () => {
+      const before = posts().length;
+      user.answers.push('accept', 'decline');
+      const asked = user.asked.length;
+      const result = await call(client, `async () => {
+        const first = await fetch('/orders', { method: 'POST', body: '{"n":1}' });
+        let second;
+        try { second = (await fetch('/orders', { method: 'POST', body: '{"n":2}' })).status; } catch (e) { second = e.message; }
+        return [first.status, second];
+      }`);
+      const [first, second] = JSON.parse(result.content[0].text);
+      assert.equal(first, 201);
+      assert.match(second, /^the user declined it: POST/);
+      assert.equal(user.asked.length, asked + 2);
+      assert.match(user.asked.at(-2).params.message, /\{"n":1\}/);
+      assert.match(user.asked.at(-1).params.message, /\{"n":2\}/);
+      assert.deepEqual(posts().slice(before).map((r) => r.body), ['{"n":1}']);
+    });
+
+    test('reads and writes outside the rules never ask', async () => {
+      const asked = user.asked.length;
+      const result = await call(client, `async () => [
+        (await fetch('/products')).status,
+        (await fetch('/orders/o1/cancel', { method: 'POST', body: '{}' })).status]`);
+      assert.equal(result.content[0].text, '[200,201]');
+      assert.equal(user.asked.length, asked);
+      assert.ok(upstream.seen.some((r) => r.path === '/orders/o1/cancel'));
+    });
+
+    test('a client without elicitation: such writes fail closed', async () => {
+      const before = posts().length;
+      const result = await call(bare, createOrder);
+      assert.equal(result.isError, true);
+      assert.match(result.content[0].text, /^policy: approval required, but this client cannot ask its user: POST/);
+      assert.equal(posts().length, before);
+      // Reads still go through for it.
+      assert.equal((await call(bare, "async () => (await fetch('/products')).status")).content[0].text, '200');
+    });
+
+    if (name === 'http') {
+      test('the log names each answer and who gave it', () => {
+        const log = served.server.stderr;
+        assert.match(log, /approval: POST http:\/\/127\.0\.0\.1:\d+\/orders: approved \(.*approver-e2e 1\.0\.0\) after \d+ ms/);
+        assert.match(log, /approval: POST .*: the user declined it/);
+        assert.match(log, new RegExp(`approval: POST .*: no answer from the user within ${TIMEOUT_MS} ms`));
+      });
+    }
+  });
+}

@@ -83,6 +83,20 @@ TEST_CASE("a record with a key missing, added or of the wrong type does not read
   CHECK_FALSE(summarize_json("{not json").has_value());
 }
 
+TEST_CASE("who approved a request is kept, and only when someone did", "[audit][record]") {
+  RequestRecord approved = sample_request();
+  approved.approved_by = "sub:alice via Claude Desktop 1.2";
+  const Json json = to_json(approved);
+  CHECK(json["approved_by"] == "sub:alice via Claude Desktop 1.2");
+  const auto back = from_json(json);
+  REQUIRE(back.has_value());
+  CHECK(std::get<RequestRecord>(*back).approved_by == approved.approved_by);
+  CHECK_FALSE(to_json(sample_request()).contains("approved_by"));  // older records verify
+  Json empty = json;
+  empty["approved_by"] = "";
+  CHECK_FALSE(from_json(empty).has_value());
+}
+
 TEST_CASE("summaries carry the columns queries filter on", "[audit][record]") {
   const Summary call = summarize(sample_call());
   CHECK(call.kind == "call");

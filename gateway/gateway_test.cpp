@@ -12,7 +12,9 @@
 #include <cctype>
 #include <future>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -653,4 +655,132 @@ TEST_CASE("method and path override headers are dropped when a policy restricts 
   CHECK(sent_overrides(*restricted_methods) == 0);
   CHECK(sent_overrides(*restricted_operations) == 0);
   CHECK(sent_overrides(*open) == 5);  // nothing to walk around: they pass as any header does
+}
+
+namespace {
+
+// An Approver whose answers the test gives; it records every question and withdrawal.
+class TestApprover final : public Approver {
+ public:
+  struct Asked {
+    std::uint64_t ticket;
+    ApprovalRequest request;
+    std::function<void(ApprovalAnswer)> answer;
+  };
+  void ask(std::uint64_t ticket, const ApprovalRequest& request,
+           std::function<void(ApprovalAnswer)> answer) override {
+    std::lock_guard lock(mutex);
+    asked.push_back({ticket, request, std::move(answer)});
+    if (reply) asked.back().answer({*reply, "alice via test"});
+  }
+  void withdraw(std::uint64_t ticket) override {
+    std::lock_guard lock(mutex);
+    withdrawn.push_back(ticket);
+  }
+  std::mutex mutex;
+  std::optional<Verdict> reply;  // answered at once; unset: never
+  std::vector<Asked> asked;
+  std::vector<std::uint64_t> withdrawn;
+};
+
+GatewayOptions approval_options(const std::string& origin, std::chrono::milliseconds timeout) {
+  GatewayOptions options;
+  options.upstreams = {Upstream{origin, {}}};
+  options.request_body_bytes = 1000;
+  ApprovalSettings approval;
+  approval.rules.methods = {Method::post, Method::del};
+  approval.timeout = timeout;
+  options.approval = approval;
+  return options;
+}
+
+}  // namespace
+
+TEST_CASE("a request that needs approval leaves only after an accept", "[gateway][approval]") {
+  IoThread io;
+  TestServer server;
+  auto gateway = make_gateway(io, approval_options(server.origin(), 5000ms));
+  auto approver = std::make_shared<TestApprover>();
+  Caller caller{"alice", std::nullopt, {}, approver};
+  CallBudget budget(10);
+  std::vector<bool> waits;
+  const auto send = [&](OutboundRequest request, std::chrono::milliseconds timeout) {
+    auto promise = std::make_shared<std::promise<FetchResult>>();
+    auto future = promise->get_future();
+    gateway->fetch(
+        std::move(request), budget, Clock::now() + timeout,
+        [promise](FetchResult result) { promise->set_value(std::move(result)); }, caller,
+        [&waits](bool waiting) { waits.push_back(waiting); });
+    REQUIRE(future.wait_for(20s) == std::future_status::ready);
+    return future.get();
+  };
+  const OutboundRequest post{"POST", "/echo?x=1", {{"Content-Type", "application/json"}}, "{}"};
+
+  approver->reply = Verdict::accepted;
+  const InboundResponse sent = response_of(send(post, 5000ms));
+  CHECK(sent.approved_by == "alice via test");
+  REQUIRE(approver->asked.size() == 1);
+  const ApprovalRequest& asked = approver->asked[0].request;
+  CHECK(asked.method == "POST");
+  CHECK(asked.url == server.origin() + "/echo?x=1");
+  CHECK(asked.body == "{}");
+  CHECK(asked.content_type == "application/json");
+  CHECK(asked.digest == approval_digest("POST", server.origin() + "/echo?x=1", "{}"));
+  CHECK(waits == std::vector<bool>{true, false});
+  CHECK(server.requests() == 1);
+
+  approver->reply = Verdict::declined;
+  CHECK(outcome_of(send(post, 5000ms)) ==
+        "policy: the user declined it: POST " + server.origin() + "/echo?x=1");
+  approver->reply = Verdict::cancelled;
+  CHECK(outcome_of(send(post, 5000ms))
+            .starts_with("policy: the user dismissed the question without approving it: POST"));
+  CHECK(server.requests() == 1);  // neither left
+
+  // Reads never ask.
+  CHECK(outcome_of(send(get("/echo"), 5000ms)) == "200");
+  CHECK(approver->asked.size() == 3);
+
+  // A slow yes: the wait is not the request's time, so a deadline shorter than the wait holds.
+  approver->reply.reset();
+  auto promise = std::make_shared<std::promise<FetchResult>>();
+  auto future = promise->get_future();
+  gateway->fetch(
+      post, budget, Clock::now() + 300ms,
+      [promise](FetchResult result) { promise->set_value(std::move(result)); }, caller);
+  std::this_thread::sleep_for(500ms);  // the person reading the question
+  {
+    std::lock_guard lock(approver->mutex);
+    REQUIRE(approver->asked.size() == 4);
+    approver->asked.back().answer({Verdict::accepted, "alice"});
+    approver->asked.back().answer({Verdict::declined, "alice"});  // a second answer is ignored
+  }
+  REQUIRE(future.wait_for(20s) == std::future_status::ready);
+  CHECK(outcome_of(future.get()) == "200");
+  CHECK(server.requests() == 3);
+}
+
+TEST_CASE("an unanswered question times out and is withdrawn; no approver fails closed",
+          "[gateway][approval]") {
+  IoThread io;
+  TestServer server;
+  auto gateway = make_gateway(io, approval_options(server.origin(), 200ms));
+  auto approver = std::make_shared<TestApprover>();
+  CallBudget budget(10);
+  const OutboundRequest del{"DELETE", "/echo", {}, ""};
+  CHECK(
+      outcome_of(fetch(*gateway, budget, del, 5000ms, Caller{"bob", std::nullopt, {}, approver})) ==
+      "policy: no answer from the user within 200 ms: DELETE " + server.origin() + "/echo");
+  {
+    std::lock_guard lock(approver->mutex);
+    REQUIRE(approver->asked.size() == 1);
+    CHECK(approver->withdrawn == std::vector<std::uint64_t>{approver->asked[0].ticket});
+    approver->asked[0].answer({Verdict::accepted, "bob"});  // too late: nothing is sent
+  }
+  CHECK(outcome_of(fetch(*gateway, budget, del, 5000ms, Caller{"carol"})) ==
+        "policy: approval required, but this client cannot ask its user: DELETE " +
+            server.origin() + "/echo");
+  CHECK(budget.used() == 1);  // the refusal without an approver spent nothing
+  CHECK(outcome_of(fetch(*gateway, budget, get("/echo"), 5000ms, Caller{"carol"})) == "200");
+  CHECK(server.requests() == 1);
 }

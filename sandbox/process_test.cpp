@@ -16,6 +16,7 @@
 #include <future>
 
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
@@ -319,6 +320,42 @@ TEST_CASE("fetch() crosses the channel to the parent and back", "[sandbox][proce
   CHECK(seen[0].body == "hi");
   CHECK(std::find(seen[0].headers.begin(), seen[0].headers.end(), gateway::Header{"x-a", "b"}) !=
         seen[0].headers.end());
+}
+
+TEST_CASE("time a fetch waits for a person does not count against wall_ms", "[sandbox][process]") {
+  auto limits = test_limits();
+  limits.wall_ms = 400;
+  limits.cpu_ms = 300;
+  auto process = start(options_for(limits, true));
+  boost::asio::steady_timer answer(process->io);
+  // The fetch's answer comes after 700 ms, longer than wall_ms; with `held` those 700 ms are
+  // spent waiting for a person (FetchDone::waiting), as a request awaiting approval is.
+  const auto answered_late = [&](bool held) {
+    return Fetcher([&answer, held](gateway::OutboundRequest, FetchDone done) {
+      if (held) done.waiting()(true);
+      answer.expires_after(std::chrono::milliseconds(700));
+      answer.async_wait([done, held](boost::system::error_code) {
+        if (held) done.waiting()(false);
+        gateway::InboundResponse response;
+        response.status = 201;
+        done(std::move(response));
+      });
+    });
+  };
+  const Fetcher held = answered_late(true);
+  const Fetcher not_held = answered_late(false);
+  const std::string code = "async () => (await fetch('/orders', {method: 'POST'})).status";
+  CHECK(result_of(run(*process, code, limits, &held)) == 201);
+  const Outcome timed_out = run(*process, code, limits, &not_held);
+  CHECK(timed_out.error_kind == ErrorKind::timeout);
+  CHECK(timed_out.error_message == "wall limit 400 ms exceeded");
+  // The clock runs again once the wait is over: what is left of wall_ms still bounds the call.
+  const Outcome after = run(*process,
+                            "async () => { await fetch('/orders', {method: 'POST'}); "
+                            "await new Promise(r => setTimeout(r, 2000)); }",
+                            limits, &held);
+  CHECK(after.error_message == "wall limit 400 ms exceeded");
+  CHECK(result_of(run(*process, "async () => 'next'", limits, &held)) == "next");
 }
 
 TEST_CASE("SIGKILL in the middle of a call is that call's error", "[sandbox][process]") {

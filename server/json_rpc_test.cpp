@@ -28,8 +28,14 @@ TEST_CASE("a message without id is a notification", "[server][json_rpc]") {
 
 TEST_CASE("a result or error from the peer is a response", "[server][json_rpc]") {
   CHECK(std::holds_alternative<Response>(parse_message(R"({"jsonrpc":"2.0","id":1,"result":{}})")));
-  CHECK(std::holds_alternative<Response>(
-      parse_message(R"({"jsonrpc":"2.0","id":1,"error":{"code":1,"message":"x"}})")));
+  const auto error = parse_message(R"({"jsonrpc":"2.0","id":1,"error":{"code":1,"message":"x"}})");
+  REQUIRE(std::holds_alternative<Response>(error));
+  CHECK(std::get<Response>(error).error);
+  const auto result = parse_message(R"({"jsonrpc":"2.0","id":"a-1","result":{"action":"accept"}})");
+  REQUIRE(std::holds_alternative<Response>(result));
+  CHECK(std::get<Response>(result).id == "a-1");
+  CHECK_FALSE(std::get<Response>(result).error);
+  CHECK(std::get<Response>(result).result == Json{{"action", "accept"}});
 }
 
 namespace {

@@ -1,0 +1,70 @@
+// Which requests wait for a person (policy.approve), and what an approval binds to.
+#include "gateway/approval.h"
+
+#include <catch2/catch.hpp>
+
+namespace {
+
+using namespace codemode::gateway;
+
+TEST_CASE("path patterns: * is one segment, ** any number", "[gateway][approval]") {
+  CHECK(path_matches("/orders", "/orders"));
+  CHECK_FALSE(path_matches("/orders", "/orders/1"));
+  CHECK(path_matches("/orders/*/cancel", "/orders/o-1/cancel"));
+  CHECK_FALSE(path_matches("/orders/*/cancel", "/orders/cancel"));
+  CHECK_FALSE(path_matches("/orders/*/cancel", "/orders/a/b/cancel"));
+  CHECK(path_matches("/admin/**", "/admin"));
+  CHECK(path_matches("/admin/**", "/admin/users/7/roles"));
+  CHECK_FALSE(path_matches("/admin/**", "/administrator"));
+  CHECK(path_matches("/**/delete", "/a/b/delete"));
+  CHECK_FALSE(path_matches("/**/delete", "/a/b/delete/now"));
+}
+
+TEST_CASE("a request needs approval by method, then by operation, tag or path",
+          "[gateway][approval]") {
+  const Operation create{Method::post, "/orders", {}, "createOrder", "Create an order", {"Orders"}};
+  const Operation cancel{Method::post, "/orders/{orderId}/cancel", {}, "cancelOrder",
+                         "Cancel",     {"Orders", "Danger"}};
+  ApprovalRules writes;
+  writes.methods = {Method::post, Method::put, Method::patch, Method::del};
+  CHECK(needs_approval(writes, Method::post, "/anything", nullptr, {}));
+  CHECK(needs_approval(writes, Method::del, "/orders/1", nullptr, {}));
+  CHECK_FALSE(needs_approval(writes, Method::get, "/orders", &create, {}));
+  CHECK_FALSE(needs_approval(writes, Method::head, "/orders", nullptr, {}));
+
+  ApprovalRules by_operation = writes;
+  by_operation.operations = {"createOrder"};
+  CHECK(needs_approval(by_operation, Method::post, "/orders", &create, {}));
+  CHECK_FALSE(needs_approval(by_operation, Method::post, "/orders/1/cancel", &cancel, {}));
+  CHECK_FALSE(needs_approval(by_operation, Method::post, "/undeclared", nullptr, {}));
+
+  ApprovalRules by_tag = writes;
+  by_tag.tags = {"Danger"};
+  CHECK(needs_approval(by_tag, Method::post, "/orders/1/cancel", &cancel, {}));
+  CHECK_FALSE(needs_approval(by_tag, Method::post, "/orders", &create, {}));
+
+  ApprovalRules by_path = writes;
+  by_path.paths = {"/orders/*/cancel"};
+  CHECK(needs_approval(by_path, Method::post, "/orders/1/cancel", nullptr, {}));
+  CHECK(needs_approval(by_path, Method::post, "/v1/orders/1/cancel", nullptr, {"/v1"}));
+  CHECK_FALSE(needs_approval(by_path, Method::post, "/orders", &create, {"/v1"}));
+
+  ApprovalRules reads_too;  // a sensitive read can be listed with its method
+  reads_too.methods = {Method::get};
+  reads_too.paths = {"/exports/**"};
+  CHECK(needs_approval(reads_too, Method::get, "/exports/all", nullptr, {}));
+  CHECK_FALSE(needs_approval(reads_too, Method::get, "/orders", nullptr, {}));
+}
+
+TEST_CASE("an approval digest binds method, URL and body", "[gateway][approval]") {
+  const std::string digest = approval_digest("POST", "http://h/orders", "{}");
+  CHECK(digest.size() == 64);
+  CHECK(digest == approval_digest("POST", "http://h/orders", "{}"));
+  CHECK(digest != approval_digest("PUT", "http://h/orders", "{}"));
+  CHECK(digest != approval_digest("POST", "http://h/orders?x", "{}"));
+  CHECK(digest != approval_digest("POST", "http://h/orders", "{ }"));
+  // The parts cannot be shifted into each other.
+  CHECK(approval_digest("POST", "http://h/a", "b") != approval_digest("POST", "http://h/a\nb", ""));
+}
+
+}  // namespace

@@ -154,8 +154,8 @@ constexpr std::array<std::string_view, 7> kAuditKeys = {
 constexpr std::array<std::string_view, 8> kSandboxKeys = {
     "jitless",      "process_calls",   "max_processes",   "spare_processes",
     "idle_seconds", "principal_calls", "principal_queue", "memory_mb"};
-constexpr std::array<std::string_view, 4> kPolicyKeys = {"operations", "methods", "approve",
-                                                         "approval_timeout_ms"};
+constexpr std::array<std::string_view, 5> kPolicyKeys = {"operations", "methods", "approve",
+                                                         "approval_timeout_ms", "approval_key"};
 constexpr std::array<std::string_view, 4> kApproveKeys = {"methods", "operations", "tags", "paths"};
 constexpr std::array<std::string_view, 6> kMethods = {"GET", "HEAD",  "POST",
                                                       "PUT", "PATCH", "DELETE"};
@@ -514,7 +514,18 @@ class Loader {
         if (auto n = read_integer(field, path, 1000, 3600000)) {
           policy.approval_timeout_ms = static_cast<std::uint32_t>(*n);
         }
-      } else if (key == "approve" || key == "approval_timeout_ms") {
+      } else if (key == "approval_key" && where == "policy") {
+        const std::optional<Expanded> text = read_required_string(field, path);
+        if (!text) continue;
+        const bool hex = text->value.size() == 64 &&
+                         std::all_of(text->value.begin(), text->value.end(),
+                                     [](unsigned char c) { return std::isxdigit(c) != 0; });
+        if (!hex) {
+          add(path, "must be 64 hex digits (a 256-bit key: openssl rand -hex 32)");
+          continue;
+        }
+        policy.approval_key = text->value;
+      } else if (key == "approve" || key == "approval_timeout_ms" || key == "approval_key") {
         add(path, "approval is set for every principal at once, in the top-level policy");
       } else {
         unknown_key(where, key, kPolicyKeys);

@@ -154,6 +154,10 @@ struct Policy {
   // How long a request waits for the answer before it is refused as unanswered (1 s .. 1 h).
   // That wait does not count against limits.wall_ms or cpu_ms.
   std::uint32_t approval_timeout_ms = 120000;
+  // 64 hex digits (`openssl rand -hex 32`): the AES-256-GCM key that seals the state an MCP
+  // 2026-07-28 call's approvals travel in (README.md, "Approvals"); replicas of a fleet share
+  // it. Empty: each process makes its own, and a retry must reach the same process.
+  std::string approval_key;
 };
 
 // How the sandbox runs code, beyond the per-call limits.

@@ -651,6 +651,15 @@ TEST_CASE("policy.approve names the requests that wait for a person", "[config][
                  R"(policy.approve.tag: unknown key (did you mean "tags"?))",
                  "policy.approve.operations: must name at least one (omit it for the default)",
                  "policy.approval_timeout_ms: 5 is out of range 1000..3600000"});
+  CHECK(
+      workspace
+          .load(
+              R"({"openapi": "openapi.json", "policy": {"approve": true, "approval_key": "${K}"}})",
+              {{"K", std::string(64, 'e')}})
+          .policy.approval_key == std::string(64, 'e'));
+  CHECK(
+      workspace.problems(R"({"openapi": "openapi.json", "policy": {"approval_key": "secret"}})") ==
+      Problems{"policy.approval_key: must be 64 hex digits (a 256-bit key: openssl rand -hex 32)"});
   CHECK(workspace.problems(R"({"openapi": "openapi.json", "policy": {"approve": "yes"}})") ==
         Problems{"policy.approve: must be true, false or an object (methods, operations, tags, "
                  "paths)"});

@@ -12,12 +12,14 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "gateway/operation_policy.h"
+#include "gateway/request.h"
 #include "gateway/request_check.h"
 
 namespace codemode::gateway {
@@ -61,6 +63,7 @@ enum class Verdict {
   cancelled,   // the person dismissed the prompt
   unanswered,  // no answer within policy.approval_timeout_ms
   impossible,  // nobody can be asked (the client cannot ask its user)
+  deferred,    // the question goes back with the call's result, which ends here (MCP 2026-07-28)
 };
 
 struct ApprovalAnswer {
@@ -68,6 +71,10 @@ struct ApprovalAnswer {
   // Who answered, for the log and the audit trail ("sub:alice via Claude Desktop 1.2"); the
   // principal when nothing better is known.
   std::string by;
+  // With `accepted`: the request was already made, approved, in an earlier round of the same
+  // call (MCP 2026-07-28's retries run the code again): this is its response, and nothing is
+  // sent again.
+  std::optional<FetchResult> replay;
 };
 
 class Approver {
@@ -80,6 +87,9 @@ class Approver {
   // The question `ticket` is no longer waited for (it timed out, or its call ended): the
   // approver may take the prompt back; a later answer is ignored.
   virtual void withdraw(std::uint64_t ticket) = 0;
+  // The request approved as `ticket` was sent and this is what came back (on the gateway's I/O
+  // thread), for an approver that keeps what its approvals did.
+  virtual void sent(std::uint64_t /*ticket*/, const FetchResult& /*result*/) {}
 };
 
 }  // namespace codemode::gateway

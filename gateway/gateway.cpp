@@ -94,6 +94,9 @@ struct Attempt {
   unsigned redirects = 0;
   Gateway::Completion done;
   std::string approved_by;  // set when a person approved it
+  // The approver to tell what the approved request got, and its question's ticket.
+  std::shared_ptr<Approver> approver;
+  std::uint64_t ticket = 0;
 };
 
 // One request waiting for a person's answer, on the gateway's I/O thread.
@@ -119,6 +122,8 @@ std::string verdict_text(const ApprovalAnswer& answer, std::chrono::milliseconds
       return "the user dismissed the question without approving it";
     case Verdict::unanswered:
       return "no answer from the user within " + std::to_string(timeout.count()) + " ms";
+    case Verdict::deferred:
+      return "the call stops here; the client is to ask its user and call again";
     case Verdict::impossible:
       break;
   }
@@ -210,7 +215,7 @@ struct Gateway::State : std::enable_shared_from_this<Gateway::State> {
       question->timer.expires_after(self->options.approval->timeout);
       question->timer.async_wait([self, question](boost::system::error_code error) {
         if (error) return;
-        self->settle(*question, {Verdict::unanswered, {}});
+        self->settle(*question, {Verdict::unanswered, {}, std::nullopt});
         question->approver->withdraw(question->ticket);
       });
       question->approver->ask(question->ticket, question->request,
@@ -237,9 +242,20 @@ struct Gateway::State : std::enable_shared_from_this<Gateway::State> {
       attempt.done(policy_error(verdict + ": " + what));
       return;
     }
+    attempt.approved_by = answer.by.empty() ? std::string("the user") : answer.by;
+    if (answer.replay) {
+      // Made in an earlier round of this call: its response again, nothing sent.
+      FetchResult replay = *answer.replay;
+      if (auto* response = std::get_if<InboundResponse>(&replay)) {
+        response->approved_by = attempt.approved_by;
+      }
+      attempt.done(std::move(replay));
+      return;
+    }
     attempt.deadline += waited;  // the wait is not the request's time
     attempt.started = Clock::now();
-    attempt.approved_by = answer.by.empty() ? std::string("the user") : answer.by;
+    attempt.approver = question.approver;
+    attempt.ticket = question.ticket;
     send(std::move(attempt));
   }
 
@@ -271,6 +287,7 @@ struct Gateway::State : std::enable_shared_from_this<Gateway::State> {
       error->message = scrub(std::move(error->message));
       spdlog::debug("gateway: {} {} failed after {} ms: {}", to_string(attempt.method), where, ms,
                     error->message);
+      if (attempt.approver) attempt.approver->sent(attempt.ticket, *error);
       attempt.done(std::move(*error));
       return;
     }
@@ -284,6 +301,7 @@ struct Gateway::State : std::enable_shared_from_this<Gateway::State> {
     }
     redact(response, attempt.method);
     response.approved_by = attempt.approved_by;
+    if (attempt.approver) attempt.approver->sent(attempt.ticket, response);
     attempt.done(std::move(response));
   }
 
@@ -526,7 +544,7 @@ void Gateway::fetch(OutboundRequest request, CallBudget& budget, Deadline deadli
                               approval_operation, state_->options.approval->operations.base_paths);
     if (approval && !caller.approver) {
       return state_->refuse(
-          std::move(done), policy_error(verdict_text({Verdict::impossible, {}}, {}) + ": " +
+          std::move(done), policy_error(verdict_text({Verdict::impossible, {}, std::nullopt}, {}) + ": " +
                                         std::string(to_string(*method)) + " " + allowed.url.origin +
                                         std::string(path_of(allowed.url.target))));
     }

@@ -1,5 +1,7 @@
 #include "server/approvals.h"
 
+#include <openssl/evp.h>
+
 #include <boost/asio/post.hpp>
 
 #include "server/tools.h"
@@ -110,6 +112,189 @@ void ElicitingApprover::take_back(std::uint64_t ticket, const char* reason) {
   if (auto requests = requests_.lock()) requests->drop(id);
   // Either side may cancel a request it sent (MCP basic/utilities/cancellation).
   send_(serialize_notification("notifications/cancelled", {{"requestId", id}, {"reason", reason}}));
+}
+
+namespace {
+
+std::string to_base64(std::string_view bytes) {
+  std::string out(4 * ((bytes.size() + 2) / 3), '\0');
+  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                                reinterpret_cast<const unsigned char*>(bytes.data()),
+                                static_cast<int>(bytes.size()));
+  out.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
+  return out;
+}
+
+std::string from_base64(std::string_view text) {
+  if (text.empty() || text.size() % 4 != 0) return {};
+  std::string out(3 * text.size() / 4, '\0');
+  const int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                                reinterpret_cast<const unsigned char*>(text.data()),
+                                static_cast<int>(text.size()));
+  const std::size_t padding = text.ends_with("==") ? 2 : text.ends_with('=') ? 1 : 0;
+  if (n < 0 || static_cast<std::size_t>(n) < padding) return {};
+  out.resize(static_cast<std::size_t>(n) - padding);
+  return out;
+}
+
+std::string text_of(const Json& object, const char* key) {
+  const auto it = object.find(key);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+// A recorded response back into what the gateway answers with.
+gateway::FetchResult replayed(const Json& entry) {
+  if (entry.contains("too_large")) {
+    return gateway::GatewayError{
+        gateway::ErrorKind::policy,
+        "this request was already made, approved, in an earlier round of this call, and its "
+        "response (" +
+            dump(entry["too_large"]) +
+            " bytes) is too large to carry into this one; it is not sent again"};
+  }
+  if (entry.contains("error")) {
+    return gateway::GatewayError{text_of(entry, "error") == "policy" ? gateway::ErrorKind::policy
+                                                                     : gateway::ErrorKind::runtime,
+                                 text_of(entry, "message")};
+  }
+  gateway::InboundResponse response;
+  response.status = entry.value("status", 0U);
+  response.status_text = text_of(entry, "status_text");
+  if (const auto headers = entry.find("headers"); headers != entry.end() && headers->is_array()) {
+    for (const auto& pair : *headers) {
+      if (pair.is_array() && pair.size() == 2 && pair[0].is_string() && pair[1].is_string()) {
+        response.headers.emplace_back(pair[0].get<std::string>(), pair[1].get<std::string>());
+      }
+    }
+  }
+  response.body = from_base64(text_of(entry, "body"));
+  response.final_url = text_of(entry, "final_url");
+  response.redirects = entry.value("redirects", 0U);
+  return response;
+}
+
+}  // namespace
+
+std::string call_digest(std::string_view tool, std::string_view code) {
+  return gateway::approval_digest("tools/call", tool, code);
+}
+
+RetryApprover::RetryApprover(std::string call, const Json* state, const Json& responses,
+                             std::string by, std::function<void()> stop)
+    : call_(std::move(call)), by_(std::move(by)), stop_(std::move(stop)) {
+  if (state == nullptr) return;
+  if (const auto done = state->find("done"); done != state->end() && done->is_array()) {
+    done_ = *done;
+  }
+  replayed_.assign(done_.size(), false);
+  if (const auto declined = state->find("declined"); declined != state->end()) {
+    for (const auto& digest : *declined) {
+      if (digest.is_string()) declined_.push_back(digest.get<std::string>());
+    }
+  }
+  const auto asked = state->find("asked");
+  if (asked == state->end() || !asked->is_object() || !responses.is_object()) return;
+  for (const auto& [key, digest] : asked->items()) {
+    const auto response = responses.find(key);
+    if (response == responses.end() || !digest.is_string()) continue;  // asked again
+    switch (verdict_of(*response)) {
+      case gateway::Verdict::accepted:
+        accepted_.push_back(digest.get<std::string>());
+        break;
+      case gateway::Verdict::declined:
+      case gateway::Verdict::cancelled:
+        declined_.push_back(digest.get<std::string>());
+        break;
+      default:
+        break;  // not an answer: asked again
+    }
+  }
+}
+
+void RetryApprover::ask(std::uint64_t ticket, const gateway::ApprovalRequest& request,
+                        std::function<void(gateway::ApprovalAnswer)> answer) {
+  std::unique_lock lock(mutex_);
+  for (std::size_t i = 0; i < replayed_.size(); ++i) {
+    if (!replayed_[i] && text_of(done_[i], "d") == request.digest) {
+      replayed_[i] = true;
+      gateway::ApprovalAnswer again{gateway::Verdict::accepted, text_of(done_[i], "by"),
+                                    replayed(done_[i])};
+      lock.unlock();
+      return answer(std::move(again));
+    }
+  }
+  if (const auto it = std::find(accepted_.begin(), accepted_.end(), request.digest);
+      it != accepted_.end()) {
+    accepted_.erase(it);
+    sending_.emplace(ticket, request.digest);
+    lock.unlock();
+    return answer({gateway::Verdict::accepted, by_, std::nullopt});
+  }
+  if (std::find(declined_.begin(), declined_.end(), request.digest) != declined_.end()) {
+    lock.unlock();
+    return answer({gateway::Verdict::declined, by_, std::nullopt});
+  }
+  questions_.push_back(request);
+  lock.unlock();
+  stop_();  // the call ends here; the retry runs it again with the answer
+  answer({gateway::Verdict::deferred, by_, std::nullopt});
+}
+
+void RetryApprover::sent(std::uint64_t ticket, const gateway::FetchResult& result) {
+  std::lock_guard lock(mutex_);
+  const auto it = sending_.find(ticket);
+  if (it == sending_.end()) return;
+  Json entry{{"d", it->second}, {"by", by_}};
+  sending_.erase(it);
+  if (const auto* error = std::get_if<gateway::GatewayError>(&result)) {
+    entry["error"] = std::string(gateway::to_string(error->kind));
+    entry["message"] = error->message;
+  } else {
+    const auto& response = std::get<gateway::InboundResponse>(result);
+    std::size_t bytes = response.body.size();
+    Json headers = Json::array();
+    for (const auto& [name, value] : response.headers) {
+      headers.push_back({name, value});
+      bytes += name.size() + value.size();
+    }
+    if (recorded_bytes_ + bytes > kMaxCarriedResponseBytes) {
+      entry["too_large"] = bytes;
+    } else {
+      recorded_bytes_ += bytes;
+      entry["status"] = response.status;
+      entry["status_text"] = response.status_text;
+      entry["headers"] = std::move(headers);
+      entry["body"] = to_base64(response.body);
+      entry["final_url"] = response.final_url;
+      entry["redirects"] = response.redirects;
+    }
+  }
+  done_.push_back(std::move(entry));
+}
+
+bool RetryApprover::stopped_for_input() const {
+  std::lock_guard lock(mutex_);
+  return !questions_.empty();
+}
+
+Json RetryApprover::input_requests() const {
+  std::lock_guard lock(mutex_);
+  Json requests = Json::object();
+  for (std::size_t i = 0; i < questions_.size(); ++i) {
+    requests["approval-" + std::to_string(i + 1)] = {
+        {"method", "elicitation/create"}, {"params", approval_elicitation(questions_[i], true)}};
+  }
+  return requests;
+}
+
+Json RetryApprover::next_state() const {
+  std::lock_guard lock(mutex_);
+  Json asked = Json::object();
+  for (std::size_t i = 0; i < questions_.size(); ++i) {
+    asked["approval-" + std::to_string(i + 1)] = questions_[i].digest;
+  }
+  return Json{
+      {"call", call_}, {"asked", std::move(asked)}, {"done", done_}, {"declined", declined_}};
 }
 
 }  // namespace codemode::server

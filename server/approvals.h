@@ -16,7 +16,9 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <vector>
 
 #include <boost/asio/any_io_executor.hpp>
 
@@ -86,5 +88,55 @@ class ElicitingApprover final : public gateway::Approver,
   std::map<std::uint64_t, Json> open_;  // ticket -> the request's id
   bool closed_ = false;
 };
+
+// The Approver of one execute call of MCP 2026-07-28, which has no requests from server to
+// client: a call that needs an answer it does not have is stopped (`stop`), and the client gets
+// an InputRequiredResult with the questions and a sealed requestState (request_state.h). The
+// client sends the call again with the answers; the code runs again from the start, in a fresh
+// isolate, and:
+//   - a request identical (method, URL, body: its digest) to one the user accepted is sent, once;
+//   - one identical to one the user declined or dismissed is refused, as in a session;
+//   - one identical to a request already made, approved, in an earlier round gets that round's
+//     response again and is not sent again (so each round can go further than the last);
+//   - any other that needs approval is asked about, and the call stops again.
+// Thread-safe: the gateway calls it on its I/O thread, the session reads it after the call.
+class RetryApprover final : public gateway::Approver {
+ public:
+  // `call`: the call's call_digest(). `state`: the opened requestState of a retry (null on a
+  // first call; its `call` already checked), `responses`: the retry's inputResponses. `by`: who
+  // answers. `stop`: ends the call.
+  RetryApprover(std::string call, const Json* state, const Json& responses, std::string by,
+                std::function<void()> stop);
+
+  void ask(std::uint64_t ticket, const gateway::ApprovalRequest& request,
+           std::function<void(gateway::ApprovalAnswer)> answer) override;
+  void withdraw(std::uint64_t /*ticket*/) override {}
+  void sent(std::uint64_t ticket, const gateway::FetchResult& result) override;
+
+  // After the call: whether it stopped for questions; then the result's inputRequests, and the
+  // state to seal for the retry (the requests already made, the answers given, the questions).
+  bool stopped_for_input() const;
+  Json input_requests() const;
+  Json next_state() const;
+
+ private:
+  mutable std::mutex mutex_;
+  const std::string call_;
+  const std::string by_;
+  std::function<void()> stop_;
+  std::vector<std::string> accepted_;  // digests, each good for one request
+  std::vector<std::string> declined_;
+  Json done_ = Json::array();   // requests made in earlier rounds and this one, in order
+  std::vector<bool> replayed_;  // per done_ entry of earlier rounds: given back this round
+  std::map<std::uint64_t, std::string> sending_;  // ticket -> digest, approved and being sent
+  std::vector<gateway::ApprovalRequest> questions_;
+  std::size_t recorded_bytes_ = 0;
+};
+
+// How much of the responses of approved requests a requestState carries for the next round.
+inline constexpr std::size_t kMaxCarriedResponseBytes = 65536;
+
+// A digest naming one tools/call: its tool and code (what a requestState is bound to).
+std::string call_digest(std::string_view tool, std::string_view code);
 
 }  // namespace codemode::server

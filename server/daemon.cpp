@@ -230,6 +230,18 @@ int Daemon::run() {
     gateway_options.approval->timeout =
         std::chrono::milliseconds(options_.config.policy.approval_timeout_ms);
   }
+  // MCP 2026-07-28 calls carry their approvals' state through the client, sealed with this key.
+  std::shared_ptr<RequestStates> request_states;
+  if (options_.config.policy.approve) {
+    const auto& key = options_.config.policy.approval_key;
+    if (key.empty()) {
+      spdlog::info(
+          "approvals: no policy.approval_key; 2026-07-28 retries must come back to this process");
+    }
+    request_states = std::make_shared<RequestStates>(
+        key.empty() ? std::string() : *approval_key_bytes(key),
+        std::chrono::seconds(options_.config.policy.approval_timeout_ms / 1000));
+  }
   auto created = gateway::Gateway::create(io, std::move(gateway_options));
   if (auto* problems = std::get_if<std::vector<std::string>>(&created)) {
     for (const auto& problem : *problems) spdlog::error("gateway: {}", problem);
@@ -333,10 +345,12 @@ int Daemon::run() {
     // Each HTTP session answers every message on the exchange that carried it: no default Send.
     http.emplace(io, std::move(http_options),
                  [&](boost::asio::any_io_executor executor, std::string principal) {
-                   return std::make_shared<McpSession>(
+                   auto session = std::make_shared<McpSession>(
                        std::move(executor), tools, sandbox, options_.info,
                        [](const std::string&) {}, std::move(principal), max_calls,
                        SessionAudit{trail ? &*trail : nullptr, "http", &metrics, &tracer});
+                   session->use_request_states(request_states);
+                   return session;
                  });
     if (auto problem = http->start()) {
       spdlog::error("http: {}", *problem);
@@ -410,6 +424,7 @@ int Daemon::run() {
           });
         },
         "stdio", max_calls, SessionAudit{trail ? &*trail : nullptr, "stdio", &metrics, &tracer});
+    stdio_session->use_request_states(request_states);
   }
 
   signals.async_wait([&](boost::system::error_code ec, int signal) {

@@ -216,6 +216,40 @@ Json McpSession::initialize(const Json& params) {
   return result;
 }
 
+namespace {
+
+// The 2026-07-28 request's `_meta` entry `key`, or null.
+const Json* meta_entry(const Json& params, std::string_view key) {
+  const auto meta = params.find("_meta");
+  if (meta == params.end() || !meta->is_object()) return nullptr;
+  const auto it = meta->find(std::string(key));
+  return it == meta->end() ? nullptr : &*it;
+}
+
+std::string string_at(const Json& object, const char* key) {
+  const auto it = object.find(key);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+}  // namespace
+
+bool McpSession::stateless_client_can_ask(const Json& params) {
+  const Json* capabilities = meta_entry(params, kMetaClientCapabilities);
+  if (capabilities == nullptr || !capabilities->is_object()) return false;
+  const auto elicitation = capabilities->find("elicitation");
+  return elicitation != capabilities->end() && elicitation->is_object() &&
+         (elicitation->contains("form") || !elicitation->contains("url"));
+}
+
+std::string McpSession::stateless_client(const Json& params) const {
+  std::string by = principal_;
+  if (const Json* info = meta_entry(params, "io.modelcontextprotocol/clientInfo");
+      info != nullptr && info->is_object() && !string_at(*info, "name").empty()) {
+    by += " via " + string_at(*info, "name") + " " + string_at(*info, "version");
+  }
+  return by;
+}
+
 void McpSession::call_tool(const Json& id, const Json& params, const Send& out, ReplyRoute route,
                            Era era, const Send& notify, const RequestContext& context) {
   if (!params.is_object() || !params.contains("name") || !params["name"].is_string()) {
@@ -291,8 +325,37 @@ void McpSession::call_tool(const Json& id, const Json& params, const Send& out, 
   }
 
   auto cancel = std::make_shared<sandbox::CancelToken>();
-  auto& state = calls_.emplace(key, CallState{cancel, out, route, era, nullptr, *tool, nullptr})
-                    .first->second;
+  std::shared_ptr<RetryApprover> retry;
+  if (*tool == sandbox::Tool::execute && era == Era::stateless && request_states_ &&
+      stateless_client_can_ask(params)) {
+    // MCP 2026-07-28 (multi round-trip requests): a retry brings its state and the answers.
+    Json opened;
+    const auto sealed = params.find("requestState");
+    if (sealed != params.end()) {
+      std::variant<Json, std::string> state =
+          sealed->is_string() ? request_states_->open(sealed->get<std::string>(), principal_)
+                              : std::variant<Json, std::string>(std::string("must be a string"));
+      if (auto* refused = std::get_if<std::string>(&state)) {
+        spdlog::info("tools/call id={}: requestState refused: {}", net::escape_text(dump(id)),
+                     *refused);
+        return reply_error(out, id, ErrorCode::invalid_params, "invalid params: " + *refused);
+      }
+      opened = std::move(std::get<Json>(state));
+      if (!opened.contains("call") || opened["call"] != call_digest(name, code)) {
+        return reply_error(out, id, ErrorCode::invalid_params,
+                           "invalid params: requestState belongs to another call (another tool "
+                           "or code)");
+      }
+    }
+    const auto responses = params.find("inputResponses");
+    retry = std::make_shared<RetryApprover>(
+        call_digest(name, code), sealed != params.end() ? &opened : nullptr,
+        responses != params.end() ? *responses : Json::object(), stateless_client(params),
+        [cancel] { cancel->cancel(); });
+  }
+  auto& state =
+      calls_.emplace(key, CallState{cancel, out, route, era, nullptr, *tool, nullptr, retry})
+          .first->second;
   if (*tool == sandbox::Tool::execute && era == Era::negotiated && elicitation_ &&
       context.can_ask) {
     std::string by = principal_;
@@ -309,7 +372,8 @@ void McpSession::call_tool(const Json& id, const Json& params, const Send& out, 
   sandbox_.submit(
       sandbox::Call{*tool, std::move(code), principal_, std::move(cancel), std::move(audit_id),
                     span.traceparent(), span.tracestate, context.scopes, context.profile,
-                    state.approver},
+                    state.retry ? std::shared_ptr<gateway::Approver>(state.retry)
+                                : std::shared_ptr<gateway::Approver>(state.approver)},
       [self = shared_from_this(), id, name, tool = *tool, started, record = std::move(record), span,
        facts](sandbox::Outcome outcome) mutable {
         boost::asio::post(self->executor_, [self, id, name, tool, started,
@@ -319,6 +383,13 @@ void McpSession::call_tool(const Json& id, const Json& params, const Send& out, 
           const double ms =
               std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
                   .count();
+          if (const auto call = self->calls_.find(id_key(id));
+              call != self->calls_.end() && call->second.retry &&
+              call->second.retry->stopped_for_input()) {
+            outcome = sandbox::Outcome::failure(
+                sandbox::ErrorKind::policy,
+                "stopped for the user's approval; the client is to call again with the answer");
+          }
           // The answer first: the log line is a write to stderr, which the client often reads
           // too, and its wake-up would come ahead of the answer's.
           self->finish_call(id, outcome);
@@ -348,6 +419,14 @@ void McpSession::finish_call(const Json& id, const sandbox::Outcome& outcome) {
   calls_.erase(call);
   if (state.progress) state.progress->cancel();  // no progress after the answer
   if (state.approver) state.approver->close();   // no question after the answer
+  if (state.retry && state.retry->stopped_for_input()) {
+    // MCP 2026-07-28: the questions go back with the call, which the client sends again.
+    Json result{{"inputRequests", state.retry->input_requests()},
+                {"requestState", request_states_->seal(state.retry->next_state(), principal_)}};
+    result = shaped(std::move(result), Era::stateless);
+    result["resultType"] = "input_required";
+    return reply(state.reply_to, id, result);
+  }
   if (!state.cancel->cancelled()) {
     reply(state.reply_to, id, shaped(tools_.result(outcome, state.tool), state.era));
   } else if (state.route == ReplyRoute::message) {

@@ -40,6 +40,7 @@
 #include "sandbox/sandbox.h"
 #include "server/approvals.h"
 #include "server/json_rpc.h"
+#include "server/request_state.h"
 #include "server/tools.h"
 #include "server/tracing.h"
 
@@ -134,6 +135,12 @@ class McpSession : public std::enable_shared_from_this<McpSession> {
   // on EOF and on shutdown signals.
   void when_idle(std::function<void()> on_idle);
 
+  // Where 2026-07-28 calls seal the state their questions go out with (config policy.approve):
+  // without, such a call's writes that need approval are refused.
+  void use_request_states(std::shared_ptr<RequestStates> states) {
+    request_states_ = std::move(states);
+  }
+
   std::size_t in_flight() const { return calls_.size(); }
   const std::string& principal() const { return principal_; }
   const boost::asio::any_io_executor& executor() const { return executor_; }
@@ -147,6 +154,7 @@ class McpSession : public std::enable_shared_from_this<McpSession> {
     std::shared_ptr<boost::asio::steady_timer> progress;  // set when the call has a token
     sandbox::Tool tool = sandbox::Tool::search;
     std::shared_ptr<ElicitingApprover> approver;  // set when the call's user can be asked
+    std::shared_ptr<RetryApprover> retry;         // 2026-07-28: asks by stopping the call (MRTR)
   };
 
   void dispatch(Message message, const Send& reply_to, ReplyRoute route, const Send& notify,
@@ -160,6 +168,10 @@ class McpSession : public std::enable_shared_from_this<McpSession> {
   Json discover() const;
   void call_tool(const Json& id, const Json& params, const Send& out, ReplyRoute route, Era era,
                  const Send& notify, const RequestContext& context);
+  // 2026-07-28: whether the request's client declared form-mode elicitation, and who answers
+  // its questions (the principal, via the client its _meta names).
+  static bool stateless_client_can_ask(const Json& params);
+  std::string stateless_client(const Json& params) const;
   // The facts of a call's span (tracing.h).
   CallFacts call_facts(const Json& id, const std::string& tool, const Json& params, Era era) const;
   void end_span(const CallSpan& span, const CallFacts& facts,
@@ -195,6 +207,7 @@ class McpSession : public std::enable_shared_from_this<McpSession> {
   // The client declared form-mode elicitation at initialize: its user can approve requests.
   bool elicitation_ = false;
   std::shared_ptr<ServerRequests> server_requests_ = std::make_shared<ServerRequests>();
+  std::shared_ptr<RequestStates> request_states_;
 };
 
 }  // namespace codemode::server

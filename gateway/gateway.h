@@ -79,7 +79,22 @@ struct Caller {
   // A profile to use when `principal` has none of its own (an access token's claims matched a
   // "claim:NAME=VALUE" entry); empty: none.
   std::string profile;
+  // The call's OAuth access token, for upstreams whose token is exchanged for it
+  // (GatewayOptions::exchange_token); null: the call came without one (a static token, stdio).
+  std::shared_ptr<const CallerAccessToken> access_token;
 };
+
+// A downstream token for an upstream with `token_exchange`, got for a caller's access token.
+struct ExchangedToken {
+  std::string value;  // sent as `Authorization: Bearer <value>`; never logged
+};
+using ExchangeDone = std::function<void(std::variant<ExchangedToken, GatewayError>)>;
+// Gets the token for `settings` in exchange for `token`, caching it under `key` (the caller's
+// principal and the upstream's origin); `done` may run on any thread, once. The daemon wires
+// auth::TokenExchanger here; the gateway itself knows no authorization server.
+using TokenExchangeFunction =
+    std::function<void(const config::TokenExchange& settings, const std::string& key,
+                       const CallerAccessToken& token, ExchangeDone done)>;
 
 // The scopes a scoped caller's requests need, by method (config http.oauth.request_scopes).
 struct RequestScopes {
@@ -104,6 +119,11 @@ struct GatewayOptions {
   // By principal name; anyone else gets `upstreams`' headers and `operations`.
   std::map<std::string, PrincipalProfile> principals;
   RequestScopes request_scopes;
+  // For upstreams (top-level or a principal's) with `token_exchange`: a request from a caller
+  // with an access token carries the exchanged token as its Authorization; one from a caller
+  // without is refused (`policy`), as is every such request when this is empty. A failed
+  // exchange fails that fetch (`runtime`), naming the origin and never a token.
+  TokenExchangeFunction exchange_token;
 };
 
 class Gateway {

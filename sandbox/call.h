@@ -7,6 +7,8 @@
 #include <string_view>
 #include <vector>
 
+#include "gateway/request.h"
+
 namespace codemode::sandbox {
 
 enum class Tool { search, execute };
@@ -40,6 +42,10 @@ struct Call {
   // The `principals` entry the token's claims matched ("claim:groups=admins"), used when the
   // principal has none of its own; empty: none. Passed only to the FetcherFactory.
   std::string profile;
+  // The OAuth access token the call came with, for upstreams whose token is exchanged for it
+  // (gateway/request.h); null without one. Passed only to the FetcherFactory, which runs in the
+  // daemon: never sent to a sandbox process (channel::Run holds the tool, code and limits only).
+  std::shared_ptr<const gateway::CallerAccessToken> access_token;
 };
 
 }  // namespace codemode::sandbox

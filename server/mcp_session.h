@@ -91,6 +91,8 @@ struct RequestContext {
   IncomingTrace trace;
   std::optional<std::vector<std::string>> scopes;
   std::string profile;  // a `principals` entry the token's claims match (http_transport.h)
+  // The access token itself, when an upstream's token is exchanged for it (sandbox::Call).
+  std::shared_ptr<const gateway::CallerAccessToken> access_token;
 };
 
 class McpSession : public std::enable_shared_from_this<McpSession> {

@@ -30,6 +30,9 @@ const as = {
   introspections: 0, exchanges: 0, exchangeTtl: 300, failExchange: false,
   exchanged: new Map(),  // exchanged token -> { principal, audience, subject }
   shortTtl: false,
+  exchangeDelayMs: 0,
+  introspecting: 0, maxIntrospecting: 0,  // introspection requests in flight at the provider
+  introspectionDelayMs: 0,
 };
 
 async function freePort() {
@@ -80,6 +83,8 @@ function makeProvider() {
     as.exchanges += 1;
     const { params } = ctx.oidc;
     if (as.failExchange) throw new errors.InvalidGrant('the test refuses this exchange');
+    // A slow issuer: requests arriving meanwhile must wait for this exchange, not start their own.
+    if (as.exchangeDelayMs) await new Promise((resolve) => setTimeout(resolve, as.exchangeDelayMs));
     if (params.subject_token_type !== 'urn:ietf:params:oauth:token-type:access_token') {
       throw new errors.InvalidRequest('unexpected subject_token_type');
     }
@@ -102,7 +107,14 @@ function makeProvider() {
 
 before(async () => {
   as.server = createServer((req, res) => {
-    if (req.url.startsWith('/token/introspection')) as.introspections += 1;
+    if (req.url.startsWith('/token/introspection')) {
+      as.introspections += 1;
+      as.introspecting += 1;
+      as.maxIntrospecting = Math.max(as.maxIntrospecting, as.introspecting);
+      res.on('close', () => { as.introspecting -= 1; });
+      // A slow issuer, so that requests the server lets run at once overlap here.
+      if (as.introspectionDelayMs) return setTimeout(() => as.callback(req, res), as.introspectionDelayMs);
+    }
     as.callback(req, res);
   });
   as.server.listen(0, '127.0.0.1');
@@ -158,7 +170,7 @@ test('opaque tokens: accepted with their principal and scopes, the answer cached
     http: {
       tokens: [{ name: 'ops', token: STATIC_TOKEN }],
       oauth: {
-        issuer: as.issuer, resource: as.resource, introspection,
+        issuer: as.issuer, resource: as.resource, introspection: { ...introspection, concurrency: 2 },
         scopes: { search: ['mcp:read'], execute: ['mcp:read', 'mcp:execute'] },
       },
     },
@@ -189,10 +201,23 @@ test('opaque tokens: accepted with their principal and scopes, the answer cached
       assert.equal(refused.status, 401);
     }));
     assert.equal(as.introspections, floodBefore + 1, 'twenty of one garbage token: one introspection');
+    // Many distinct made-up tokens at once: each introspected once, never more than
+    // `concurrency` requests at the issuer at a time, every one refused.
+    as.maxIntrospecting = 0;
+    as.introspectionDelayMs = 50;
+    const manyBefore = as.introspections;
+    await Promise.all(Array.from({ length: 30 }, async (_, i) => {
+      const refused = await rawExchange(server.port, post(server.port, INITIALIZE, bearer(`made-up-${i}-${randomUUID()}`)));
+      assert.equal(refused.status, 401);
+    }));
+    as.introspectionDelayMs = 0;
+    assert.equal(as.introspections, manyBefore + 30);
+    assert.ok(as.maxIntrospecting <= 2, `${as.maxIntrospecting} introspections ran at once`);
+    assert.equal(as.maxIntrospecting, 2, 'the two allowed do run at once');
     // Text that is no bearer token is refused unsent.
     const odd = await rawExchange(server.port, post(server.port, INITIALIZE, bearer('has"quote')));
     assert.equal(odd.status, 401);
-    assert.equal(as.introspections, floodBefore + 1);
+    assert.equal(as.introspections, manyBefore + 30);
     await provesServing(server.port, bearer(STATIC_TOKEN));
     for (const t of [token, reader, garbage]) assert.ok(!server.stderr.includes(t), 'a token reached the log');
   } finally {
@@ -289,8 +314,11 @@ test('token exchange: each principal\'s requests carry a token exchanged for it,
     const fetchWho = (name) => calls[name](
       'execute', `async () => { const r = await fetch('/who/${name}'); return [r.status, (await r.json()).echo]; }`);
     const before = as.exchanges;
-    // Five calls of each principal at once: one exchange each, shared while it runs, then cached.
+    // Five calls of each principal at once against a slow issuer: one exchange each, which the
+    // others wait for; then cached.
+    as.exchangeDelayMs = 300;
     const results = await Promise.all(Array.from({ length: 10 }, (_, i) => fetchWho(i % 2 ? 'app' : 'other')));
+    as.exchangeDelayMs = 0;
     for (const result of results) {
       assert.equal(result.isError, undefined, JSON.stringify(result));
       assert.equal(JSON.parse(result.content[0].text)[1], 'Bearer [redacted]', 'the echoed credential is redacted');

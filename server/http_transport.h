@@ -68,9 +68,10 @@ struct HttpOptions {
   HttpMode mode = HttpMode::stateful;
   std::vector<std::string> allowed_origins;        // from config::Http
   std::vector<config::BearerToken> bearer_tokens;  // from config::Http; empty: no authentication
-  // OAuth (config::Http::oauth): /mcp also takes JWT access tokens, checked by `verifier`, and
-  // the protected resource metadata is served. Both set or neither; with them, /mcp always
-  // needs a token (static or JWT), whatever `bearer_tokens` holds.
+  // OAuth (config::Http::oauth): /mcp also takes access tokens (JWTs, and opaque ones by
+  // introspection), checked by `verifier`, and the protected resource metadata is served. Both
+  // set or neither; with them, /mcp always needs a token (static or an access token), whatever
+  // `bearer_tokens` holds.
   std::optional<config::OAuth> oauth;
   std::shared_ptr<auth::TokenVerifier> verifier;
   // The config's `principals` keys of the form "claim:NAME=VALUE": an access token whose claim

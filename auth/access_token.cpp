@@ -197,6 +197,36 @@ std::string hashed(std::string_view text) {
   return "sub-sha256:" + hex;
 }
 
+// The rules a token's claims share, however they were read (a JWT's payload, an introspection
+// answer): audience, times, who.
+Verification verify_claims(const Json& claims, const Expectations& expect,
+                           std::chrono::system_clock::time_point now) {
+  if (!audience_holds(claims, expect.resource)) {
+    return invalid("the token is not for this resource (aud)");
+  }
+  const std::int64_t now_s =
+      std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch()).count();
+  const std::int64_t leeway = expect.leeway.count();
+  const std::optional<std::int64_t> exp = time_claim(claims, "exp");
+  if (!exp) return invalid("the token has no exp");
+  if (now_s >= *exp + leeway) return invalid("the token has expired");
+  if (const auto nbf = time_claim(claims, "nbf"); nbf && now_s + leeway < *nbf) {
+    return invalid("the token is not valid yet (nbf)");
+  }
+  VerifiedToken verified;
+  verified.subject = string_claim(claims, "sub");
+  verified.client_id = string_claim(claims, "client_id");
+  if (verified.client_id.empty()) verified.client_id = string_claim(claims, "azp");
+  if (verified.subject.empty() && verified.client_id.empty()) {
+    return invalid("the token names no subject or client");
+  }
+  verified.principal = principal_of(verified.subject, verified.client_id);
+  verified.scopes = scopes_of(claims);
+  verified.expires_at = *exp;
+  verified.claims = claims;
+  return verified;
+}
+
 }  // namespace
 
 std::optional<TokenHeader> peek_header(std::string_view token) {
@@ -254,30 +284,20 @@ Verification verify_access_token(std::string_view token, const KeySet& keys,
   if (string_claim(claims, "iss") != expect.issuer) {
     return invalid("the token is from another issuer");
   }
-  if (!audience_holds(claims, expect.resource)) {
-    return invalid("the token is not for this resource (aud)");
+  return verify_claims(claims, expect, now);
+}
+
+Verification verify_introspection(const Json& answer, const Expectations& expect,
+                                  std::chrono::system_clock::time_point now) {
+  if (!answer.is_object()) return invalid("the introspection answer is not a JSON object");
+  const auto active = answer.find("active");
+  if (active == answer.end() || !active->is_boolean() || !active->get<bool>()) {
+    return invalid("the token is not active (introspection)");
   }
-  const std::int64_t now_s =
-      std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch()).count();
-  const std::int64_t leeway = expect.leeway.count();
-  const std::optional<std::int64_t> exp = time_claim(claims, "exp");
-  if (!exp) return invalid("the token has no exp");
-  if (now_s >= *exp + leeway) return invalid("the token has expired");
-  if (const auto nbf = time_claim(claims, "nbf"); nbf && now_s + leeway < *nbf) {
-    return invalid("the token is not valid yet (nbf)");
+  if (answer.contains("iss") && string_claim(answer, "iss") != expect.issuer) {
+    return invalid("the token is from another issuer");
   }
-  VerifiedToken verified;
-  verified.subject = string_claim(claims, "sub");
-  verified.client_id = string_claim(claims, "client_id");
-  if (verified.client_id.empty()) verified.client_id = string_claim(claims, "azp");
-  if (verified.subject.empty() && verified.client_id.empty()) {
-    return invalid("the token names no subject or client");
-  }
-  verified.principal = principal_of(verified.subject, verified.client_id);
-  verified.scopes = scopes_of(claims);
-  verified.expires_at = *exp;
-  verified.claims = claims;
-  return verified;
+  return verify_claims(answer, expect, now);
 }
 
 std::string claim_profile_of(const Json& claims, const std::vector<std::string>& keys) {

@@ -74,6 +74,14 @@ Verification verify_access_token(std::string_view token, const KeySet& keys,
                                  const Expectations& expect,
                                  std::chrono::system_clock::time_point now);
 
+// An introspection answer (RFC 7662) for an opaque token, held to the rules a JWT's claims are:
+// `active` is true; `iss`, when the answer has one, is the issuer (the endpoint is the issuer's
+// own, so an answer without `iss` speaks for it); `aud` holds the resource; `exp` is required and
+// in the future, `nbf` in the past (with the leeway); a subject or a client is named. The
+// result's `claims` is the answer, for claim_profile_of.
+Verification verify_introspection(const nlohmann::json& answer, const Expectations& expect,
+                                  std::chrono::system_clock::time_point now);
+
 // The principal a verified token's claims name (see VerifiedToken).
 std::string principal_of(std::string_view subject, std::string_view client_id);
 

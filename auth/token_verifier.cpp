@@ -6,6 +6,7 @@
 #include <boost/asio/post.hpp>
 #include <nlohmann/json.hpp>
 
+#include "auth/oauth_client.h"
 #include "gateway/url_policy.h"
 
 namespace codemode::auth {
@@ -17,18 +18,6 @@ using Json = nlohmann::json;
 constexpr std::chrono::seconds kFetchTimeout{10};
 constexpr std::chrono::seconds kRetryAfterFailure{30};
 
-// The places RFC 8414 §3.1 and OpenID Connect Discovery §4 put an issuer's metadata: for
-// https://as.example/tenant, https://as.example/.well-known/oauth-authorization-server/tenant
-// and https://as.example/tenant/.well-known/openid-configuration.
-std::vector<std::string> metadata_urls(const std::string& issuer) {
-  const std::size_t authority_end = issuer.find('/', issuer.find("://") + 3);
-  const std::string origin = issuer.substr(0, authority_end);
-  std::string path = authority_end == std::string::npos ? "" : issuer.substr(authority_end);
-  while (!path.empty() && path.back() == '/') path.pop_back();
-  return {origin + "/.well-known/oauth-authorization-server" + path,
-          origin + path + "/.well-known/openid-configuration"};
-}
-
 }  // namespace
 
 std::variant<std::shared_ptr<TokenVerifier>, std::vector<std::string>> TokenVerifier::create(
@@ -39,17 +28,29 @@ std::variant<std::shared_ptr<TokenVerifier>, std::vector<std::string>> TokenVeri
   options.max_idle_per_origin = 1;
   auto client = gateway::HttpClient::create(io, options);
   if (auto* problems = std::get_if<std::vector<std::string>>(&client)) return std::move(*problems);
+  std::shared_ptr<Introspector> introspector;
+  if (settings.introspection) {
+    auto created = Introspector::create(io, settings, ca_file);
+    if (auto* problems = std::get_if<std::vector<std::string>>(&created)) {
+      return std::move(*problems);
+    }
+    introspector = std::move(std::get<std::shared_ptr<Introspector>>(created));
+  }
   return std::shared_ptr<TokenVerifier>(new TokenVerifier(
-      io, settings, std::move(std::get<std::unique_ptr<gateway::HttpClient>>(client))));
+      io, settings, std::move(std::get<std::unique_ptr<gateway::HttpClient>>(client)),
+      std::move(introspector)));
 }
 
 TokenVerifier::TokenVerifier(asio::io_context& io, const config::OAuth& settings,
-                             std::unique_ptr<gateway::HttpClient> client)
+                             std::unique_ptr<gateway::HttpClient> client,
+                             std::shared_ptr<Introspector> introspector)
     : strand_(asio::make_strand(io)),
       timer_(strand_),
       settings_(settings),
       expect_{settings.issuer, settings.resource, std::chrono::seconds(settings.leeway_s)},
-      client_(std::move(client)) {}
+      client_(std::move(client)),
+      introspector_(std::move(introspector)),
+      introspection_endpoint_(settings.introspection ? settings.introspection->endpoint : "") {}
 
 void TokenVerifier::start() {
   asio::post(strand_, [self = shared_from_this()] { self->refresh(); });
@@ -59,6 +60,7 @@ void TokenVerifier::stop() {
   asio::post(strand_, [self = shared_from_this()] {
     self->stopped_ = true;
     self->timer_.cancel();
+    if (self->introspector_) self->introspector_->stop();
     for (Waiting& waiting : std::exchange(self->waiting_, {})) {
       waiting.done(VerifierRefusal{503, "unavailable: the server is shutting down"});
     }
@@ -78,13 +80,16 @@ void TokenVerifier::verify(std::string token, Done done) {
                            now - *self->last_fetch_started_ >=
                                std::chrono::seconds(self->settings_.jwks_min_interval_s);
     bool wait = may_fetch;
-    if (self->keys_) {
+    if (self->is_opaque(token)) {
+      // An opaque token waits only for discovery to name the introspection endpoint.
+      wait = may_fetch && self->introspection_endpoint_.empty() && self->jwks_uri_.empty();
+    } else if (self->keys_) {
       // Only a token that names a kid the set lacks may wait for a fetch; one that is malformed
       // or names a known kid is decided now.
       const auto header = peek_header(token);
       wait = may_fetch && header && !header->kid.empty() && !self->keys_->find_by_kid(header->kid);
     }
-    if (!wait) return self->check_now(token, done);
+    if (!wait) return self->check_now(std::move(token), done);
     if (self->waiting_.size() >= kMaxWaiting) {
       return done(VerifierRefusal{503, "unavailable: too many tokens wait for the issuer's keys"});
     }
@@ -93,7 +98,25 @@ void TokenVerifier::verify(std::string token, Done done) {
   });
 }
 
-void TokenVerifier::check_now(const std::string& token, const Done& done) {
+bool TokenVerifier::is_opaque(const std::string& token) const {
+  return introspector_ && std::count(token.begin(), token.end(), '.') != 2;
+}
+
+void TokenVerifier::check_now(std::string token, const Done& done) {
+  if (is_opaque(token)) {
+    // What is sent on to the issuer is a bearer token by RFC 6750's syntax; anything else is
+    // refused here, unsent.
+    if (!is_b64token(token, kMaxTokenBytes)) {
+      return done(VerifierRefusal{401,
+                                  "invalid_token: the token is neither a JWT nor a bearer "
+                                  "token (RFC 6750 syntax, at most 8 KiB)"});
+    }
+    if (introspection_endpoint_.empty()) {
+      return done(
+          VerifierRefusal{503, "unavailable: the issuer's introspection endpoint is not known"});
+    }
+    return introspector_->introspect(std::move(token), introspection_endpoint_, done);
+  }
   if (!keys_) {
     return done(VerifierRefusal{503, "unavailable: the issuer's keys could not be fetched"});
   }
@@ -118,25 +141,27 @@ void TokenVerifier::discover(std::size_t candidate) {
   get(urls[candidate], [self = shared_from_this(), candidate, urls](Fetched fetched) {
     std::string problem = fetched.error;
     if (fetched.body) {
-      const Json metadata = Json::parse(*fetched.body, nullptr, false);
-      const auto issuer = metadata.is_object() ? metadata.find("issuer") : metadata.end();
-      const auto jwks_uri = metadata.is_object() ? metadata.find("jwks_uri") : metadata.end();
-      if (!metadata.is_object()) {
-        problem = urls[candidate] + " is not a JSON object";
-      } else if (issuer == metadata.end() || !issuer->is_string() ||
-                 issuer->get_ref<const std::string&>() != self->settings_.issuer) {
-        // RFC 8414 §3.3: metadata naming another issuer must not be used.
-        problem = urls[candidate] + " names another issuer";
-      } else if (jwks_uri == metadata.end() || !jwks_uri->is_string()) {
-        problem = urls[candidate] + " has no jwks_uri";
-      } else if (auto url = gateway::normalise_url(jwks_uri->get<std::string>(), "");
-                 std::holds_alternative<std::string>(url) ||
-                 !config::is_acceptable_oauth_url(std::get<gateway::NormalisedUrl>(url).full())) {
-        problem = urls[candidate] + ": jwks_uri must be an https URL (http only on loopback)";
+      auto read = read_issuer_metadata(*fetched.body, urls[candidate], self->settings_.issuer);
+      if (auto* why = std::get_if<std::string>(&read)) {
+        problem = std::move(*why);
+      } else if (const auto jwks_uri = metadata_endpoint(std::get<Json>(read), "jwks_uri");
+                 !jwks_uri) {
+        problem = urls[candidate] + ": no jwks_uri, or not an https URL (http only on loopback)";
       } else {
-        self->jwks_uri_ = std::get<gateway::NormalisedUrl>(url).full();
+        self->jwks_uri_ = *jwks_uri;
         spdlog::info("oauth: issuer {} publishes its keys at {}", self->settings_.issuer,
                      self->jwks_uri_);
+        if (self->introspector_ && self->introspection_endpoint_.empty()) {
+          if (auto endpoint = metadata_endpoint(std::get<Json>(read), "introspection_endpoint")) {
+            self->introspection_endpoint_ = std::move(*endpoint);
+            spdlog::info("oauth: opaque tokens are introspected at {}",
+                         self->introspection_endpoint_);
+          } else {
+            spdlog::warn(
+                "oauth: the issuer's metadata names no usable introspection_endpoint: "
+                "opaque tokens get 503 (set http.oauth.introspection.endpoint)");
+          }
+        }
         return self->fetch_keys();
       }
     }
@@ -173,7 +198,9 @@ void TokenVerifier::fetched(std::variant<KeySet, std::string> result) {
     ++fetches_;
     schedule(std::chrono::seconds(settings_.jwks_refresh_s));
   }
-  for (Waiting& waiting : std::exchange(waiting_, {})) check_now(waiting.token, waiting.done);
+  for (Waiting& waiting : std::exchange(waiting_, {})) {
+    check_now(std::move(waiting.token), waiting.done);
+  }
 }
 
 void TokenVerifier::schedule(std::chrono::seconds after) {

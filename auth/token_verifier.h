@@ -13,6 +13,11 @@
 // So a key rotation at the issuer costs the first token with the new kid one fetch, and no
 // token is ever checked against keys older than the fetch it waited for.
 //
+// With http.oauth.introspection, a token that is not shaped like a JWT (not three dot-separated
+// parts) goes to the Introspector instead (auth/introspector.h), at the endpoint configured or
+// named by the issuer's metadata (`introspection_endpoint`); before discovery has run, it waits
+// for it as a JWT waits for the first key set.
+//
 // Threading: all state lives on one strand of the daemon's io_context; verify() may be called
 // from any thread and `done` runs on that strand, exactly once. The HTTP(S) client is the
 // gateway's (gateway/http_client.h), so the trust store (`ca_file`) and deadlines are the same.
@@ -34,19 +39,12 @@
 #include <boost/asio/strand.hpp>
 
 #include "auth/access_token.h"
+#include "auth/introspector.h"
 #include "auth/jwks.h"
 #include "config/config.h"
 #include "gateway/http_client.h"
 
 namespace codemode::auth {
-
-// A token refused: 401 with `WWW-Authenticate: Bearer error="invalid_token"`, or 503 when the
-// issuer's keys cannot be had (the token may be fine; the client should retry, not sign in).
-struct VerifierRefusal {
-  unsigned status = 401;
-  std::string message;  // "invalid_token: ..." or "unavailable: ..."
-};
-using VerifierResult = std::variant<VerifiedToken, VerifierRefusal>;
 
 class TokenVerifier : public std::enable_shared_from_this<TokenVerifier> {
  public:
@@ -71,14 +69,18 @@ class TokenVerifier : public std::enable_shared_from_this<TokenVerifier> {
 
  private:
   TokenVerifier(boost::asio::io_context& io, const config::OAuth& settings,
-                std::unique_ptr<gateway::HttpClient> client);
+                std::unique_ptr<gateway::HttpClient> client,
+                std::shared_ptr<Introspector> introspector);
 
   struct Waiting {
     std::string token;
     Done done;
   };
 
-  void check_now(const std::string& token, const Done& done);
+  void check_now(std::string token, const Done& done);
+  // Whether `token` is for the introspector: introspection is configured and it is not shaped
+  // like a JWT.
+  bool is_opaque(const std::string& token) const;
   void refresh();  // starts a fetch unless one is in flight
   void discover(std::size_t candidate);
   void fetch_keys();
@@ -96,7 +98,9 @@ class TokenVerifier : public std::enable_shared_from_this<TokenVerifier> {
   config::OAuth settings_;
   Expectations expect_;
   std::unique_ptr<gateway::HttpClient> client_;
-  std::string jwks_uri_;  // empty until discovery succeeded
+  std::string jwks_uri_;                        // empty until discovery succeeded
+  std::shared_ptr<Introspector> introspector_;  // null without http.oauth.introspection
+  std::string introspection_endpoint_;          // configured, else from discovery; empty: not known
   std::shared_ptr<const KeySet> keys_;
   bool fetching_ = false;
   bool stopped_ = false;

@@ -159,17 +159,17 @@ constexpr std::array<std::string_view, 5> kPolicyKeys = {"operations", "methods"
 constexpr std::array<std::string_view, 4> kApproveKeys = {"methods", "operations", "tags", "paths"};
 constexpr std::array<std::string_view, 6> kMethods = {"GET", "HEAD",  "POST",
                                                       "PUT", "PATCH", "DELETE"};
-constexpr std::array<std::string_view, 2> kUpstreamKeys = {"origin", "headers"};
+constexpr std::array<std::string_view, 3> kUpstreamKeys = {"origin", "headers", "token_exchange"};
+constexpr std::array<std::string_view, 6> kTokenExchangeKeys = {
+    "audience", "resource", "scope", "client_id", "client_secret", "token_endpoint"};
+constexpr std::array<std::string_view, 7> kIntrospectionKeys = {
+    "endpoint",         "client_id",     "client_secret", "cache_s",
+    "inactive_cache_s", "cache_entries", "concurrency"};
 constexpr std::array<std::string_view, 4> kHttpKeys = {"allowed_origins", "tokens", "bearer_tokens",
                                                        "oauth"};
-constexpr std::array<std::string_view, 8> kOAuthKeys = {"issuer",
-                                                        "resource",
-                                                        "scopes",
-                                                        "request_scopes",
-                                                        "extra_scopes",
-                                                        "jwks_refresh_s",
-                                                        "jwks_min_interval_s",
-                                                        "leeway_s"};
+constexpr std::array<std::string_view, 9> kOAuthKeys = {
+    "issuer",         "introspection",       "resource", "scopes", "request_scopes", "extra_scopes",
+    "jwks_refresh_s", "jwks_min_interval_s", "leeway_s"};
 constexpr std::array<std::string_view, 3> kRequestScopeKeys = {"read", "write", "spec"};
 constexpr std::array<std::string_view, 2> kScopedTools = {"search", "execute"};
 
@@ -262,6 +262,7 @@ class Loader {
       add("openapi", "required key is missing (the path of the OpenAPI document)");
     }
     check_principal_origins(config);
+    check_token_exchanges(config);
     return config;
   }
 
@@ -390,11 +391,20 @@ class Loader {
           upstream.origin = std::move(*origin);
         } else if (key == "headers") {
           load_headers(field, child_path(path, key), upstream.headers);
+        } else if (key == "token_exchange") {
+          upstream.token_exchange = load_token_exchange(field, child_path(path, key));
         } else {
           unknown_key(path, key, kUpstreamKeys);
         }
       }
       if (!saw_origin) add(child_path(path, "origin"), "required key is missing");
+      const bool has_authorization =
+          std::any_of(upstream.headers.begin(), upstream.headers.end(),
+                      [](const auto& header) { return lower(header.first) == "authorization"; });
+      if (upstream.token_exchange && has_authorization) {
+        add(child_path(child_path(path, "headers"), "Authorization"),
+            "token_exchange gives this upstream's Authorization; a static one cannot be used too");
+      }
       upstreams.push_back(std::move(upstream));
     }
   }
@@ -855,6 +865,146 @@ class Loader {
     }
   }
 
+  // A URL that OAuth settings may name (is_acceptable_oauth_url), or "" and a problem.
+  std::string read_oauth_url(const Json& field, const std::string& field_path) {
+    const std::optional<Expanded> text = read_required_string(field, field_path);
+    if (!text) return "";
+    if (!is_acceptable_oauth_url(text->value)) {
+      add(field_path,
+          "must be an https URL (http only on a loopback host) without query or "
+          "fragment");
+      return "";
+    }
+    return text->value;
+  }
+
+  std::vector<std::string> read_scope_list(const Json& field, const std::string& field_path) {
+    std::vector<std::string> scopes;
+    if (!expect_array(field, field_path)) return scopes;
+    for (std::size_t i = 0; i < field.size(); ++i) {
+      const std::string scope_path = element_path(field_path, i);
+      const std::optional<Expanded> text = read_required_string(field[i], scope_path);
+      if (!text) continue;
+      if (!is_scope_token(text->value)) {
+        add(scope_path, "is not a scope (printable ASCII, no space, '\"' or '\\')");
+        continue;
+      }
+      scopes.push_back(text->value);
+    }
+    return scopes;
+  }
+
+  // A client id or secret: visible ASCII, no space (it goes into HTTP Basic credentials).
+  std::string read_client_text(const Json& field, const std::string& field_path) {
+    const std::optional<Expanded> text = read_required_string(field, field_path);
+    if (!text) return "";
+    const bool visible = std::all_of(text->value.begin(), text->value.end(),
+                                     [](char c) { return c > 0x20 && c < 0x7F; });
+    if (!visible) {
+      add(field_path, "must be visible ASCII without spaces");
+      return "";
+    }
+    return text->value;
+  }
+
+  std::optional<TokenExchange> load_token_exchange(const Json& value, const std::string& path) {
+    if (!expect_object(value, path)) return std::nullopt;
+    TokenExchange exchange;
+    const std::size_t problems_before = problems_.size();
+    for (const auto& [key, field] : value.items()) {
+      const std::string field_path = child_path(path, key);
+      if (key == "audience") {
+        if (auto text = read_required_string(field, field_path)) {
+          const bool clean = std::none_of(text->value.begin(), text->value.end(), [](char c) {
+            return static_cast<unsigned char>(c) < 0x20 || c == 0x7F;
+          });
+          if (clean) {
+            exchange.audience = text->value;
+          } else {
+            add(field_path, "contains a control character");
+          }
+        }
+      } else if (key == "resource") {
+        exchange.resource = read_oauth_url(field, field_path);
+      } else if (key == "scope") {
+        exchange.scopes = read_scope_list(field, field_path);
+      } else if (key == "client_id") {
+        exchange.client_id = read_client_text(field, field_path);
+      } else if (key == "client_secret") {
+        exchange.client_secret = read_client_text(field, field_path);
+      } else if (key == "token_endpoint") {
+        exchange.token_endpoint = read_oauth_url(field, field_path);
+      } else {
+        unknown_key(path, key, kTokenExchangeKeys);
+      }
+    }
+    if (!value.contains("audience") && !value.contains("resource")) {
+      add(path, "needs an audience or a resource (what the exchanged token is for)");
+    }
+    if (!value.contains("client_id")) add(child_path(path, "client_id"), "is required");
+    if (!value.contains("client_secret")) add(child_path(path, "client_secret"), "is required");
+    if (problems_.size() != problems_before) return std::nullopt;
+    return exchange;
+  }
+
+  std::optional<Introspection> load_introspection(const Json& value, const std::string& path) {
+    if (!expect_object(value, path)) return std::nullopt;
+    Introspection introspection;
+    const std::size_t problems_before = problems_.size();
+    for (const auto& [key, field] : value.items()) {
+      const std::string field_path = child_path(path, key);
+      if (key == "endpoint") {
+        introspection.endpoint = read_oauth_url(field, field_path);
+      } else if (key == "client_id") {
+        introspection.client_id = read_client_text(field, field_path);
+      } else if (key == "client_secret") {
+        introspection.client_secret = read_client_text(field, field_path);
+      } else if (key == "cache_s") {
+        if (auto n = read_integer(field, field_path, 1, 3600)) {
+          introspection.cache_s = static_cast<std::uint32_t>(*n);
+        }
+      } else if (key == "inactive_cache_s") {
+        if (auto n = read_integer(field, field_path, 0, 3600)) {
+          introspection.inactive_cache_s = static_cast<std::uint32_t>(*n);
+        }
+      } else if (key == "cache_entries") {
+        if (auto n = read_integer(field, field_path, 16, 1000000)) {
+          introspection.cache_entries = static_cast<std::uint32_t>(*n);
+        }
+      } else if (key == "concurrency") {
+        if (auto n = read_integer(field, field_path, 1, 256)) {
+          introspection.concurrency = static_cast<std::uint32_t>(*n);
+        }
+      } else {
+        unknown_key(path, key, kIntrospectionKeys);
+      }
+    }
+    if (!value.contains("client_id")) add(child_path(path, "client_id"), "is required");
+    if (!value.contains("client_secret")) add(child_path(path, "client_secret"), "is required");
+    if (problems_.size() != problems_before) return std::nullopt;
+    return introspection;
+  }
+
+  // token_exchange asks the authorization server of http.oauth for tokens.
+  void check_token_exchanges(const Config& config) {
+    if (config.http.oauth) return;
+    for (std::size_t i = 0; i < config.upstreams.size(); ++i) {
+      if (config.upstreams[i].token_exchange) {
+        add(child_path(element_path("upstreams", i), "token_exchange"),
+            "needs http.oauth (the authorization server that exchanges tokens)");
+      }
+    }
+    for (const auto& [name, settings] : config.principals) {
+      for (std::size_t i = 0; i < settings.upstreams.size(); ++i) {
+        if (settings.upstreams[i].token_exchange) {
+          add(child_path(element_path(child_path(child_path("principals", name), "upstreams"), i),
+                         "token_exchange"),
+              "needs http.oauth (the authorization server that exchanges tokens)");
+        }
+      }
+    }
+  }
+
   std::optional<OAuth> load_oauth(const Json& value, const std::string& path) {
     if (!expect_object(value, path)) return std::nullopt;
     OAuth oauth;
@@ -932,6 +1082,8 @@ class Loader {
         if (auto n = read_integer(field, field_path, 0, 300)) {
           oauth.leeway_s = static_cast<std::uint32_t>(*n);
         }
+      } else if (key == "introspection") {
+        oauth.introspection = load_introspection(field, field_path);
       } else {
         unknown_key(path, key, kOAuthKeys);
       }

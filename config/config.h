@@ -22,6 +22,28 @@
 
 namespace codemode::config {
 
+// RFC 8693 token exchange for one upstream: instead of (or beside) static headers, each request
+// carries `Authorization: Bearer <token>`, a token the authorization server (http.oauth.issuer)
+// issues for this upstream in exchange for the caller's own access token. Needs http.oauth. A
+// call that came without an access token (a static token, stdio) cannot be exchanged for: its
+// requests to this upstream are refused as a `policy` error, unless its principal's own entry
+// for the origin gives headers instead (README.md, "Token exchange").
+struct TokenExchange {
+  // Sent as `audience` and `resource` (RFC 8693 §2.1); at least one of the two is required.
+  // `resource` follows the OAuth URL rule (https, http only on loopback); `audience` is any
+  // non-empty text without control characters.
+  std::string audience;
+  std::string resource;
+  // Sent as `scope`, space-separated; scope tokens as in OAuth::tool_scopes. Default: none sent.
+  std::vector<std::string> scopes;
+  // This server's client at the authorization server, authenticated with HTTP Basic
+  // (client_secret_basic). Both required; the secret is never logged.
+  std::string client_id;
+  std::string client_secret;
+  // The token endpoint; absent: the issuer's metadata `token_endpoint`. Same URL rule.
+  std::string token_endpoint;
+};
+
 // An API the `execute` tool may reach. Absent "upstreams": execute reaches nothing.
 struct Upstream {
   // Scheme, host and optional port, nothing else: "https://api.example.com",
@@ -35,6 +57,9 @@ struct Upstream {
   // Transfer-Encoding and Connection are refused (the gateway owns them). Values are non-empty,
   // hold no control character but HTAB, and neither begin nor end with whitespace.
   std::vector<std::pair<std::string, std::string>> headers;
+  // "token_exchange": a token exchanged for the caller's access token, injected as
+  // Authorization (so `headers` may then not hold an Authorization). Absent: none.
+  std::optional<TokenExchange> token_exchange;
 };
 
 // Per-call bounds. Each has the default shown and the range (inclusive) checked at load time:
@@ -64,6 +89,31 @@ struct BearerToken {
   std::string token;
 
   bool operator==(const BearerToken&) const = default;
+};
+
+// Opaque access tokens checked by the authorization server (RFC 7662 token introspection): a
+// bearer token that is not a JWT (not three dot-separated parts) is POSTed to the introspection
+// endpoint, and the answer (`active`, `iss`, `aud`, `exp`, `nbf`, `scope`, `sub`, `client_id`)
+// is held to the rules a JWT's claims are. Answers are cached by the token's SHA-256.
+struct Introspection {
+  // The introspection endpoint; absent: the issuer's metadata `introspection_endpoint`. Same URL
+  // rule as OAuth::issuer.
+  std::string endpoint;
+  // This server's client at the authorization server (client_secret_basic). Both required; the
+  // secret is never logged.
+  std::string client_id;
+  std::string client_secret;
+  // 1..3600, default 300: longest an active answer is reused, in seconds (never past its `exp`):
+  // a token revoked at the issuer still works here for up to this long.
+  std::uint32_t cache_s = 300;
+  // 0..3600, default 10: how long an inactive or refused answer is reused, so a stream of the
+  // same made-up token costs one introspection per this many seconds.
+  std::uint32_t inactive_cache_s = 10;
+  // 16..1000000, default 10000: answers cached at once; beyond, the oldest goes.
+  std::uint32_t cache_entries = 10000;
+  // 1..256, default 8: introspection requests in flight at once; more tokens wait (at most
+  // 1,024, then 503).
+  std::uint32_t concurrency = 8;
 };
 
 // OAuth 2.1 resource server (MCP authorization, 2025-11-25): /mcp also accepts JWT access
@@ -104,6 +154,8 @@ struct OAuth {
   std::uint32_t jwks_min_interval_s = 10;
   // Clock skew allowed on `exp` and `nbf`, in seconds. 0..300, default 60.
   std::uint32_t leeway_s = 60;
+  // Opaque tokens by introspection (above). Absent: only JWT access tokens are accepted.
+  std::optional<Introspection> introspection;
 };
 
 // Whether `url` is one OAuth settings may name: https, or http on a loopback host; an absolute

@@ -1434,6 +1434,71 @@ TEST_CASE("http.oauth problems are all reported", "[config][oauth]") {
           "http.oauth.leeway: unknown key (did you mean \"leeway_s\"?)"});
 }
 
+TEST_CASE("http.oauth.introspection is read with its defaults, and its problems reported",
+          "[config][oauth]") {
+  const Workspace workspace;
+  const Config config = workspace.load(with_http(R"({"oauth": {
+    "issuer": "https://as.example.com", "resource": "https://mcp.example.com/mcp",
+    "introspection": {"client_id": "mcp", "client_secret": "s3cret-value", "cache_s": 60}}})"));
+  REQUIRE(config.http.oauth);
+  REQUIRE(config.http.oauth->introspection);
+  const Introspection& introspection = *config.http.oauth->introspection;
+  CHECK(introspection.endpoint.empty());
+  CHECK(introspection.client_id == "mcp");
+  CHECK(introspection.client_secret == "s3cret-value");
+  CHECK(introspection.cache_s == 60);
+  CHECK(introspection.inactive_cache_s == 10);
+  CHECK(introspection.cache_entries == 10000);
+  CHECK(introspection.concurrency == 8);
+  CHECK(workspace.problems(with_http(R"({"oauth": {
+    "issuer": "https://as.example.com", "resource": "https://mcp.example.com/mcp",
+    "introspection": {"endpoint": "http://as.example.com/introspect", "client_id": "has space",
+                      "cache_s": 0, "concurrency": 1000}}})")) ==
+        Problems{"http.oauth.introspection.endpoint: must be an https URL (http only on a "
+                 "loopback host) without query or fragment",
+                 "http.oauth.introspection.client_id: must be visible ASCII without spaces",
+                 "http.oauth.introspection.cache_s: 0 is out of range 1..3600",
+                 "http.oauth.introspection.concurrency: 1000 is out of range 1..256",
+                 "http.oauth.introspection.client_secret: is required"});
+}
+
+TEST_CASE("token_exchange on an upstream or a principal's upstream, with http.oauth",
+          "[config][oauth]") {
+  const Workspace workspace;
+  const std::string oauth =
+      R"("http": {"oauth": {"issuer": "https://as.example.com", "resource": "https://m.example.com/mcp"}})";
+  const Config config = workspace.load(R"({"openapi": "openapi.json", )" + oauth + R"(,
+    "upstreams": [{"origin": "https://api.example.com", "headers": {"X-Version": "2"},
+                   "token_exchange": {"audience": "orders", "scope": ["orders:read"],
+                                      "client_id": "mcp", "client_secret": "s3cret-value"}}],
+    "principals": {"ci": {"upstreams": [{"origin": "https://api.example.com",
+                                         "headers": {"Authorization": "Bearer ci-key"}}]}}})");
+  REQUIRE(config.upstreams.size() == 1);
+  REQUIRE(config.upstreams[0].token_exchange);
+  const TokenExchange& exchange = *config.upstreams[0].token_exchange;
+  CHECK(exchange.audience == "orders");
+  CHECK(exchange.resource.empty());
+  CHECK(exchange.scopes == std::vector<std::string>{"orders:read"});
+  CHECK(exchange.client_id == "mcp");
+  CHECK(exchange.token_endpoint.empty());
+  CHECK_FALSE(config.principals.at("ci").upstreams[0].token_exchange);
+
+  CHECK(workspace.problems(R"({"openapi": "openapi.json",
+    "upstreams": [{"origin": "https://api.example.com", "headers": {"Authorization": "Bearer x"},
+                   "token_exchange": {"client_id": "mcp", "client_secret": "s", "scopes": []}}]})") ==
+        Problems{"upstreams[0].token_exchange.scopes: unknown key (did you mean \"scope\"?)",
+                 "upstreams[0].token_exchange: needs an audience or a resource (what the "
+                 "exchanged token is for)"});
+  CHECK(workspace.problems(R"({"openapi": "openapi.json",
+    "upstreams": [{"origin": "https://api.example.com", "headers": {"Authorization": "Bearer x"},
+                   "token_exchange": {"resource": "https://api.example.com", "client_id": "mcp",
+                                      "client_secret": "s"}}]})") ==
+        Problems{"upstreams[0].headers.Authorization: token_exchange gives this upstream's "
+                 "Authorization; a static one cannot be used too",
+                 "upstreams[0].token_exchange: needs http.oauth (the authorization server that "
+                 "exchanges tokens)"});
+}
+
 TEST_CASE("OAuth URLs: https anywhere, http on loopback only", "[config][oauth]") {
   CHECK(is_acceptable_oauth_url("https://as.example.com"));
   CHECK(is_acceptable_oauth_url("https://as.example.com/realms/x/"));

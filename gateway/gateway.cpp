@@ -87,7 +87,14 @@ struct Attempt {
   Method method = Method::get;
   NormalisedUrl url;
   std::size_t upstream = 0;
-  Headers code_headers;  // checked, before credentials
+  Headers code_headers;              // checked, before credentials
+  std::string bearer;                // an exchanged token sent as Authorization; empty: none
+  std::vector<std::string> secrets;  // what to redact when `bearer` is set: it too
+  // An upstream whose token is exchanged for the caller's (its profile's settings), with the
+  // caller's principal and token; null: none.
+  const config::TokenExchange* exchange = nullptr;
+  std::string principal;
+  std::shared_ptr<const CallerAccessToken> access_token;
   std::string body;
   Deadline deadline;
   Clock::time_point started;
@@ -256,7 +263,7 @@ struct Gateway::State : std::enable_shared_from_this<Gateway::State> {
     attempt.started = Clock::now();
     attempt.approver = question.approver;
     attempt.ticket = question.ticket;
-    send(std::move(attempt));
+    proceed(std::move(attempt));
   }
 
   void refuse(Completion done, GatewayError error) {
@@ -267,11 +274,49 @@ struct Gateway::State : std::enable_shared_from_this<Gateway::State> {
     });
   }
 
+  // Gets the attempt's upstream token in exchange for the caller's (options.exchange_token),
+  // then sends it; a failed exchange fails the fetch.
+  // Sends `attempt`, with the token exchanged for its caller's first when its upstream asks so.
+  void proceed(Attempt attempt) {
+    if (attempt.exchange == nullptr) return send(std::move(attempt));
+    exchange_then_send(std::move(attempt));
+  }
+
+  void exchange_then_send(Attempt attempt) {
+    const std::string key = attempt.principal + " " + attempt.url.origin;
+    const config::TokenExchange& settings = *attempt.exchange;
+    const std::shared_ptr<const CallerAccessToken> token = attempt.access_token;
+    auto shared = std::make_shared<Attempt>(std::move(attempt));
+    options.exchange_token(
+        settings, key, *token,
+        [self = shared_from_this(), shared](std::variant<ExchangedToken, GatewayError> result) {
+          net::post(self->io, [self, shared, result = std::move(result)]() mutable {
+            Attempt attempt = std::move(*shared);
+            if (auto* error = std::get_if<GatewayError>(&result)) {
+              error->message =
+                  "token exchange for " + attempt.url.origin + " failed: " + error->message;
+              spdlog::warn("gateway: {}", error->message);
+              return attempt.done(std::move(*error));
+            }
+            attempt.bearer = std::move(std::get<ExchangedToken>(result).value);
+            attempt.secrets = self->secrets;
+            attempt.secrets.push_back(attempt.bearer);
+            std::sort(
+                attempt.secrets.begin(), attempt.secrets.end(),
+                [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
+            self->send(std::move(attempt));
+          });
+        });
+  }
+
   void send(Attempt attempt) {
-    ClientRequest request{
-        attempt.method, attempt.url,
-        inject_credentials(attempt.code_headers, attempt.profile->upstreams[attempt.upstream]),
-        attempt.body};
+    Headers headers =
+        inject_credentials(attempt.code_headers, attempt.profile->upstreams[attempt.upstream]);
+    if (!attempt.bearer.empty()) {
+      std::erase_if(headers, [](const Header& h) { return iequals(h.first, "authorization"); });
+      headers.emplace_back("Authorization", "Bearer " + attempt.bearer);
+    }
+    ClientRequest request{attempt.method, attempt.url, std::move(headers), attempt.body};
     const Deadline deadline = attempt.deadline;
     client->send(std::move(request), deadline,
                  [self = shared_from_this(), attempt = std::move(attempt)](
@@ -299,7 +344,7 @@ struct Gateway::State : std::enable_shared_from_this<Gateway::State> {
         follow(attempt, response)) {
       return;
     }
-    redact(response, attempt.method);
+    redact(response, attempt.method, attempt.bearer.empty() ? secrets : attempt.secrets);
     response.approved_by = attempt.approved_by;
     if (attempt.approver) attempt.approver->sent(attempt.ticket, response);
     attempt.done(std::move(response));
@@ -312,14 +357,16 @@ struct Gateway::State : std::enable_shared_from_this<Gateway::State> {
   // (base64, hashes)
   // cannot be recognised; an upstream that transforms credentials defeats this. Content-Length
   // is computed afterwards, so it tells nothing about what was replaced.
-  void redact(InboundResponse& response, Method method) const {
-    if (!secrets.empty()) {
-      redact_text(response.body, "[redacted]");
-      redact_text(response.status_text, "[redacted]");
-      redact_text(response.final_url, "[redacted]");
+  // An exchanged token the request carried is redacted as a configured one is.
+  void redact(InboundResponse& response, Method method,
+              const std::vector<std::string>& withheld) const {
+    if (!withheld.empty()) {
+      redact_text(response.body, "[redacted]", withheld);
+      redact_text(response.status_text, "[redacted]", withheld);
+      redact_text(response.final_url, "[redacted]", withheld);
       for (auto& [name, value] : response.headers) {
-        redact_text(name, "redacted");  // still a token, as names must be
-        redact_text(value, "[redacted]");
+        redact_text(name, "redacted", withheld);  // still a token, as names must be
+        redact_text(value, "[redacted]", withheld);
       }
     }
     const bool bodyless =
@@ -331,16 +378,17 @@ struct Gateway::State : std::enable_shared_from_this<Gateway::State> {
 
   // Replaces every occurrence of a secret in `text`, matched both as written and with %XX
   // escapes decoded; an occurrence that spans escapes is replaced with the escapes it spans.
-  void redact_text(std::string& text, std::string_view replacement) const {
+  static void redact_text(std::string& text, std::string_view replacement,
+                          const std::vector<std::string>& secrets) {
     std::vector<std::pair<std::size_t, std::size_t>> spans;  // [begin, end) in `text`
-    find_secrets(text, spans, nullptr);
+    find_secrets(text, spans, nullptr, secrets);
     if (text.find_first_of("%\\") != std::string::npos) {
       std::string decoded;
       std::vector<std::size_t> from;  // decoded[i] came from text[from[i], from[i + 1])
       decode_escapes(text, decoded, nullptr);
       if (contains_any(decoded, secrets)) {
         decode_escapes(text, decoded, &from);
-        find_secrets(decoded, spans, &from);
+        find_secrets(decoded, spans, &from, secrets);
       }
     }
     if (spans.empty()) return;
@@ -359,8 +407,10 @@ struct Gateway::State : std::enable_shared_from_this<Gateway::State> {
   }
 
   // Appends where each secret occurs in `text`, mapped through `from` when `text` is decoded.
-  void find_secrets(std::string_view text, std::vector<std::pair<std::size_t, std::size_t>>& spans,
-                    const std::vector<std::size_t>* from) const {
+  static void find_secrets(std::string_view text,
+                           std::vector<std::pair<std::size_t, std::size_t>>& spans,
+                           const std::vector<std::size_t>* from,
+                           const std::vector<std::string>& secrets) {
     for (const auto& secret : secrets) {
       if (secret.empty()) continue;
       for (auto at = text.find(secret); at != std::string_view::npos;
@@ -544,10 +594,19 @@ void Gateway::fetch(OutboundRequest request, CallBudget& budget, Deadline deadli
                               approval_operation, state_->options.approval->operations.base_paths);
     if (approval && !caller.approver) {
       return state_->refuse(
-          std::move(done), policy_error(verdict_text({Verdict::impossible, {}, std::nullopt}, {}) + ": " +
-                                        std::string(to_string(*method)) + " " + allowed.url.origin +
-                                        std::string(path_of(allowed.url.target))));
+          std::move(done),
+          policy_error(verdict_text({Verdict::impossible, {}, std::nullopt}, {}) + ": " +
+                       std::string(to_string(*method)) + " " + allowed.url.origin +
+                       std::string(path_of(allowed.url.target))));
     }
+  }
+  const auto& exchange = profile.upstreams[allowed.upstream].token_exchange;
+  if (exchange && (!caller.access_token || !state_->options.exchange_token)) {
+    return state_->refuse(
+        std::move(done),
+        policy_error("requests to " + allowed.url.origin +
+                     " carry a token exchanged for the caller's OAuth access token, and this "
+                     "call came without one (a static token or stdio)"));
   }
   if (!budget.try_spend()) {
     return state_->refuse(
@@ -579,7 +638,12 @@ void Gateway::fetch(OutboundRequest request, CallBudget& budget, Deadline deadli
   attempt.deadline = deadline;
   attempt.started = Clock::now();
   attempt.done = std::move(done);
-  if (!approval) return state_->send(std::move(attempt));
+  if (exchange) {
+    attempt.exchange = &*exchange;
+    attempt.principal = caller.principal;
+    attempt.access_token = caller.access_token;
+  }
+  if (!approval) return state_->proceed(std::move(attempt));
   auto question = std::make_shared<Question>(state_->io);
   ApprovalRequest& asked = question->request;
   asked.method = to_string(attempt.method);

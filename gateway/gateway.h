@@ -83,6 +83,9 @@ struct Caller {
   // Who asks the call's person when a request needs approval (policy.approve); null: nobody can,
   // and such requests are refused.
   std::shared_ptr<Approver> approver;
+  // The call's OAuth access token, for upstreams whose token is exchanged for it
+  // (GatewayOptions::exchange_token); null: the call came without one (a static token, stdio).
+  std::shared_ptr<const CallerAccessToken> access_token;
 };
 
 // Requests that wait for a person's yes (config policy.approve).
@@ -97,6 +100,18 @@ struct ApprovalSettings {
 // Tells the sandbox when a fetch starts (true) and stops (false) waiting for a person, so that
 // the wait does not count against the call's wall_ms. Any thread.
 using WaitHook = std::function<void(bool waiting)>;
+
+// A downstream token for an upstream with `token_exchange`, got for a caller's access token.
+struct ExchangedToken {
+  std::string value;  // sent as `Authorization: Bearer <value>`; never logged
+};
+using ExchangeDone = std::function<void(std::variant<ExchangedToken, GatewayError>)>;
+// Gets the token for `settings` in exchange for `token`, caching it under `key` (the caller's
+// principal and the upstream's origin); `done` may run on any thread, once. The daemon wires
+// auth::TokenExchanger here; the gateway itself knows no authorization server.
+using TokenExchangeFunction =
+    std::function<void(const config::TokenExchange& settings, const std::string& key,
+                       const CallerAccessToken& token, ExchangeDone done)>;
 
 // The scopes a scoped caller's requests need, by method (config http.oauth.request_scopes).
 struct RequestScopes {
@@ -122,6 +137,11 @@ struct GatewayOptions {
   std::map<std::string, PrincipalProfile> principals;
   RequestScopes request_scopes;
   std::optional<ApprovalSettings> approval;  // unset: no request waits for approval
+  // For upstreams (top-level or a principal's) with `token_exchange`: a request from a caller
+  // with an access token carries the exchanged token as its Authorization; one from a caller
+  // without is refused (`policy`), as is every such request when this is empty. A failed
+  // exchange fails that fetch (`runtime`), naming the origin and never a token.
+  TokenExchangeFunction exchange_token;
 };
 
 class Gateway {

@@ -481,6 +481,64 @@ TEST_CASE("a scoped caller's request to a declared operation needs one of its sc
   CHECK(upstream.requests() == 6);
 }
 
+TEST_CASE("an upstream with token_exchange gets the caller's exchanged token as Authorization",
+          "[gateway][exchange]") {
+  IoThread io;
+  TestServer upstream;
+  GatewayOptions options;
+  Upstream exchanging{upstream.origin(), {{"X-Api-Key", "static-api-key-7f3e"}}};
+  exchanging.token_exchange = codemode::config::TokenExchange{"orders", "", {}, "mcp", "s", ""};
+  options.upstreams = {exchanging};
+  std::vector<std::string> asked;  // the keys and subject tokens the exchange was asked for
+  std::mutex asked_mutex;
+  options.exchange_token = [&](const codemode::config::TokenExchange& settings,
+                               const std::string& key, const CallerAccessToken& token,
+                               ExchangeDone done) {
+    {
+      std::lock_guard lock(asked_mutex);
+      asked.push_back(key + " " + token.value + " " + settings.audience);
+    }
+    if (token.value == "refused-caller-token") {
+      return done(GatewayError{ErrorKind::runtime, "the authorization server refused (400)"});
+    }
+    done(ExchangedToken{"downstream-for-" + token.value});
+  };
+  const auto gateway = make_gateway(io, std::move(options));
+  CallBudget budget(100);
+  const auto caller = [](std::string token) {
+    Caller who{"sub:alice", std::nullopt, ""};
+    if (!token.empty()) {
+      who.access_token =
+          std::make_shared<const CallerAccessToken>(CallerAccessToken{std::move(token), 0});
+    }
+    return who;
+  };
+  const OutboundRequest request{"GET", "/echo/x", {{"Authorization", "Bearer code-set-value"}}, {}};
+
+  const InboundResponse sent =
+      response_of(fetch(*gateway, budget, request, 5s, caller("alice-access-token")));
+  // The upstream echoes what it got: the exchanged token, redacted before the code sees it; never
+  // the caller's token or what the code set.
+  CHECK(sent.body.find("Authorization: Bearer [redacted]\n") != std::string::npos);
+  CHECK(sent.body.find("X-Api-Key: [redacted]") != std::string::npos);  // configured: withheld
+  CHECK(sent.body.find("alice-access-token") == std::string::npos);
+  CHECK(sent.body.find("code-set-value") == std::string::npos);
+  {
+    std::lock_guard lock(asked_mutex);
+    CHECK(asked == std::vector<std::string>{"sub:alice " + upstream.origin() +
+                                            " alice-access-token orders"});
+  }
+
+  CHECK(error_of(fetch(*gateway, budget, request, 5s, caller(""))) ==
+        "policy: requests to " + upstream.origin() +
+            " carry a token exchanged for the caller's OAuth access token, and this call came "
+            "without one (a static token or stdio)");
+  CHECK(error_of(fetch(*gateway, budget, request, 5s, caller("refused-caller-token"))) ==
+        "runtime: token exchange for " + upstream.origin() +
+            " failed: the authorization server refused (400)");
+  CHECK(upstream.requests() == 1);
+}
+
 TEST_CASE("a principal's profile must list the configured upstreams", "[gateway][principals]") {
   IoThread io;
   GatewayOptions options;

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -23,6 +24,15 @@ using Headers = std::vector<Header>;
 // deadline (or earlier).
 using Clock = std::chrono::steady_clock;
 using Deadline = Clock::time_point;
+
+// The OAuth access token a call came with, kept in the daemon only so the gateway can exchange
+// it for a downstream token (RFC 8693, config `token_exchange`). It is never sent upstream as
+// is, never logged, and never reaches the sandbox process (sandbox::Call carries it to the
+// FetcherFactory, which runs in the daemon).
+struct CallerAccessToken {
+  std::string value;
+  std::int64_t expires_at = 0;  // its `exp`, seconds since the epoch
+};
 
 struct OutboundRequest {
   // GET, POST, PUT, PATCH, DELETE or HEAD, matched ignoring case (fetch() upper-cases these).

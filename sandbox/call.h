@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "gateway/request.h"
 namespace codemode::gateway {
 class Approver;
 }  // namespace codemode::gateway
@@ -47,6 +48,10 @@ struct Call {
   // Who asks the call's user to approve a request (config policy.approve): the session that
   // made the call, when its client can ask; null: nobody can. Passed only to the FetcherFactory.
   std::shared_ptr<gateway::Approver> approver;
+  // The OAuth access token the call came with, for upstreams whose token is exchanged for it
+  // (gateway/request.h); null without one. Passed only to the FetcherFactory, which runs in the
+  // daemon: never sent to a sandbox process (channel::Run holds the tool, code and limits only).
+  std::shared_ptr<const gateway::CallerAccessToken> access_token;
 };
 
 }  // namespace codemode::sandbox

@@ -12,8 +12,11 @@
 
 #include <algorithm>
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <future>
+#include <optional>
+#include <random>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -662,4 +665,66 @@ TEST_CASE("idle processes retire, and the bound on processes holds across princi
     REQUIRE(waited < 5000);
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
+}
+
+// Whether `needle` occurs in any readable mapping of process `pid` (our child: reading its
+// memory needs no privilege beyond being its parent).
+bool memory_holds(pid_t pid, const std::string& needle) {
+  std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
+  const int mem = ::open(("/proc/" + std::to_string(pid) + "/mem").c_str(), O_RDONLY | O_CLOEXEC);
+  REQUIRE(mem >= 0);
+  std::string line;
+  std::vector<char> buffer;
+  bool found = false;
+  while (!found && std::getline(maps, line)) {
+    unsigned long begin = 0;
+    unsigned long end = 0;
+    char perms[5] = {};
+    if (std::sscanf(line.c_str(), "%lx-%lx %4s", &begin, &end, perms) != 3 || perms[0] != 'r') {
+      continue;
+    }
+    buffer.resize(std::min<unsigned long>(end - begin, 1UL << 30));
+    const ssize_t got = ::pread(mem, buffer.data(), buffer.size(), static_cast<off_t>(begin));
+    if (got <= 0) continue;  // a guard region, [vvar]
+    found = std::search(buffer.begin(), buffer.begin() + got, needle.begin(), needle.end()) !=
+            buffer.begin() + got;
+  }
+  ::close(mem);
+  return found;
+}
+
+TEST_CASE("a call's OAuth access token never reaches the sandbox process",
+          "[sandbox][process][oauth]") {
+  const auto limits = test_limits();
+  auto process = start(options_for(limits, true));
+  // Made at run time, so neither is in any binary the child maps.
+  std::random_device random;
+  const std::string token = "caller-token-" + std::to_string(random()) + std::to_string(random());
+  const std::string control = "code-marker-" + std::to_string(random()) + std::to_string(random());
+  std::optional<bool> token_seen;
+  std::optional<bool> control_seen;
+  // Checked while the call waits for its fetch: the child holds everything of the call then.
+  const Fetcher fetch = [&](gateway::OutboundRequest request,
+                            std::function<void(gateway::FetchResult)> done) {
+    token_seen = memory_holds(process->pid(), token);
+    control_seen = memory_holds(process->pid(), control);
+    gateway::InboundResponse response;
+    response.status = 200;
+    response.final_url = "http://127.0.0.1:1" + request.url;
+    done(std::move(response));
+  };
+  Call call{Tool::execute,
+            "async () => { const marker = '" + control + "'; return [marker.length, (await " +
+                "fetch('/x')).status] }",
+            "sub:alice", std::make_shared<CancelToken>()};
+  call.access_token =
+      std::make_shared<const gateway::CallerAccessToken>(gateway::CallerAccessToken{token, 0});
+  std::optional<Outcome> outcome;
+  process->process->run(call, limits, fetch, [&](Outcome done) { outcome = std::move(done); });
+  process->io.restart();
+  while (!outcome) process->io.run_one();
+  CHECK(result_of(*outcome) == nlohmann::json::array({control.size(), 200}));
+  REQUIRE(control_seen);
+  CHECK(*control_seen);  // the scan finds what the child was sent
+  CHECK_FALSE(*token_seen);
 }

@@ -15,6 +15,7 @@
 
 #include "audit/store.h"
 #include "audit/writer.h"
+#include "auth/token_exchanger.h"
 #include "gateway/gateway.h"
 #include "gateway/operation_policy.h"
 #include "gateway/request_check.h"
@@ -51,11 +52,43 @@ sandbox::FetcherFactory gateway_fetch(gateway::Gateway& gateway) {
     const auto deadline =
         gateway::Clock::now() + std::chrono::milliseconds(limits.wall_ms) + kFetchDeadlineSlack;
     return [&gateway, budget = std::move(budget), deadline,
-            caller = gateway::Caller{call.principal, call.scopes, call.profile, call.approver}](
-               gateway::OutboundRequest outbound, sandbox::FetchDone done) {
+            caller = gateway::Caller{call.principal, call.scopes, call.profile, call.approver,
+                                     call.access_token}](gateway::OutboundRequest outbound,
+                                                         sandbox::FetchDone done) {
       gateway::WaitHook waiting = done.waiting();
       gateway.fetch(std::move(outbound), *budget, deadline, std::move(done), caller, waiting);
     };
+  };
+}
+
+// The token exchanger when some upstream's token is exchanged for the caller's (config
+// `token_exchange`, which the config allows only with http.oauth); null when none is.
+std::variant<std::shared_ptr<auth::TokenExchanger>, std::vector<std::string>> token_exchanger(
+    boost::asio::io_context& io, const config::Config& config) {
+  bool wanted = std::any_of(config.upstreams.begin(), config.upstreams.end(),
+                            [](const config::Upstream& u) { return u.token_exchange.has_value(); });
+  for (const auto& entry : config.principals) {
+    for (const auto& upstream : entry.second.upstreams)
+      wanted |= upstream.token_exchange.has_value();
+  }
+  if (!wanted || !config.http.oauth) return std::shared_ptr<auth::TokenExchanger>();
+  return auth::TokenExchanger::create(io, *config.http.oauth, config.ca_file);
+}
+
+// The gateway's way to the exchanger: a failed exchange is a `runtime` error of the fetch.
+gateway::TokenExchangeFunction exchange_tokens(std::shared_ptr<auth::TokenExchanger> exchanger) {
+  return [exchanger = std::move(exchanger)](
+             const config::TokenExchange& settings, const std::string& key,
+             const gateway::CallerAccessToken& token, gateway::ExchangeDone done) {
+    exchanger->exchange(settings, key, token.value, token.expires_at,
+                        [done = std::move(done)](auth::TokenExchanger::Result result) {
+                          if (auto* failed = std::get_if<auth::TokenExchanger::Failed>(&result)) {
+                            return done(gateway::GatewayError{gateway::ErrorKind::runtime,
+                                                              std::move(failed->message)});
+                          }
+                          done(gateway::ExchangedToken{
+                              std::move(std::get<auth::TokenExchanger::Exchanged>(result).token)});
+                        });
   };
 }
 
@@ -178,7 +211,10 @@ std::map<std::string, gateway::PrincipalProfile> principal_profiles(const openap
     profile.upstreams = config.upstreams;
     for (auto& upstream : profile.upstreams) {
       for (const auto& own : settings.upstreams) {
-        if (own.origin == upstream.origin) upstream.headers = own.headers;
+        if (own.origin == upstream.origin) {
+          upstream.headers = own.headers;  // the principal's entry is its whole credential
+          upstream.token_exchange = own.token_exchange;
+        }
       }
     }
     profile.operations = operation_policy(api, settings.policy.value_or(config.policy));
@@ -220,6 +256,13 @@ int Daemon::run() {
       spdlog::warn("config: principals.{}: no bearer token has this name", name);
     }
   }
+  auto exchanger = token_exchanger(io, options_.config);
+  if (auto* problems = std::get_if<std::vector<std::string>>(&exchanger)) {
+    for (const std::string& problem : *problems) spdlog::error("token_exchange: {}", problem);
+    return 2;
+  }
+  const auto& exchange = std::get<std::shared_ptr<auth::TokenExchanger>>(exchanger);
+  if (exchange) gateway_options.exchange_token = exchange_tokens(exchange);
   if (const auto& approve = options_.config.policy.approve) {
     auto approval = approval_settings(options_.api, *approve);
     if (auto* problems = std::get_if<std::vector<std::string>>(&approval)) {
@@ -333,6 +376,7 @@ int Daemon::run() {
   if (options_.http) {
     HttpOptions http_options = *options_.http;
     http_options.metrics = [&] { return metrics.exposition(); };
+    http_options.pass_access_token = exchange != nullptr;
     if (http_options.oauth) {  // the issuer's keys are fetched on `io` (auth/token_verifier.h)
       auto verifier = auth::TokenVerifier::create(io, *http_options.oauth, options_.config.ca_file);
       if (auto* problems = std::get_if<std::vector<std::string>>(&verifier)) {

@@ -216,6 +216,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   // An OAuth access token is checked by the verifier (auth/token_verifier.h), which may wait for
   // the issuer's keys; the connection reads nothing meanwhile and resumes on its own strand.
   void verify_token(std::string token) {
+    if (state_->options.pass_access_token) presented_token_ = token;
     state_->options.verifier->verify(
         std::move(token), [self = shared_from_this()](auth::VerifierResult result) {
           asio::post(self->stream_.get_executor(), [self, result = std::move(result)]() mutable {
@@ -225,6 +226,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   }
 
   void on_token_verified(auth::VerifierResult result) {
+    std::string presented = std::exchange(presented_token_, {});
     if (closed_) return;
     if (auto* refused = std::get_if<auth::VerifierRefusal>(&result)) {
       linger_ = body_unread_;
@@ -240,6 +242,10 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
     principal_ = std::move(token.principal);
     granted_scopes_ = std::move(token.scopes);
     claim_profile_ = auth::claim_profile_of(token.claims, state_->options.claim_profiles);
+    if (!presented.empty()) {
+      access_token_ = std::make_shared<const gateway::CallerAccessToken>(
+          gateway::CallerAccessToken{std::move(presented), token.expires_at});
+    }
     if (auto refusal = admit()) {
       linger_ = body_unread_;
       return refuse(*refusal);
@@ -321,6 +327,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
     if (path != "/mcp") return std::nullopt;
     granted_scopes_.reset();
     claim_profile_.clear();
+    access_token_.reset();
     if (state_->options.verifier)
       return authenticate_oauth(policy, header(request, "Authorization"));
     auto authentication = policy.authenticate(header(request, "Authorization"));
@@ -546,7 +553,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
                [session, message = std::move(message), reply_to = std::move(reply_to),
                 notify = std::move(notify),
                 context = RequestContext{std::exchange(trace_, {}), granted_scopes_, claim_profile_,
-                                         can_stream}]() mutable {
+                                         can_stream, access_token_}]() mutable {
                  session->handle(std::move(message), reply_to, notify, context);
                });
     watch_for_hangup();
@@ -887,6 +894,10 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   // The `principals` entry of the form "claim:NAME=VALUE" the current request's access token
   // matches (auth::claim_profile_of); empty: none.
   std::string claim_profile_;
+  // The current request's access token itself, kept only with options.pass_access_token (an
+  // upstream's token is exchanged for it); null otherwise, and for a static token.
+  std::shared_ptr<const gateway::CallerAccessToken> access_token_;
+  std::string presented_token_;    // the token being verified, until on_token_verified
   std::size_t header_fields_ = 0;  // fields of the /mcp request's header block (no trailers)
   bool closed_ = false;
   bool event_stream_ok_ = false;  // the current request's Accept allows text/event-stream

@@ -68,14 +68,18 @@ struct HttpOptions {
   HttpMode mode = HttpMode::stateful;
   std::vector<std::string> allowed_origins;        // from config::Http
   std::vector<config::BearerToken> bearer_tokens;  // from config::Http; empty: no authentication
-  // OAuth (config::Http::oauth): /mcp also takes JWT access tokens, checked by `verifier`, and
-  // the protected resource metadata is served. Both set or neither; with them, /mcp always
-  // needs a token (static or JWT), whatever `bearer_tokens` holds.
+  // OAuth (config::Http::oauth): /mcp also takes access tokens (JWTs, and opaque ones by
+  // introspection), checked by `verifier`, and the protected resource metadata is served. Both
+  // set or neither; with them, /mcp always needs a token (static or an access token), whatever
+  // `bearer_tokens` holds.
   std::optional<config::OAuth> oauth;
   std::shared_ptr<auth::TokenVerifier> verifier;
   // The config's `principals` keys of the form "claim:NAME=VALUE": an access token whose claim
   // matches one gets that entry's headers and policy, unless its principal has an entry.
   std::vector<std::string> claim_profiles;
+  // Keep each verified access token for the call it authenticates (sandbox::Call::access_token):
+  // set when an upstream's token is exchanged for the caller's (config token_exchange).
+  bool pass_access_token = false;
   std::size_t max_body_bytes =
       std::size_t{4} * 1024 * 1024;                       // larger bodies: 413 (the stdio line cap)
   std::size_t max_header_bytes = std::size_t{16} * 1024;  // larger header blocks: 431

@@ -373,7 +373,8 @@ void McpSession::call_tool(const Json& id, const Json& params, const Send& out, 
       sandbox::Call{*tool, std::move(code), principal_, std::move(cancel), std::move(audit_id),
                     span.traceparent(), span.tracestate, context.scopes, context.profile,
                     state.retry ? std::shared_ptr<gateway::Approver>(state.retry)
-                                : std::shared_ptr<gateway::Approver>(state.approver)},
+                                : std::shared_ptr<gateway::Approver>(state.approver),
+                    context.access_token},
       [self = shared_from_this(), id, name, tool = *tool, started, record = std::move(record), span,
        facts](sandbox::Outcome outcome) mutable {
         boost::asio::post(self->executor_, [self, id, name, tool, started,

@@ -96,6 +96,8 @@ struct RequestContext {
   // Whether the request's notification channel can carry our requests to the client (an
   // approval's elicitation/create): stdio can; HTTP when the client takes an event stream.
   bool can_ask = true;
+  // The access token itself, when an upstream's token is exchanged for it (sandbox::Call).
+  std::shared_ptr<const gateway::CallerAccessToken> access_token;
 };
 
 class McpSession : public std::enable_shared_from_this<McpSession> {

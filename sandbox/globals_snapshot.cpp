@@ -15,6 +15,7 @@ namespace codemode::embedded {
 std::string_view sandbox_bootstrap_js();
 std::string_view sandbox_whatwg_url_js();
 std::string_view sandbox_tr46_js();
+std::string_view sandbox_encodings_js();
 std::string_view sandbox_fetch_js();
 std::string_view sandbox_warm_js();
 }  // namespace codemode::embedded
@@ -63,6 +64,7 @@ v8::MaybeLocal<v8::Function> install_globals(v8::Local<v8::Context> context, Fet
       {"utf8Decode", host_utf8_decode},
       {"loadWhatwgUrl", host_load_whatwg_url},
       {"loadTr46", host_load_tr46},
+      {"loadEncodings", host_load_encodings},
   };
   for (const auto& [name, callback] : functions) {
     if (host->Set(context, v8_string(isolate, name), host_function(context, callback))
@@ -160,7 +162,8 @@ namespace {
 // What a call usually does with URLs: run once in an isolate of the new snapshot, so that the
 // code cache holds these paths' functions compiled. No international name: tr46.js gets no
 // cache (compiled from source it costs its rare call ~1 ms more, and its cache would cost
-// every process start about as much as whatwg-url.js's).
+// every process start about as much as whatwg-url.js's); nor does encodings.js, which only a
+// call decoding a legacy encoding (gbk, shift_jis, koi8-r, ...) compiles.
 constexpr std::string_view kWarmUrls = R"js(
   const url = new URL('/products?limit=3&q=a%20b#top', 'http://127.0.0.1:8788/v1/');
   url.searchParams.append('x', 'y z');
@@ -170,12 +173,29 @@ constexpr std::string_view kWarmUrls = R"js(
 )js";
 
 std::string_view vendor_source(Vendor which) {
-  return which == Vendor::whatwg_url ? embedded::sandbox_whatwg_url_js()
-                                     : embedded::sandbox_tr46_js();
+  switch (which) {
+    case Vendor::whatwg_url:
+      return embedded::sandbox_whatwg_url_js();
+    case Vendor::tr46:
+      return embedded::sandbox_tr46_js();
+    case Vendor::encodings:
+      return embedded::sandbox_encodings_js();
+  }
+  CODEMODE_CHECK(false, "every Vendor has a source");
+  return {};
 }
 
 const char* vendor_name(Vendor which) {
-  return which == Vendor::whatwg_url ? "whatwg-url.js" : "tr46.js";
+  switch (which) {
+    case Vendor::whatwg_url:
+      return "whatwg-url.js";
+    case Vendor::tr46:
+      return "tr46.js";
+    case Vendor::encodings:
+      return "encodings.js";
+  }
+  CODEMODE_CHECK(false, "every Vendor has a name");
+  return "";
 }
 
 }  // namespace

@@ -345,7 +345,8 @@ void host_read_body(const v8::FunctionCallbackInfo<v8::Value>& info) {
 
 namespace {
 
-// loadWhatwgUrl() and loadTr46(): the bundle's factory, compiled into the calling context.
+// loadWhatwgUrl(), loadTr46(), loadEncodings(): the bundle's factory, compiled into the calling
+// context.
 void load_vendor(const v8::FunctionCallbackInfo<v8::Value>& info, Vendor which) {
   v8::Isolate* isolate = info.GetIsolate();
   v8::Local<v8::Value> factory;
@@ -364,6 +365,10 @@ void host_load_tr46(const v8::FunctionCallbackInfo<v8::Value>& info) {
   load_vendor(info, Vendor::tr46);
 }
 
+void host_load_encodings(const v8::FunctionCallbackInfo<v8::Value>& info) {
+  load_vendor(info, Vendor::encodings);
+}
+
 const intptr_t* external_references() {
   static const intptr_t kReferences[] = {
       reinterpret_cast<intptr_t>(host_log),
@@ -378,6 +383,7 @@ const intptr_t* external_references() {
       reinterpret_cast<intptr_t>(host_read_body),
       reinterpret_cast<intptr_t>(host_load_whatwg_url),
       reinterpret_cast<intptr_t>(host_load_tr46),
+      reinterpret_cast<intptr_t>(host_load_encodings),
       0,
   };
   return kReferences;

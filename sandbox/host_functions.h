@@ -111,6 +111,10 @@ void host_read_body(const v8::FunctionCallbackInfo<v8::Value>& info);
 // non-ASCII host name. Neither is in the globals snapshot (globals_snapshot.h says why).
 void host_load_whatwg_url(const v8::FunctionCallbackInfo<v8::Value>& info);
 void host_load_tr46(const v8::FunctionCallbackInfo<v8::Value>& info);
+// loadEncodings() -> the factory of js/vendor/encodings.js (the Encoding Standard's labels and
+// legacy decoders), compiled from source into the calling context: bootstrap.js's TextDecoder
+// asks for it on a call's first label other than UTF-8, UTF-16 and windows-1252.
+void host_load_encodings(const v8::FunctionCallbackInfo<v8::Value>& info);
 
 // Every host function a context of the sandbox can hold, for the startup snapshot: V8 stores a
 // function's callback as an index into this list. Null-terminated.

@@ -33,6 +33,8 @@
   const SymbolToString = Symbol.prototype.toString;
   const ErrorToString = Error.prototype.toString;
   const StringPrototype = String.prototype;
+  const StringReplace = String.prototype.replace;
+  const StringToLowerCase = String.prototype.toLowerCase;
 
   function define(object, name, value) {
     ObjectDefineProperty(object, name, {value, writable: true, configurable: true, enumerable: false});
@@ -242,10 +244,15 @@
     }
   }
   tag(TextEncoder, 'TextEncoder');
-  // The Encoding Standard's decoders node offers without a full ICU: UTF-8 (the host's, which
-  // replaces malformed sequences as the standard does), UTF-16LE/BE and windows-1252 (the
-  // decoder of every "latin1"/"ascii"/"iso-8859-1" label), with `{stream: true}`. Written here
-  // because V8 gives a context no decoder; the labels and the windows-1252 table are the
+  // The Encoding Standard's decoders. UTF-8 (the host's, which replaces malformed sequences as
+  // the standard does), UTF-16LE/BE and windows-1252 (the decoder of every "latin1"/"ascii"/
+  // "iso-8859-1" label) are here, with `{stream: true}`: V8 gives a context no decoder. Every
+  // other encoding of the standard (the legacy single-byte and multi-byte ones, and the
+  // "replacement" labels, which TextDecoder refuses) is js/vendor/encodings.js, @exodus/bytes's
+  // decoders, which the host compiles on a call's first label not in the table below: neither
+  // its code nor the standard's ~220 labels are in the globals snapshot, so only a call that
+  // asks for one of them pays for it. ICU's converters are not used: they differ from the
+  // standard's indexes (sandbox/README.md). The labels and the windows-1252 table here are the
   // standard's (encoding.spec.whatwg.org, "Encodings" and index-windows-1252).
   const kEncodingOfLabel = {__proto__: null};
   for (const [encoding, labels] of [
@@ -294,20 +301,36 @@
     }
     return 0;
   }
+  const hostLoadEncodings = host.loadEncodings;
+  let legacyEncodings = null;
+  // {encodingOf(label), makeDecoder(name, fatal)}: js/vendor/encodings.js, made on first use.
+  // Its globalThis is an empty object, so that nothing the call put on the real one (a Buffer, a
+  // TextDecoder of its own) changes how it decodes.
+  const loadLegacyEncodings = () =>
+    (legacyEncodings ??= hostLoadEncodings()(ObjectFreeze({__proto__: null})));
+  // The standard's label matching: ASCII whitespace trimmed, ASCII letters lower-cased (only
+  // those: "\u212Aoi8-r", with a Kelvin sign, is no label).
+  const asciiLowerCase = (text) =>
+    call(StringReplace, text, /[A-Z]+/g, (upper) => call(StringToLowerCase, upper));
   class TextDecoder {
     #encoding;
     #ignoreBOM;
     #fatal;
+    #legacy = null;  // a legacy encoding's decoder, (bytes, stream) -> text, with its state
     #pending = null;  // bytes of an incomplete sequence held over by {stream: true}
     #started = false;  // the BOM is looked for only at the start of a stream
     constructor(label = 'utf-8', options = {}) {
-      const encoding = kEncodingOfLabel[('' + label).replace(/^[\t\n\f\r ]+|[\t\n\f\r ]+$/g, '').toLowerCase()];
-      if (encoding === undefined) {
+      const key = asciiLowerCase(call(StringReplace, '' + label, /^[\t\n\f\r ]+|[\t\n\f\r ]+$/g, ''));
+      let encoding = kEncodingOfLabel[key];
+      const legacy = encoding === undefined;
+      if (legacy) encoding = loadLegacyEncodings().encodingOf(key);
+      if (encoding === undefined || encoding === 'replacement') {
         throw new RangeErrorCtor('TextDecoder: the "' + label + '" encoding is not supported');
       }
       this.#encoding = encoding;
       this.#ignoreBOM = !!(options && options.ignoreBOM);
       this.#fatal = !!(options && options.fatal);
+      if (legacy) this.#legacy = legacyEncodings.makeDecoder(encoding, this.#fatal);
     }
     get encoding() { return this.#encoding; }
     get fatal() { return this.#fatal; }
@@ -319,6 +342,18 @@
       else if (ArrayBufferIsView(input)) bytes = new Uint8ArrayCtor(input.buffer, input.byteOffset, input.byteLength);
       else throw new TypeErrorCtor('TextDecoder.decode: input must be an ArrayBuffer or a view of one');
       const stream = !!(options && options.stream);
+      if (this.#legacy !== null) {
+        // The decoder keeps its own state across {stream: true} chunks, and drops it after a
+        // call without; the standard looks for a BOM only in UTF-8 and UTF-16.
+        try {
+          return this.#legacy(bytes, stream);
+        } catch (error) {
+          if (error instanceof TypeErrorCtor) {
+            throw new TypeErrorCtor('TextDecoder.decode: the input is not valid ' + this.#encoding);
+          }
+          throw error;
+        }
+      }
       if (this.#pending !== null) {
         const joined = new Uint8ArrayCtor(this.#pending.length + bytes.length);
         joined.set(this.#pending);

@@ -3,6 +3,8 @@
 #include <atomic>
 #include <cstdio>
 #include <memory>
+#include <mutex>
+#include <string>
 #include <string_view>
 #include <utility>
 
@@ -23,6 +25,15 @@ std::string_view sandbox_warm_js();
 namespace codemode::sandbox::detail {
 
 namespace {
+
+// set_fetch_base's value; read once, while the snapshot is made.
+std::mutex fetch_base_mutex;
+std::string fetch_base;  // guarded by fetch_base_mutex
+
+std::string current_fetch_base() {
+  std::lock_guard lock(fetch_base_mutex);
+  return fetch_base;
+}
 
 v8::Local<v8::Function> host_function(v8::Local<v8::Context> context,
                                       v8::FunctionCallback callback) {
@@ -90,11 +101,12 @@ v8::MaybeLocal<v8::Function> install_globals(v8::Local<v8::Context> context, Fet
       return {};
     }
     v8::Local<v8::Value> fetch_args[] = {global, host_function(context, host_fetch),
-                                         host_function(context, host_read_body), url_classes};
+                                         host_function(context, host_read_body), url_classes,
+                                         v8_string(isolate, current_fetch_base())};
     if (!compile(context, embedded::sandbox_fetch_js(), "fetch.js", 0, kEager).ToLocal(&script) ||
         !script->Run(context).ToLocal(&factory) || !factory->IsFunction() ||
         !factory.As<v8::Function>()
-             ->Call(context, v8::Undefined(isolate), 4, fetch_args)
+             ->Call(context, v8::Undefined(isolate), 5, fetch_args)
              .ToLocal(&ignored)) {
       return {};
     }
@@ -118,6 +130,11 @@ namespace {
 // which must not wait for get()).
 std::atomic<const GlobalsSnapshot*> made{nullptr};
 }  // namespace
+
+void set_fetch_base(std::string base) {
+  std::lock_guard lock(fetch_base_mutex);
+  fetch_base = std::move(base);
+}
 
 const GlobalsSnapshot& GlobalsSnapshot::get() {
   static const GlobalsSnapshot* snapshot = [] {

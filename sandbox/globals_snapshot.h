@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "sandbox/isolate_runner.h"
@@ -47,6 +48,11 @@ class GlobalsSnapshot {
   std::vector<std::uint8_t> whatwg_url_cache_;  // empty until made, and if V8 made none
   std::vector<std::uint8_t> no_cache_;  // tr46.js, encodings.js: none (make_code_caches says why)
 };
+
+// Sets what js/fetch.js's Request resolves a relative URL against (SandboxOptions::fetch_base)
+// for the snapshot this process makes; once made, the snapshot keeps the value it was made with,
+// and later calls change nothing. Called before the first isolate of the process.
+void set_fetch_base(std::string base);
 
 // Compiles `which` into `context` (with its code cache, once the process has made it) and runs
 // it: the value is the bundle's factory function. Empty with an exception pending on failure

@@ -73,9 +73,7 @@ v8::MaybeLocal<v8::Function> install_globals(v8::Local<v8::Context> context, Fet
       {"utf8Length", host_utf8_length},
       {"utf8Write", host_utf8_write},
       {"utf8Decode", host_utf8_decode},
-      {"loadWhatwgUrl", host_load_whatwg_url},
-      {"loadTr46", host_load_tr46},
-      {"loadEncodings", host_load_encodings},
+      {"loadVendor", host_load_vendor},
   };
   for (const auto& [name, callback] : functions) {
     if (host->Set(context, v8_string(isolate, name), host_function(context, callback))

@@ -12,8 +12,9 @@
 
 namespace codemode::sandbox::detail {
 
-// The bundles under js/vendor/ that a call compiles on first use.
-enum class Vendor { whatwg_url, tr46, encodings };
+// The bundles under js/vendor/ that a call compiles on first use; the values are what
+// js/bootstrap.js passes host.loadVendor.
+enum class Vendor { whatwg_url = 0, tr46 = 1, encodings = 2 };
 
 // The sandbox's globals, made once per process into a V8 startup snapshot: one context with
 // install_globals() done without fetch, one with. An isolate created from it deserialises its

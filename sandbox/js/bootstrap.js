@@ -33,8 +33,6 @@
   const SymbolToString = Symbol.prototype.toString;
   const ErrorToString = Error.prototype.toString;
   const StringPrototype = String.prototype;
-  const StringReplace = String.prototype.replace;
-  const StringToLowerCase = String.prototype.toLowerCase;
 
   function define(object, name, value) {
     ObjectDefineProperty(object, name, {value, writable: true, configurable: true, enumerable: false});
@@ -301,17 +299,12 @@
     }
     return 0;
   }
-  const hostLoadEncodings = host.loadEncodings;
-  let legacyEncodings = null;
   // {encodingOf(label), makeDecoder(name, fatal)}: js/vendor/encodings.js, made on first use.
   // Its globalThis is an empty object, so that nothing the call put on the real one (a Buffer, a
-  // TextDecoder of its own) changes how it decodes.
-  const loadLegacyEncodings = () =>
-    (legacyEncodings ??= hostLoadEncodings()(ObjectFreeze({__proto__: null})));
-  // The standard's label matching: ASCII whitespace trimmed, ASCII letters lower-cased (only
-  // those: "\u212Aoi8-r", with a Kelvin sign, is no label).
-  const asciiLowerCase = (text) =>
-    call(StringReplace, text, /[A-Z]+/g, (upper) => call(StringToLowerCase, upper));
+  // TextDecoder of its own) changes how it decodes. Kept this small: every isolate deserialises
+  // what is here.
+  const hostLoadVendor = host.loadVendor;  // n -> a factory of js/vendor/ (globals_snapshot.h's Vendor)
+  let legacyEncodings = null;
   class TextDecoder {
     #encoding;
     #ignoreBOM;
@@ -320,11 +313,15 @@
     #pending = null;  // bytes of an incomplete sequence held over by {stream: true}
     #started = false;  // the BOM is looked for only at the start of a stream
     constructor(label = 'utf-8', options = {}) {
-      const key = asciiLowerCase(call(StringReplace, '' + label, /^[\t\n\f\r ]+|[\t\n\f\r ]+$/g, ''));
-      let encoding = kEncodingOfLabel[key];
+      // No label of these has a letter whose Unicode lower case differs from its ASCII one;
+      // encodingOf matches the others as the standard says (ASCII case only).
+      let encoding = kEncodingOfLabel[('' + label).replace(/^[\t\n\f\r ]+|[\t\n\f\r ]+$/g, '').toLowerCase()];
       const legacy = encoding === undefined;
-      if (legacy) encoding = loadLegacyEncodings().encodingOf(key);
-      if (encoding === undefined || encoding === 'replacement') {
+      if (legacy) {
+        encoding = (legacyEncodings ??= hostLoadVendor(2)(ObjectFreeze({__proto__: null})))
+                       .encodingOf('' + label);
+      }
+      if (encoding === undefined) {
         throw new RangeErrorCtor('TextDecoder: the "' + label + '" encoding is not supported');
       }
       this.#encoding = encoding;
@@ -342,18 +339,9 @@
       else if (ArrayBufferIsView(input)) bytes = new Uint8ArrayCtor(input.buffer, input.byteOffset, input.byteLength);
       else throw new TypeErrorCtor('TextDecoder.decode: input must be an ArrayBuffer or a view of one');
       const stream = !!(options && options.stream);
-      if (this.#legacy !== null) {
-        // The decoder keeps its own state across {stream: true} chunks, and drops it after a
-        // call without; the standard looks for a BOM only in UTF-8 and UTF-16.
-        try {
-          return this.#legacy(bytes, stream);
-        } catch (error) {
-          if (error instanceof TypeErrorCtor) {
-            throw new TypeErrorCtor('TextDecoder.decode: the input is not valid ' + this.#encoding);
-          }
-          throw error;
-        }
-      }
+      // A legacy decoder keeps its own state across {stream: true} chunks, and drops it after a
+      // call without; the standard looks for a BOM only in UTF-8 and UTF-16.
+      if (this.#legacy !== null) return this.#legacy(bytes, stream);
       if (this.#pending !== null) {
         const joined = new Uint8ArrayCtor(this.#pending.length + bytes.length);
         joined.set(this.#pending);
@@ -429,16 +417,14 @@
   // The WHATWG URL Standard's reference implementation (npm whatwg-url, tr46 for IDNA), bundled
   // by scripts/vendor-whatwg-url into js/vendor/: a function of the TextEncoder and TextDecoder
   // above (the only globals it needs) and of a loader of its IDNA part (tr46.js, compiled on a
-  // call's first non-ASCII host name). The host compiles it (host.loadWhatwgUrl, from a code
+  // call's first non-ASCII host name). The host compiles it (host.loadVendor(0), from a code
   // cache the process made) on the first use of either global, not into the snapshot:
   // globals_snapshot.h says why. The gateway never trusts this parser: fetch() hands the host
   // the URL as the code wrote it, and gateway/url_policy.h decides the origin
   // (tests/e2e/url_origin.test.mjs shows the two agree, or the request is refused).
-  const hostLoadWhatwgUrl = host.loadWhatwgUrl;
-  const hostLoadTr46 = host.loadTr46;
   let urlClasses = null;
   const makeUrlClasses = () =>
-    (urlClasses ??= hostLoadWhatwgUrl()(TextEncoder, TextDecoder, () => hostLoadTr46()()));
+    (urlClasses ??= hostLoadVendor(0)(TextEncoder, TextDecoder, () => hostLoadVendor(1)()));
   for (const name of ['URL', 'URLSearchParams']) {
     // Until then an accessor that makes both classes and becomes a data property.
     ObjectDefineProperty(global, name, {

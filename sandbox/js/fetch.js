@@ -205,10 +205,10 @@
   }
 
   // ---------------------------------------------------------------- Request
-  let forFetch = false;  // true while fetch() makes its Request
+  const kFromFetch = {};  // fetch()'s own Request: the third argument only fetch() can give
   class Request extends Body {
     #method; #url; #headers; #redirect;
-    constructor(input, init = {}) {
+    constructor(input, init = {}, from = undefined) {
       const base = input instanceof Request ? input : null;
       const [extracted, contentType] =
           init.body !== undefined ? extractBody(init.body) : [base ? base._peek() : undefined, null];
@@ -217,7 +217,7 @@
       this.#url = base ? base._target() : (url !== null && input instanceof url.URL ? input.href : '' + input);
       // fetch()'s own Request passes a relative URL on as written: the gateway's refusal (no
       // upstream) is a policy error the call's requests record.
-      if (fetchBase === '' && !base && !forFetch && !kHasScheme.test(this.#url)) {
+      if (fetchBase === '' && from !== kFromFetch && !base && !kHasScheme.test(this.#url)) {
         throw new TypeErrorCtor('Request: "' + this.#url + '" is a relative URL, and there is no upstream to resolve it against');
       }
       this.#method = init.method !== undefined ? normalizeMethod(init.method) : (base ? base.method : 'GET');
@@ -319,13 +319,7 @@
 
   // ---------------------------------------------------------------- fetch
   async function fetch(input, init = undefined) {
-    let request;
-    forFetch = true;
-    try {
-      request = new Request(input, init || {});
-    } finally {
-      forFetch = false;
-    }
+    const request = new Request(input, init || {}, kFromFetch);
     const pairs = [];
     for (const pair of request.headers) pairs.push(pair);
     const body = request._peek();

@@ -104,8 +104,8 @@ function referenceDecoder() {
   return class ReferenceTextDecoder {
     #decode;
     constructor(label, options = {}) {
-      const name = encodingOf(label.trim().toLowerCase());
-      if (name === undefined || name === 'replacement') throw new RangeError(label);
+      const name = encodingOf(label);
+      if (name === undefined) throw new RangeError(label);
       this.encoding = name;
       this.#decode = makeDecoder(name, !!options.fatal);
     }

@@ -161,6 +161,7 @@ const kStandard = [
   ['windows-874', [0xDB], '\uFFFD'],  // no pointer 91 in index-windows-874 (ICU: private use)
   ['windows-1253', [0xAA], '\uFFFD'],  // no pointer 42 in index-windows-1253 (ICU: U+00AA)
   ['windows-1255', [0xCA], '\u05BA'],  // index-windows-1255 pointer 74 (ICU: an error)
+  ['gb18030', [0x84, 0x31, 0x95, 0x33, 0x41], '\uFEFFA'],  // U+FEFF decoded, not a BOM: only UTF-8/16 have one
   ['iso-8859-16', [0xA1], '\u0104'],
   ['x-user-defined', [0x80, 0xFF, 0x41], '\uF780\uF7FFA'],
 ];
@@ -176,7 +177,8 @@ describe('TextDecoder\'s legacy encodings in the sandbox, in node and in the sta
 
   test('every label of the standard names the same encoding as in node and the standard', async () => {
     const labels = spec.flatMap((group) => group.encodings.flatMap((e) => e.labels));
-    const variants = [...labels, ...labels.map((l) => `\t ${l.toUpperCase()}\n`), 'latin-2', 'utf-32', 'koi8_u', '\u212Aoi8-r', 'x-mac-roman ', ''];
+    const variants = [...labels, ...labels.map((l) => `\t ${l.toUpperCase()}\n`), ...labels.map((l) => `\f${l}\r`),
+                      'latin-2', 'utf-32', 'koi8_u', '\u212Aoi8-r', 'x-mac-roman ', '\u00A0koi8-r', 'koi8-r\0', ''];
     const encodingOf = (Decoder, label) => { try { return new Decoder(label).encoding; } catch (e) { return e.constructor.name; } };
     const inSandbox = await sandbox.execute(callOf((list) => list.map((l) => { try { return new TextDecoder(l).encoding; } catch (e) { return e.constructor.name; } }), variants));
     const expected = variants.map((label) => {

@@ -171,7 +171,8 @@ struct Encoder {
             {"limits", limits_json(m.limits)},
             {"cpu_seconds", m.cpu_seconds},
             {"jitless", m.jitless},
-            {"concurrency", m.concurrency}};
+            {"concurrency", m.concurrency},
+            {"fetch_base", m.fetch_base}};
   }
   json operator()(const Ready& m) const { return {{"t", "ready"}, {"layers", m.layers}}; }
   json operator()(const Run& m) const {
@@ -251,6 +252,7 @@ std::variant<Message, DecodeError> decode_object(const json& body) {
     m.cpu_seconds = f.u32("cpu_seconds");
     m.jitless = f.boolean("jitless");
     m.concurrency = f.u32("concurrency");
+    m.fetch_base = f.text("fetch_base");
     if (const json* limits = f.get("limits", json::value_t::array)) {
       auto parsed = limits_from(*limits);
       if (!parsed) return DecodeError{"message \"init\": field \"limits\" is malformed"};

@@ -43,6 +43,7 @@ struct Init {
   std::uint32_t cpu_seconds = 0;
   bool jitless = false;           // config's sandbox.jitless: V8 starts with --jitless
   std::uint32_t concurrency = 1;  // calls at once (config's sandbox.process_calls); >= 1
+  std::string fetch_base;         // SandboxOptions::fetch_base
 };
 
 // Process -> parent, once, when the process is locked down and ready for calls. `layers` is one

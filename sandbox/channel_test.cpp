@@ -47,8 +47,11 @@ TEST_CASE("every message survives encoding and decoding", "[sandbox][channel]") 
   init.limits = limits;
   init.cpu_seconds = 90;
   init.jitless = true;
+  init.fetch_base = "http://127.0.0.1:8788/";
   const auto init_back = std::get<Init>(round_trip(init));
   CHECK(init_back.jitless);
+  CHECK(init_back.fetch_base == "http://127.0.0.1:8788/");
+  CHECK(std::get<Init>(round_trip(Init{})).fetch_base.empty());
   CHECK_FALSE(std::get<Init>(round_trip(Init{})).jitless);
   CHECK(init_back.spec);
   CHECK(init_back.fetch);

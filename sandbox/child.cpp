@@ -23,6 +23,7 @@
 
 #include "openapi/image.h"
 #include "sandbox/channel.h"
+#include "sandbox/globals_snapshot.h"
 #include "sandbox/isolate_runner.h"
 #include "sandbox/lockdown.h"
 #include "sandbox/v8_platform.h"
@@ -463,6 +464,7 @@ int child_main(const ChildOptions& options) {
   v8::V8::SetFatalMemoryErrorCallback(out_of_memory);
   set_out_of_memory_handler(out_of_memory);
   v8::base::SetPrintStackTrace(on_v8_fatal);  // after V8::Initialize, which sets its own
+  detail::set_fetch_base(init.fetch_base);    // before warm_up makes the globals snapshot
   warm_up(init.limits, api ? &*api : nullptr);
 
   const openapi::DocumentImage* document = api ? &*api : nullptr;

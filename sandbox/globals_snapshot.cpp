@@ -3,6 +3,8 @@
 #include <atomic>
 #include <cstdio>
 #include <memory>
+#include <mutex>
+#include <string>
 #include <string_view>
 #include <utility>
 
@@ -15,6 +17,7 @@ namespace codemode::embedded {
 std::string_view sandbox_bootstrap_js();
 std::string_view sandbox_whatwg_url_js();
 std::string_view sandbox_tr46_js();
+std::string_view sandbox_encodings_js();
 std::string_view sandbox_fetch_js();
 std::string_view sandbox_warm_js();
 }  // namespace codemode::embedded
@@ -22,6 +25,15 @@ std::string_view sandbox_warm_js();
 namespace codemode::sandbox::detail {
 
 namespace {
+
+// set_fetch_base's value; read once, while the snapshot is made.
+std::mutex fetch_base_mutex;
+std::string fetch_base;  // guarded by fetch_base_mutex
+
+std::string current_fetch_base() {
+  std::lock_guard lock(fetch_base_mutex);
+  return fetch_base;
+}
 
 v8::Local<v8::Function> host_function(v8::Local<v8::Context> context,
                                       v8::FunctionCallback callback) {
@@ -61,8 +73,7 @@ v8::MaybeLocal<v8::Function> install_globals(v8::Local<v8::Context> context, Fet
       {"utf8Length", host_utf8_length},
       {"utf8Write", host_utf8_write},
       {"utf8Decode", host_utf8_decode},
-      {"loadWhatwgUrl", host_load_whatwg_url},
-      {"loadTr46", host_load_tr46},
+      {"loadVendor", host_load_vendor},
   };
   for (const auto& [name, callback] : functions) {
     if (host->Set(context, v8_string(isolate, name), host_function(context, callback))
@@ -88,11 +99,12 @@ v8::MaybeLocal<v8::Function> install_globals(v8::Local<v8::Context> context, Fet
       return {};
     }
     v8::Local<v8::Value> fetch_args[] = {global, host_function(context, host_fetch),
-                                         host_function(context, host_read_body), url_classes};
+                                         host_function(context, host_read_body), url_classes,
+                                         v8_string(isolate, current_fetch_base())};
     if (!compile(context, embedded::sandbox_fetch_js(), "fetch.js", 0, kEager).ToLocal(&script) ||
         !script->Run(context).ToLocal(&factory) || !factory->IsFunction() ||
         !factory.As<v8::Function>()
-             ->Call(context, v8::Undefined(isolate), 4, fetch_args)
+             ->Call(context, v8::Undefined(isolate), 5, fetch_args)
              .ToLocal(&ignored)) {
       return {};
     }
@@ -116,6 +128,11 @@ namespace {
 // which must not wait for get()).
 std::atomic<const GlobalsSnapshot*> made{nullptr};
 }  // namespace
+
+void set_fetch_base(std::string base) {
+  std::lock_guard lock(fetch_base_mutex);
+  fetch_base = std::move(base);
+}
 
 const GlobalsSnapshot& GlobalsSnapshot::get() {
   static const GlobalsSnapshot* snapshot = [] {
@@ -160,7 +177,8 @@ namespace {
 // What a call usually does with URLs: run once in an isolate of the new snapshot, so that the
 // code cache holds these paths' functions compiled. No international name: tr46.js gets no
 // cache (compiled from source it costs its rare call ~1 ms more, and its cache would cost
-// every process start about as much as whatwg-url.js's).
+// every process start about as much as whatwg-url.js's); nor does encodings.js, which only a
+// call decoding a legacy encoding (gbk, shift_jis, koi8-r, ...) compiles.
 constexpr std::string_view kWarmUrls = R"js(
   const url = new URL('/products?limit=3&q=a%20b#top', 'http://127.0.0.1:8788/v1/');
   url.searchParams.append('x', 'y z');
@@ -170,12 +188,29 @@ constexpr std::string_view kWarmUrls = R"js(
 )js";
 
 std::string_view vendor_source(Vendor which) {
-  return which == Vendor::whatwg_url ? embedded::sandbox_whatwg_url_js()
-                                     : embedded::sandbox_tr46_js();
+  switch (which) {
+    case Vendor::whatwg_url:
+      return embedded::sandbox_whatwg_url_js();
+    case Vendor::tr46:
+      return embedded::sandbox_tr46_js();
+    case Vendor::encodings:
+      return embedded::sandbox_encodings_js();
+  }
+  CODEMODE_CHECK(false, "every Vendor has a source");
+  return {};
 }
 
 const char* vendor_name(Vendor which) {
-  return which == Vendor::whatwg_url ? "whatwg-url.js" : "tr46.js";
+  switch (which) {
+    case Vendor::whatwg_url:
+      return "whatwg-url.js";
+    case Vendor::tr46:
+      return "tr46.js";
+    case Vendor::encodings:
+      return "encodings.js";
+  }
+  CODEMODE_CHECK(false, "every Vendor has a name");
+  return "";
 }
 
 }  // namespace

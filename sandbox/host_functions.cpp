@@ -345,25 +345,17 @@ void host_read_body(const v8::FunctionCallbackInfo<v8::Value>& info) {
   state.bodies.erase(body);
 }
 
-namespace {
-
-// loadWhatwgUrl() and loadTr46(): the bundle's factory, compiled into the calling context.
-void load_vendor(const v8::FunctionCallbackInfo<v8::Value>& info, Vendor which) {
+void host_load_vendor(const v8::FunctionCallbackInfo<v8::Value>& info) {
   v8::Isolate* isolate = info.GetIsolate();
+  if (info.Length() < 1 || !info[0]->IsUint32() ||
+      info[0].As<v8::Uint32>()->Value() > static_cast<std::uint32_t>(Vendor::encodings)) {
+    return throw_type_error(isolate, "loadVendor: bad arguments");
+  }
+  const auto which = static_cast<Vendor>(info[0].As<v8::Uint32>()->Value());
   v8::Local<v8::Value> factory;
   // On failure an exception is pending (a termination, or the heap cap): it propagates.
   if (!run_vendor_script(isolate->GetCurrentContext(), which).ToLocal(&factory)) return;
   info.GetReturnValue().Set(factory);
-}
-
-}  // namespace
-
-void host_load_whatwg_url(const v8::FunctionCallbackInfo<v8::Value>& info) {
-  load_vendor(info, Vendor::whatwg_url);
-}
-
-void host_load_tr46(const v8::FunctionCallbackInfo<v8::Value>& info) {
-  load_vendor(info, Vendor::tr46);
 }
 
 const intptr_t* external_references() {
@@ -378,8 +370,7 @@ const intptr_t* external_references() {
       reinterpret_cast<intptr_t>(host_utf8_decode),
       reinterpret_cast<intptr_t>(host_fetch),
       reinterpret_cast<intptr_t>(host_read_body),
-      reinterpret_cast<intptr_t>(host_load_whatwg_url),
-      reinterpret_cast<intptr_t>(host_load_tr46),
+      reinterpret_cast<intptr_t>(host_load_vendor),
       0,
   };
   return kReferences;

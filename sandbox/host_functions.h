@@ -104,13 +104,14 @@ void host_utf8_write(const v8::FunctionCallbackInfo<v8::Value>& info);
 void host_utf8_decode(const v8::FunctionCallbackInfo<v8::Value>& info);
 void host_fetch(const v8::FunctionCallbackInfo<v8::Value>& info);
 void host_read_body(const v8::FunctionCallbackInfo<v8::Value>& info);
-// loadWhatwgUrl() and loadTr46() -> the factory of js/vendor/whatwg-url.js (URL and
-// URLSearchParams) and of js/vendor/tr46.js (its UTS #46 part), compiled into the calling
-// context with the process's code cache (run_vendor_script): bootstrap.js asks for the first on
-// a call's first use of URL or URLSearchParams, whatwg-url.js for the second on its first
-// non-ASCII host name. Neither is in the globals snapshot (globals_snapshot.h says why).
-void host_load_whatwg_url(const v8::FunctionCallbackInfo<v8::Value>& info);
-void host_load_tr46(const v8::FunctionCallbackInfo<v8::Value>& info);
+// loadVendor(n) -> the factory of a bundle of js/vendor/, n a Vendor, compiled into the calling
+// context (run_vendor_script, with the process's code cache where it has one): whatwg-url.js
+// (URL and URLSearchParams), which bootstrap.js asks for on a call's first use of either;
+// tr46.js (its UTS #46 part), which whatwg-url.js asks for on its first non-ASCII host name;
+// encodings.js (the Encoding Standard's labels and legacy decoders), which TextDecoder asks for
+// on its first label other than UTF-8, UTF-16 and windows-1252. None is in the globals snapshot
+// (globals_snapshot.h says why), and one host function for the three keeps it small.
+void host_load_vendor(const v8::FunctionCallbackInfo<v8::Value>& info);
 
 // Every host function a context of the sandbox can hold, for the startup snapshot: V8 stores a
 // function's callback as an index into this list. Null-terminated.

@@ -60,6 +60,7 @@ std::shared_ptr<const std::string> init_frame(const SandboxOptions& options) {
   init.cpu_seconds = cpu_allowance_seconds(options.limits, options.calls_per_process);
   init.jitless = options.jit == JitMode::jitless;
   init.concurrency = std::max(1u, options.processes.process_calls);
+  init.fetch_base = options.fetch_base;
   return std::make_shared<const std::string>(channel::encode_frame(init));
 }
 

@@ -55,6 +55,11 @@ struct SandboxOptions {
   // Where `execute` code's fetch() goes: a Fetcher made per call (call_control.h); what it
   // refers to must outlive the Sandbox. Empty: no `fetch` global.
   FetcherFactory fetch;
+  // What a relative URL resolves against in `new Request(url).url`: the gateway's base, the first
+  // upstream's normalised origin + "/" (gateway/url_policy.h), so that a Request shows where
+  // fetch() sends it. Empty: a relative URL is a TypeError, as in node. A process-wide setting of
+  // the sandbox processes (set_fetch_base in globals_snapshot.h).
+  std::string fetch_base;
   // The sandbox process program (child.h); the daemon passes daemon_child_command(). Calls run in
   // sandbox processes, each of one principal (process_pool.h). Empty: calls run on `workers`
   // worker threads of this process, which only tests of the layers above the sandbox do.

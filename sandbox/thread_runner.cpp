@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "sandbox/globals_snapshot.h"
 #include "sandbox/isolate_runner.h"
 #include "sandbox/ledger.h"
 #include "sandbox/v8_platform.h"
@@ -22,6 +23,7 @@ class ThreadRunner final : public Sandbox::Runner {
     unsigned n = options_.workers != 0 ? options_.workers : std::thread::hardware_concurrency();
     n = std::max(1u, n);
     ensure_v8_initialized(options_.jit);
+    detail::set_fetch_base(options_.fetch_base);
     workers_.reserve(n);
     running_.resize(n);
     for (unsigned i = 0; i < n; ++i) workers_.emplace_back([this, i] { loop(i); });

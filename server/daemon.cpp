@@ -334,9 +334,14 @@ int Daemon::run() {
   // is not needed any more.
   options_.api = openapi::Document{};
   ::malloc_trim(0);
+  // Where fetch('/x') goes, for `new Request('/x').url` to say so: the gateway's base.
+  const std::vector<std::string>& origins = gateway->policy().origins();
+  std::string fetch_base =
+      !origins.empty() && !origins.front().empty() ? origins.front() + "/" : std::string();
   sandbox::Sandbox sandbox(sandbox::SandboxOptions{.limits = options_.config.limits,
                                                    .api = &image,
                                                    .fetch = std::move(fetch),
+                                                   .fetch_base = std::move(fetch_base),
                                                    .child_command = options_.sandbox_command,
                                                    .executor = io.get_executor(),
                                                    .child_stderr = options_.sandbox_stderr,

@@ -242,10 +242,15 @@
     }
   }
   tag(TextEncoder, 'TextEncoder');
-  // The Encoding Standard's decoders node offers without a full ICU: UTF-8 (the host's, which
-  // replaces malformed sequences as the standard does), UTF-16LE/BE and windows-1252 (the
-  // decoder of every "latin1"/"ascii"/"iso-8859-1" label), with `{stream: true}`. Written here
-  // because V8 gives a context no decoder; the labels and the windows-1252 table are the
+  // The Encoding Standard's decoders. UTF-8 (the host's, which replaces malformed sequences as
+  // the standard does), UTF-16LE/BE and windows-1252 (the decoder of every "latin1"/"ascii"/
+  // "iso-8859-1" label) are here, with `{stream: true}`: V8 gives a context no decoder. Every
+  // other encoding of the standard (the legacy single-byte and multi-byte ones, and the
+  // "replacement" labels, which TextDecoder refuses) is js/vendor/encodings.js, @exodus/bytes's
+  // decoders, which the host compiles on a call's first label not in the table below: neither
+  // its code nor the standard's ~220 labels are in the globals snapshot, so only a call that
+  // asks for one of them pays for it. ICU's converters are not used: they differ from the
+  // standard's indexes (sandbox/README.md). The labels and the windows-1252 table here are the
   // standard's (encoding.spec.whatwg.org, "Encodings" and index-windows-1252).
   const kEncodingOfLabel = {__proto__: null};
   for (const [encoding, labels] of [
@@ -294,20 +299,35 @@
     }
     return 0;
   }
+  // {encodingOf(label), makeDecoder(name, fatal)}: js/vendor/encodings.js, made on first use.
+  // Its globalThis is an empty object, so that nothing the call put on the real one (a Buffer, a
+  // TextDecoder of its own) changes how it decodes. Kept this small: every isolate deserialises
+  // what is here.
+  const hostLoadVendor = host.loadVendor;  // n -> a factory of js/vendor/ (globals_snapshot.h's Vendor)
+  let legacyEncodings = null;
   class TextDecoder {
     #encoding;
     #ignoreBOM;
     #fatal;
+    #legacy = null;  // a legacy encoding's decoder, (bytes, stream) -> text, with its state
     #pending = null;  // bytes of an incomplete sequence held over by {stream: true}
     #started = false;  // the BOM is looked for only at the start of a stream
     constructor(label = 'utf-8', options = {}) {
-      const encoding = kEncodingOfLabel[('' + label).replace(/^[\t\n\f\r ]+|[\t\n\f\r ]+$/g, '').toLowerCase()];
+      // No label of these has a letter whose Unicode lower case differs from its ASCII one;
+      // encodingOf matches the others as the standard says (ASCII case only).
+      let encoding = kEncodingOfLabel[('' + label).replace(/^[\t\n\f\r ]+|[\t\n\f\r ]+$/g, '').toLowerCase()];
+      const legacy = encoding === undefined;
+      if (legacy) {
+        encoding = (legacyEncodings ??= hostLoadVendor(2)(ObjectFreeze({__proto__: null})))
+                       .encodingOf('' + label);
+      }
       if (encoding === undefined) {
         throw new RangeErrorCtor('TextDecoder: the "' + label + '" encoding is not supported');
       }
       this.#encoding = encoding;
       this.#ignoreBOM = !!(options && options.ignoreBOM);
       this.#fatal = !!(options && options.fatal);
+      if (legacy) this.#legacy = legacyEncodings.makeDecoder(encoding, this.#fatal);
     }
     get encoding() { return this.#encoding; }
     get fatal() { return this.#fatal; }
@@ -319,6 +339,9 @@
       else if (ArrayBufferIsView(input)) bytes = new Uint8ArrayCtor(input.buffer, input.byteOffset, input.byteLength);
       else throw new TypeErrorCtor('TextDecoder.decode: input must be an ArrayBuffer or a view of one');
       const stream = !!(options && options.stream);
+      // A legacy decoder keeps its own state across {stream: true} chunks, and drops it after a
+      // call without; the standard looks for a BOM only in UTF-8 and UTF-16.
+      if (this.#legacy !== null) return this.#legacy(bytes, stream);
       if (this.#pending !== null) {
         const joined = new Uint8ArrayCtor(this.#pending.length + bytes.length);
         joined.set(this.#pending);
@@ -394,16 +417,14 @@
   // The WHATWG URL Standard's reference implementation (npm whatwg-url, tr46 for IDNA), bundled
   // by scripts/vendor-whatwg-url into js/vendor/: a function of the TextEncoder and TextDecoder
   // above (the only globals it needs) and of a loader of its IDNA part (tr46.js, compiled on a
-  // call's first non-ASCII host name). The host compiles it (host.loadWhatwgUrl, from a code
+  // call's first non-ASCII host name). The host compiles it (host.loadVendor(0), from a code
   // cache the process made) on the first use of either global, not into the snapshot:
   // globals_snapshot.h says why. The gateway never trusts this parser: fetch() hands the host
   // the URL as the code wrote it, and gateway/url_policy.h decides the origin
   // (tests/e2e/url_origin.test.mjs shows the two agree, or the request is refused).
-  const hostLoadWhatwgUrl = host.loadWhatwgUrl;
-  const hostLoadTr46 = host.loadTr46;
   let urlClasses = null;
   const makeUrlClasses = () =>
-    (urlClasses ??= hostLoadWhatwgUrl()(TextEncoder, TextDecoder, () => hostLoadTr46()()));
+    (urlClasses ??= hostLoadVendor(0)(TextEncoder, TextDecoder, () => hostLoadVendor(1)()));
   for (const name of ['URL', 'URLSearchParams']) {
     // Until then an accessor that makes both classes and becomes a data property.
     ObjectDefineProperty(global, name, {

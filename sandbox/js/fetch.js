@@ -7,11 +7,13 @@
 //   hostReadBody(bodyId, uint8array)      copies the response body into the array, once
 //   urlClasses.ifMade()                   bootstrap's {URL, URLSearchParams}, or null before
 //                                         the code has used either; .make() makes them
+//   fetchBase                             what the gateway resolves a relative URL against (the
+//                                         first upstream's origin + "/"), or '' when nothing
 // `headers` is an array of [name, value] pairs, `body` undefined, a string or a Uint8Array. The
 // response body is copied into memory the code owns (so the ArrayBuffer budget counts it). The
 // host decides everything (origin, credentials, budget): a refusal rejects the promise with an
 // error the host made.
-(function fetchFactory(global, hostFetch, hostReadBody, urlClasses) {
+(function fetchFactory(global, hostFetch, hostReadBody, urlClasses, fetchBase) {
   'use strict';
   const ObjectDefineProperty = Object.defineProperty;
   function define(object, name, value) {
@@ -33,6 +35,8 @@
   const Uint8ArrayCtor = Uint8Array;
   const PromiseCtor = Promise;
   const SymbolIterator = Symbol.iterator;
+  // Whether a URL string is absolute: a scheme after what the URL parser strips from the start.
+  const kHasScheme = /^[\x00-\x20]*[A-Za-z][A-Za-z0-9+.\-]*:/;
   // URL and URLSearchParams are made on their first use (bootstrap.js): before that no value can
   // be one of them, and these checks do not make them.
 
@@ -201,15 +205,21 @@
   }
 
   // ---------------------------------------------------------------- Request
+  const kFromFetch = {};  // fetch()'s own Request: the third argument only fetch() can give
   class Request extends Body {
     #method; #url; #headers; #redirect;
-    constructor(input, init = {}) {
+    constructor(input, init = {}, from = undefined) {
       const base = input instanceof Request ? input : null;
       const [extracted, contentType] =
           init.body !== undefined ? extractBody(init.body) : [base ? base._peek() : undefined, null];
       super(extracted);
       const url = urlClasses.ifMade();
       this.#url = base ? base._target() : (url !== null && input instanceof url.URL ? input.href : '' + input);
+      // fetch()'s own Request passes a relative URL on as written: the gateway's refusal (no
+      // upstream) is a policy error the call's requests record.
+      if (fetchBase === '' && from !== kFromFetch && !base && !kHasScheme.test(this.#url)) {
+        throw new TypeErrorCtor('Request: "' + this.#url + '" is a relative URL, and there is no upstream to resolve it against');
+      }
       this.#method = init.method !== undefined ? normalizeMethod(init.method) : (base ? base.method : 'GET');
       this.#headers = new Headers(init.headers !== undefined ? init.headers : (base ? base.headers : undefined));
       if (contentType !== null && !this.#headers.has('content-type')) this.#headers.set('content-type', contentType);
@@ -219,12 +229,14 @@
       this.#redirect = init.redirect !== undefined ? '' + init.redirect : (base ? base.redirect : 'follow');
     }
     get method() { return this.#method; }
-    // An absolute URL as the URL Standard serialises it; a relative one as written (node throws
-    // for it, having no base; here the gateway resolves it against the first upstream). fetch()
-    // hands the host the text as written, so that a call that never reads this makes no URL.
+    // The URL as the URL Standard serialises it, a relative one resolved against the first
+    // upstream, as the gateway resolves it: where fetch() sends this request. fetch() hands the
+    // host the text as written (the gateway's normalisation decides), so that a call that
+    // never reads this makes no URL.
     get url() {
       const {URL} = urlClasses.make();
-      return URL.canParse(this.#url) ? new URL(this.#url).href : this.#url;
+      const against = fetchBase === '' ? undefined : fetchBase;
+      return URL.canParse(this.#url, against) ? new URL(this.#url, against).href : this.#url;
     }
     _target() { return this.#url; }
     get headers() { return this.#headers; }
@@ -307,7 +319,7 @@
 
   // ---------------------------------------------------------------- fetch
   async function fetch(input, init = undefined) {
-    const request = new Request(input, init || {});
+    const request = new Request(input, init || {}, kFromFetch);
     const pairs = [];
     for (const pair of request.headers) pairs.push(pair);
     const body = request._peek();

@@ -6,6 +6,7 @@
 // (its value, or the kind of error it threw) must be the same.
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
 import { startSandbox, callOf } from './web_harness.mjs';
 
 // Self-contained (it runs in the sandbox by its text): returns {case name: outcome}.
@@ -277,5 +278,64 @@ describe('web classes in the sandbox and in node', () => {
         .map((name) => ({ case: name, sandbox: inSandbox[name], expected: expected(name) }));
     console.log(`${Object.keys(inNode).length} cases, ${different.length} different`);
     assert.deepEqual(different, []);
+  });
+});
+
+// A relative URL: node has no base and throws; the sandbox resolves it against the first
+// upstream, as the gateway does for fetch(), so that `new Request('/x').url` says where
+// `fetch(new Request('/x'))` goes, which is where `fetch('/x')` goes. With no upstream it is
+// node's TypeError.
+async function relativeRequests() {
+  const seen = (r) => r.text();
+  const spellings = ['/x?a=1#f', 'x', '', '?q', '//127.0.0.1:1/y', ' /z '];
+  const urls = spellings.map((s) => new Request(s).url);
+  const fromRequest = await fetch(new Request('/echo/a?b=1', { method: 'POST', body: 'hi' }));
+  const fromText = await fetch('/echo/a?b=1', { method: 'POST', body: 'hi' });
+  const cloned = await fetch(new Request('/echo/c').clone());
+  return { urls, bodies: [await seen(fromRequest), await seen(fromText), await seen(cloned)],
+           responseUrls: [fromRequest.url, fromText.url, cloned.url] };
+}
+
+describe('a relative URL in Request', () => {
+  let server;
+  let origin;
+  let sandbox;
+  before(async () => {
+    server = createServer((req, res) => {
+      let body = '';
+      req.on('data', (d) => { body += d; });
+      req.on('end', () => { res.end(`${req.method} ${req.url} ${body}`); });
+    });
+    await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+    origin = `http://127.0.0.1:${server.address().port}`;
+    sandbox = await startSandbox(origin);
+  });
+  after(async () => {
+    await sandbox.close();
+    await new Promise((resolve) => server.close(resolve));
+  });
+
+  test('resolves against the first upstream, and fetch() sends it there', async () => {
+    const result = await sandbox.execute(callOf(relativeRequests));
+    assert.deepEqual(result, {
+      urls: [`${origin}/x?a=1#f`, `${origin}/x`, `${origin}/`, `${origin}/?q`, 'http://127.0.0.1:1/y',
+             `${origin}/z`],
+      bodies: ['POST /echo/a?b=1 hi', 'POST /echo/a?b=1 hi', 'GET /echo/c '],
+      responseUrls: [`${origin}/echo/a?b=1`, `${origin}/echo/a?b=1`, `${origin}/echo/c`],
+    });
+    // Node, having no base, throws for each relative spelling.
+    assert.throws(() => new Request('/x'), TypeError);
+  });
+
+  test('with no upstream it is a TypeError, as in node', async () => {
+    const alone = await startSandbox(null);
+    try {
+      const code = callOf(() => ['/x', 'x', ''].map((s) => {
+        try { return new Request(s).url; } catch (e) { return e instanceof TypeError ? 'TypeError' : String(e); }
+      }).concat(new Request('http://a.test/p').url));
+      assert.deepEqual(await alone.execute(code), ['TypeError', 'TypeError', 'TypeError', 'http://a.test/p']);
+    } finally {
+      await alone.close();
+    }
   });
 });

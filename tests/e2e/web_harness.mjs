@@ -8,7 +8,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { BIN, SOURCE_DIR } from './harness.mjs';
 
-// Starts codemode-mcp with `upstream` (an origin) as its only upstream. Returns
+// Starts codemode-mcp with `upstream` (an origin) as its only upstream (null: none). Returns
 // {search, execute, close}: search(code) and execute(code) resolve to the call's result value,
 // or throw with the call's error text.
 export async function startSandbox(upstream = 'http://127.0.0.1:9') {
@@ -16,7 +16,7 @@ export async function startSandbox(upstream = 'http://127.0.0.1:9') {
   const config = join(dir, 'config.json');
   writeFileSync(config, JSON.stringify({
     openapi: join(SOURCE_DIR, 'fixtures/markethub/openapi.json'),
-    upstreams: [{ origin: upstream }],
+    upstreams: upstream === null ? [] : [{ origin: upstream }],
     limits: { code_chars: 1000000, result_chars: 10000000, cpu_ms: 20000, wall_ms: 60000,
               subrequests: 1000 },
   }));

@@ -9,8 +9,11 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
-import { BIN } from './harness.mjs';
-import { startHttpServer, writeConfig } from './http_harness.mjs';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { BIN, run } from './harness.mjs';
+import { startHttpServer, writeConfig, rawExchange, post, INITIALIZE } from './http_harness.mjs';
 
 const TIMEOUT_MS = 1500;
 const WALL_MS = 1000;  // shorter than a slow answer: the wait must not count against it
@@ -31,8 +34,10 @@ async function recordingUpstream() {
   return { seen, origin: `http://127.0.0.1:${server.address().port}`, close: () => new Promise((r) => server.close(r)) };
 }
 
-function approvalConfig(origin) {
+function approvalConfig(origin, name) {
+  const audit = join(mkdtempSync(join(tmpdir(), 'codemode-approvals-')), 'audit.db');
   return writeConfig({
+    audit: { sqlite: audit, server: `approvals-${name}` },
     upstreams: [{ origin }],
     // Writes of createOrder wait for a person; cancelOrder (also a POST) does not.
     policy: { approve: { operations: ['createOrder'] }, approval_timeout_ms: TIMEOUT_MS },
@@ -84,21 +89,29 @@ for (const [name, start] of transports()) {
     let client;
     let user;
     let bare;
+    let config;
+    let stopped = false;
     const posts = () => upstream.seen.filter((r) => r.method === 'POST' && r.path === '/orders');
     const call = (c, code) => c.callTool({ name: 'execute', arguments: { code } });
 
     before(async () => {
       upstream = await recordingUpstream();
-      served = await start(approvalConfig(upstream.origin));
+      config = approvalConfig(upstream.origin, name);
+      served = await start(config);
       ({ client, user } = userClient());
       await served.connect(client);
       ({ client: bare } = userClient({ elicitation: false }));
       await served.connect(bare);
     });
-    after(async () => {
+    const stop = async () => {
+      if (stopped) return;
+      stopped = true;
       await client.close();
       await bare.close();
       await served.stop();
+    };
+    after(async () => {
+      await stop();
       await upstream.close();
     });
 
@@ -190,6 +203,54 @@ for (const [name, start] of transports()) {
       assert.equal(posts().length, before);
       // Reads still go through for it.
       assert.equal((await call(bare, "async () => (await fetch('/products')).status")).content[0].text, '200');
+    });
+
+    test('hostile answers: unknown ids, another session\'s forged yes, approve nothing', async () => {
+      const before = posts().length;
+      let forged = 0;
+      user.answers.push(async (request, extra) => {
+        // Answers to questions nobody asked, on this client's own channel.
+        for (const id of ['codemode-approval-999999', 7, null]) {
+          await client.transport.send({ jsonrpc: '2.0', id, result: { action: 'accept' } });
+        }
+        if (name === 'http') {
+          // Another session (its own MCP client) answers this question's id with a yes.
+          const init = await rawExchange(served.server.port, post(served.server.port, INITIALIZE));
+          const other = { 'Mcp-Session-Id': init.headers['mcp-session-id'], 'MCP-Protocol-Version': '2025-11-25' };
+          const sent = await rawExchange(served.server.port, post(served.server.port,
+            { jsonrpc: '2.0', id: extra.requestId, result: { action: 'accept' } }, other));
+          assert.equal(sent.status, 202);
+          forged += 1;
+        }
+        await new Promise((r) => setTimeout(r, 200));
+        return 'decline';
+      });
+      const result = await call(client, createOrder);
+      assert.match(result.content[0].text, /^policy: the user declined it: POST/);
+      assert.equal(posts().length, before, 'no forged answer approved the write');
+      if (name === 'http') assert.equal(forged, 1);
+      assert.equal((await call(client, 'async () => 2')).content[0].text, '2');
+    });
+
+    test('the audit trail names who approved, and why the others were refused', async () => {
+      await stop();
+      const r = await run(['audit', '--config', config, 'query', '--kind', 'request']);
+      assert.equal(r.code, 0, r.stderr);
+      const records = r.stdout.trim().split('\n').filter(Boolean).map((line) => JSON.parse(line));
+      const orders = records.filter((rec) => rec.method === 'POST' && rec.path === '/orders');
+      const approved = orders.filter((rec) => rec.approved_by);
+      assert.ok(approved.length >= 2, JSON.stringify(orders));
+      for (const rec of approved) {
+        assert.match(rec.approved_by, /via approver-e2e 1\.0\.0$/);
+        assert.equal(rec.status, 201);
+      }
+      const refusals = orders.map((rec) => rec.refusal).filter(Boolean);
+      assert.ok(refusals.some((text) => /^policy: the user declined it: POST/.test(text)));
+      assert.ok(refusals.some((text) => /^policy: the user dismissed the question/.test(text)));
+      assert.ok(refusals.some((text) => new RegExp(`^policy: no answer from the user within ${TIMEOUT_MS} ms`).test(text)));
+      assert.ok(refusals.some((text) => /^policy: approval required, but this client cannot ask its user/.test(text)));
+      // Reads and writes outside the rules carry no approval.
+      assert.ok(records.filter((rec) => rec.method === 'GET').every((rec) => !rec.approved_by));
     });
 
     if (name === 'http') {

@@ -182,6 +182,18 @@ struct Http {
   std::optional<OAuth> oauth;
 };
 
+// Which of execute's requests wait for a person's yes (config policy.approve; README.md,
+// "Approvals"): a request needs approval when its method is one of `methods` and, if any of
+// `operations`, `tags` or `paths` is given, it matches one of them.
+struct Approval {
+  std::vector<std::string> methods{"POST", "PUT", "PATCH", "DELETE"};  // upper-case
+  std::vector<std::string> operations;  // operationIds from the API description
+  std::vector<std::string> tags;        // the description's tags
+  // Path patterns: `*` matches within one segment, `**` any number of segments
+  // ("/orders/*/cancel", "/admin/**").
+  std::vector<std::string> paths;
+};
+
 // What `execute` may call beyond the origin allowlist. Absent: any path, any method.
 struct Policy {
   enum class Operations {
@@ -191,18 +203,7 @@ struct Policy {
   Operations operations = Operations::any;
   // Upper-case, e.g. {"GET", "HEAD"} for a read-only deployment. Empty: all methods.
   std::vector<std::string> methods;
-  // Which of execute's requests wait for a person's yes (README.md, "Approvals"): a request
-  // needs approval when its method is one of `methods` and, if any of `operations`, `tags` or
-  // `paths` is given, it matches one of them. Unset: no request needs approval.
-  struct Approval {
-    std::vector<std::string> methods{"POST", "PUT", "PATCH", "DELETE"};  // upper-case
-    std::vector<std::string> operations;  // operationIds from the API description
-    std::vector<std::string> tags;        // the description's tags
-    // Path patterns: `*` matches within one segment, `**` any number of segments
-    // ("/orders/*/cancel", "/admin/**").
-    std::vector<std::string> paths;
-  };
-  std::optional<Approval> approve;
+  std::optional<Approval> approve;  // unset: no request needs approval
   // How long a request waits for the answer before it is refused as unanswered (1 s .. 1 h).
   // That wait does not count against limits.wall_ms or cpu_ms.
   std::uint32_t approval_timeout_ms = 120000;

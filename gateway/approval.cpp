@@ -77,7 +77,7 @@ std::string approval_digest(std::string_view method, std::string_view url, std::
   if (!ok) return {};
   static constexpr char kHex[] = "0123456789abcdef";
   std::string out;
-  out.reserve(size * 2);
+  out.reserve(static_cast<std::size_t>(size) * 2);
   for (unsigned int i = 0; i < size; ++i) {
     out += kHex[hash[i] >> 4];
     out += kHex[hash[i] & 0xf];

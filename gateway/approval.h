@@ -24,7 +24,7 @@
 
 namespace codemode::gateway {
 
-// config::Policy::Approval, parsed: a request needs approval when its method is in `methods`
+// config::Approval, parsed: a request needs approval when its method is in `methods`
 // and, when any of `operations`, `tags` or `paths` is given, it matches one of them.
 struct ApprovalRules {
   std::set<Method> methods;

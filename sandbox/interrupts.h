@@ -50,27 +50,27 @@ struct Mailbox {
     std::lock_guard lock(mutex);
     if (closed) return;
     if (waiting) {
-      if (holds++ == 0) held_since = Clock::now();
-    } else if (holds > 0 && --holds == 0) {
-      held_for += Clock::now() - held_since;
+      if (holds_++ == 0) held_since_ = Clock::now();
+    } else if (holds_ > 0 && --holds_ == 0) {
+      held_for_ += Clock::now() - held_since_;
     }
     wake.notify_all();
   }
   // The wall deadline `base` moved by the time fetches waited for people: none while one waits.
   Clock::time_point deadline(Clock::time_point base) {
     std::lock_guard lock(mutex);
-    return holds > 0 ? Clock::time_point::max() : base + held_for;
+    return holds_ > 0 ? Clock::time_point::max() : base + held_for_;
   }
   // While a fetch waits: the earliest the deadline can be once it stops waiting.
   Clock::time_point earliest_deadline(Clock::time_point base) {
     std::lock_guard lock(mutex);
-    return holds > 0 ? base + held_for + (Clock::now() - held_since) : base + held_for;
+    return holds_ > 0 ? base + held_for_ + (Clock::now() - held_since_) : base + held_for_;
   }
 
  private:
-  unsigned holds = 0;
-  Clock::time_point held_since;
-  Clock::duration held_for{};
+  unsigned holds_ = 0;
+  Clock::time_point held_since_;
+  Clock::duration held_for_{};
 };
 
 // State shared between the worker (which runs JS and waits for timers and fetches), the

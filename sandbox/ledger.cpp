@@ -51,7 +51,7 @@ void RequestLedger::move_into(Outcome& outcome) {
 
 Fetcher record_requests(Fetcher inner, std::shared_ptr<RequestLedger> ledger) {
   return [inner = std::move(inner), ledger = std::move(ledger)](gateway::OutboundRequest request,
-                                                                FetchDone done) {
+                                                                const FetchDone& done) {
     std::size_t slot = RequestLedger::kMaxKept;
     {
       std::lock_guard lock(ledger->mutex_);

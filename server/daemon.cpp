@@ -114,7 +114,7 @@ gateway::OperationPolicyOptions described_operations(const openapi::Document& ap
 // policy.approve over the API description: every operationId and tag it names must be declared
 // (a misspelt one would let its writes through unasked), else the problems.
 std::variant<gateway::ApprovalSettings, std::vector<std::string>> approval_settings(
-    const openapi::Document& api, const config::Policy::Approval& approve) {
+    const openapi::Document& api, const config::Approval& approve) {
   gateway::ApprovalSettings settings;
   for (const auto& method : approve.methods) {
     if (auto parsed = gateway::parse_method(method)) settings.rules.methods.insert(*parsed);

@@ -20,7 +20,7 @@ sandbox::FetcherFactory observe_fetches(sandbox::FetcherFactory inner,
     auto observed = std::make_shared<const ObservedCall>(
         ObservedCall{call.audit_id, call.principal, call.traceparent, call.tracestate});
     return [observers, observed, fetch = std::move(fetch)](gateway::OutboundRequest request,
-                                                           sandbox::FetchDone done) {
+                                                           const sandbox::FetchDone& done) {
       auto seen = std::make_shared<ObservedFetch>();
       seen->method = request.method;
       seen->url = request.url;

@@ -715,600 +715,584 @@ class Loader {
         }
       } else if (key == "queue") {
         read_u32(field, path, 1, 1000000, audit.queue);
-        else if (key == "max_age_days") {
-          read_u32(field, path, 0, 36500, audit.max_age_days);
-        }
-        else if (key == "max_mb") {
-          saw_max_mb = true;
-          read_u32(field, path, 0, 1048576, audit.max_mb);
-          else {
-            unknown_key("audit", key, kAuditKeys);
-          }
-        }
-        if (stores.empty()) {
-          add("audit",
-              "names no store: give \"sqlite\": \"audit.db\" or \"postgres\": "
-              "\"postgresql://...\"");
-        } else if (stores.size() > 1) {
-          add("audit", "names two stores (sqlite and postgres); give one");
-        }
-        if (audit.store == Audit::Store::postgres) {
-          if (saw_max_mb) {
-            add("audit.max_mb",
-                "applies to sqlite only (the size of a PostgreSQL database is its operator's)");
-          }
-          audit.max_mb = 0;
-        }
-        audit.on_failure = on_failure.value_or(audit.store == Audit::Store::postgres
-                                                   ? Audit::OnFailure::fail_closed
-                                                   : Audit::OnFailure::drop);
-        return audit;
+      } else if (key == "max_age_days") {
+        read_u32(field, path, 0, 36500, audit.max_age_days);
+      } else if (key == "max_mb") {
+        saw_max_mb = true;
+        read_u32(field, path, 0, 1048576, audit.max_mb);
+      } else {
+        unknown_key("audit", key, kAuditKeys);
       }
-
-      // The tracing section: where spans go and what they are sent with.
-      std::optional<Tracing> load_tracing(const Json& value) {
-        if (!expect_object(value, "tracing")) return std::nullopt;
-        Tracing tracing;
-        bool saw_otlp = false;
-        for (const auto& [key, field] : value.items()) {
-          const std::string path = child_path("tracing", key);
-          if (key == "otlp") {
-            saw_otlp = true;
-            if (auto text = read_required_string(field, path)) {
-              const std::string scheme = lower(text->value.substr(0, 8));
-              if (!scheme.starts_with("http://") && !scheme.starts_with("https://")) {
-                add(path,
-                    "must be an http:// or https:// URL (the collector's OTLP/HTTP traces URL)");
-              } else {
-                tracing.otlp = std::move(text->value);
-              }
-            }
-          } else if (key == "service_name") {
-            if (auto text = read_required_string(field, path)) {
-              const bool printable = std::all_of(text->value.begin(), text->value.end(),
-                                                 [](char c) { return c >= 0x20 && c < 0x7f; });
-              if (!printable || text->value.size() > 128) {
-                add(path, "must be 1 to 128 printable ASCII characters");
-              } else {
-                tracing.service_name = std::move(text->value);
-              }
-            }
-          } else if (key == "headers") {
-            load_headers(field, path, tracing.headers);
-          } else if (key == "queue") {
-            read_u32(field, path, 1, 1000000, tracing.queue);
-            else {
-              unknown_key("tracing", key, kTracingKeys);
-            }
-          }
-          if (!saw_otlp)
-            add("tracing.otlp", "required key is missing (the collector's traces URL)");
-          return tracing;
-        }
-
-        // A libpq connection string that carries a password: a URI's userinfo with a ':' or a
-        // password parameter, in either form.
-        static bool holds_password(std::string_view text) {
-          if (lower(text).find("password") != std::string::npos) return true;
-          for (std::string_view scheme : {"postgresql://", "postgres://"}) {
-            if (!lower(text).starts_with(scheme)) continue;
-            std::string_view rest = text.substr(scheme.size());
-            rest = rest.substr(0, rest.find_first_of("/?"));
-            const std::size_t at = rest.rfind('@');
-            return at != std::string_view::npos &&
-                   rest.substr(0, at).find(':') != std::string_view::npos;
-          }
-          return false;
-        }
-
-        // A path to a file that may not exist yet, resolved against the config file's directory;
-        // its directory must exist.
-        std::optional<fs::path> load_new_file_path(const Json& value, std::string_view path) {
-          const std::optional<Expanded> text = read_required_string(value, path);
-          if (!text) return std::nullopt;
-          std::error_code error;
-          fs::path file = fs::absolute(base_dir_ / fs::path(text->value), error).lexically_normal();
-          const std::string shown = text->from_environment ? "the file" : printable(file.string());
-          if (error || !fs::is_directory(file.parent_path(), error)) {
-            add(path, "the directory of " + shown + " does not exist");
-            return std::nullopt;
-          }
-          if (fs::is_directory(file, error)) {
-            add(path, shown + " is a directory");
-            return std::nullopt;
-          }
-          return file;
-        }
-
-        // One token as read from either key, with where it was written, for the checks that span
-        // both lists. A part that is missing or has a problem (already reported) is nullopt.
-        struct TokenEntry {
-          std::optional<std::string> name;
-          std::optional<std::string> token;
-          std::string name_path;   // empty: the name is generated (a `bearer_tokens` entry)
-          std::string token_path;  // `http.tokens[0].token` or `http.bearer_tokens[0]`
-        };
-
-        void load_http(const Json& value, Http& http) {
-          if (!expect_object(value, "http")) return;
-          std::vector<TokenEntry> named;
-          std::vector<TokenEntry> plain;
-          for (const auto& [key, field] : value.items()) {
-            const std::string path = child_path("http", key);
-            if (key == "allowed_origins") {
-              if (!expect_array(field, path)) continue;
-              http.allowed_origins.clear();
-              for (std::size_t i = 0; i < field.size(); ++i) {
-                if (auto origin = read_origin(field[i], element_path(path, i))) {
-                  http.allowed_origins.push_back(std::move(*origin));
-                }
-              }
-            } else if (key == "tokens") {
-              load_named_tokens(field, path, named);
-            } else if (key == "oauth") {
-              http.oauth = load_oauth(field, path);
-            } else if (key == "bearer_tokens") {
-              if (!expect_array(field, path)) continue;
-              for (std::size_t i = 0; i < field.size(); ++i) {
-                const std::string token_path = element_path(path, i);
-                plain.push_back(TokenEntry{generated_token_name(i),
-                                           read_bearer_token(field[i], token_path), "",
-                                           token_path});
-              }
-            } else {
-              unknown_key("http", key, kHttpKeys);
-            }
-          }
-          check_token_entries(named, plain);
-          for (std::vector<TokenEntry>* entries : {&named, &plain}) {
-            for (TokenEntry& entry : *entries) {
-              if (entry.name && entry.token) {
-                http.bearer_tokens.push_back(
-                    BearerToken{std::move(*entry.name), std::move(*entry.token)});
-              }
-            }
-          }
-        }
-
-        // A URL that OAuth settings may name (is_acceptable_oauth_url), or "" and a problem.
-        std::string read_oauth_url(const Json& field, const std::string& field_path) {
-          const std::optional<Expanded> text = read_required_string(field, field_path);
-          if (!text) return "";
-          if (!is_acceptable_oauth_url(text->value)) {
-            add(field_path,
-                "must be an https URL (http only on a loopback host) without query or "
-                "fragment");
-            return "";
-          }
-          return text->value;
-        }
-
-        std::vector<std::string> read_scope_list(const Json& field, const std::string& field_path) {
-          std::vector<std::string> scopes;
-          if (!expect_array(field, field_path)) return scopes;
-          for (std::size_t i = 0; i < field.size(); ++i) {
-            const std::string scope_path = element_path(field_path, i);
-            const std::optional<Expanded> text = read_required_string(field[i], scope_path);
-            if (!text) continue;
-            if (!is_scope_token(text->value)) {
-              add(scope_path, "is not a scope (printable ASCII, no space, '\"' or '\\')");
-              continue;
-            }
-            scopes.push_back(text->value);
-          }
-          return scopes;
-        }
-
-        // A client id or secret: visible ASCII, no space (it goes into HTTP Basic credentials).
-        std::string read_client_text(const Json& field, const std::string& field_path) {
-          const std::optional<Expanded> text = read_required_string(field, field_path);
-          if (!text) return "";
-          const bool visible = std::all_of(text->value.begin(), text->value.end(),
-                                           [](char c) { return c > 0x20 && c < 0x7F; });
-          if (!visible) {
-            add(field_path, "must be visible ASCII without spaces");
-            return "";
-          }
-          return text->value;
-        }
-
-        std::optional<TokenExchange> load_token_exchange(const Json& value,
-                                                         const std::string& path) {
-          if (!expect_object(value, path)) return std::nullopt;
-          TokenExchange exchange;
-          const std::size_t problems_before = problems_.size();
-          for (const auto& [key, field] : value.items()) {
-            const std::string field_path = child_path(path, key);
-            if (key == "audience") {
-              if (auto text = read_required_string(field, field_path)) {
-                const bool clean = std::none_of(text->value.begin(), text->value.end(), [](char c) {
-                  return static_cast<unsigned char>(c) < 0x20 || c == 0x7F;
-                });
-                if (clean) {
-                  exchange.audience = text->value;
-                } else {
-                  add(field_path, "contains a control character");
-                }
-              }
-            } else if (key == "resource") {
-              exchange.resource = read_oauth_url(field, field_path);
-            } else if (key == "scope") {
-              exchange.scopes = read_scope_list(field, field_path);
-            } else if (key == "client_id") {
-              exchange.client_id = read_client_text(field, field_path);
-            } else if (key == "client_secret") {
-              exchange.client_secret = read_client_text(field, field_path);
-            } else if (key == "token_endpoint") {
-              exchange.token_endpoint = read_oauth_url(field, field_path);
-            } else {
-              unknown_key(path, key, kTokenExchangeKeys);
-            }
-          }
-          if (!value.contains("audience") && !value.contains("resource")) {
-            add(path, "needs an audience or a resource (what the exchanged token is for)");
-          }
-          if (!value.contains("client_id")) add(child_path(path, "client_id"), "is required");
-          if (!value.contains("client_secret"))
-            add(child_path(path, "client_secret"), "is required");
-          if (problems_.size() != problems_before) return std::nullopt;
-          return exchange;
-        }
-
-        std::optional<Introspection> load_introspection(const Json& value,
-                                                        const std::string& path) {
-          if (!expect_object(value, path)) return std::nullopt;
-          Introspection introspection;
-          const std::size_t problems_before = problems_.size();
-          for (const auto& [key, field] : value.items()) {
-            const std::string field_path = child_path(path, key);
-            if (key == "endpoint") {
-              introspection.endpoint = read_oauth_url(field, field_path);
-            } else if (key == "client_id") {
-              introspection.client_id = read_client_text(field, field_path);
-            } else if (key == "client_secret") {
-              introspection.client_secret = read_client_text(field, field_path);
-            } else if (key == "cache_s") {
-              read_u32(field, field_path, 1, 3600, introspection.cache_s);
-            } else if (key == "inactive_cache_s") {
-              read_u32(field, field_path, 0, 3600, introspection.inactive_cache_s);
-            } else if (key == "cache_entries") {
-              read_u32(field, field_path, 16, 1000000, introspection.cache_entries);
-            } else if (key == "concurrency") {
-              read_u32(field, field_path, 1, 256, introspection.concurrency);
-            } else {
-              unknown_key(path, key, kIntrospectionKeys);
-            }
-          }
-          if (!value.contains("client_id")) add(child_path(path, "client_id"), "is required");
-          if (!value.contains("client_secret"))
-            add(child_path(path, "client_secret"), "is required");
-          if (problems_.size() != problems_before) return std::nullopt;
-          return introspection;
-        }
-
-        // token_exchange asks the authorization server of http.oauth for tokens.
-        void check_token_exchanges(const Config& config) {
-          if (config.http.oauth) return;
-          for (std::size_t i = 0; i < config.upstreams.size(); ++i) {
-            if (config.upstreams[i].token_exchange) {
-              add(child_path(element_path("upstreams", i), "token_exchange"),
-                  "needs http.oauth (the authorization server that exchanges tokens)");
-            }
-          }
-          for (const auto& [name, settings] : config.principals) {
-            for (std::size_t i = 0; i < settings.upstreams.size(); ++i) {
-              if (settings.upstreams[i].token_exchange) {
-                add(child_path(
-                        element_path(child_path(child_path("principals", name), "upstreams"), i),
-                        "token_exchange"),
-                    "needs http.oauth (the authorization server that exchanges tokens)");
-              }
-            }
-          }
-        }
-
-        std::optional<OAuth> load_oauth(const Json& value, const std::string& path) {
-          if (!expect_object(value, path)) return std::nullopt;
-          OAuth oauth;
-          const std::size_t problems_before = problems_.size();
-          const auto read_url = [&](const Json& field,
-                                    const std::string& field_path) -> std::string {
-            const std::optional<Expanded> text = read_required_string(field, field_path);
-            if (!text) return "";
-            if (!is_acceptable_oauth_url(text->value)) {
-              add(field_path,
-                  "must be an https URL (http only on a loopback host) without query or "
-                  "fragment");
-              return "";
-            }
-            return text->value;
-          };
-          const auto read_scopes = [&](const Json& field, const std::string& field_path) {
-            std::vector<std::string> scopes;
-            if (!expect_array(field, field_path)) return scopes;
-            for (std::size_t i = 0; i < field.size(); ++i) {
-              const std::string scope_path = element_path(field_path, i);
-              const std::optional<Expanded> text = read_required_string(field[i], scope_path);
-              if (!text) continue;
-              if (!is_scope_token(text->value)) {
-                add(scope_path, "is not a scope (printable ASCII, no space, '\"' or '\\')");
-                continue;
-              }
-              scopes.push_back(text->value);
-            }
-            return scopes;
-          };
-          for (const auto& [key, field] : value.items()) {
-            const std::string field_path = child_path(path, key);
-            if (key == "issuer") {
-              oauth.issuer = read_url(field, field_path);
-            } else if (key == "resource") {
-              oauth.resource = read_url(field, field_path);
-            } else if (key == "scopes") {
-              if (!expect_object(field, field_path)) continue;
-              for (const auto& [tool, scopes] : field.items()) {
-                if (std::find(kScopedTools.begin(), kScopedTools.end(), tool) ==
-                    kScopedTools.end()) {
-                  unknown_key(field_path, tool, kScopedTools);
-                  continue;
-                }
-                oauth.tool_scopes[tool] = read_scopes(scopes, child_path(field_path, tool));
-              }
-            } else if (key == "request_scopes") {
-              if (!expect_object(field, field_path)) continue;
-              for (const auto& [kind, scopes] : field.items()) {
-                if (kind == "read") {
-                  oauth.read_scopes = read_scopes(scopes, child_path(field_path, kind));
-                } else if (kind == "write") {
-                  oauth.write_scopes = read_scopes(scopes, child_path(field_path, kind));
-                } else if (kind == "spec") {
-                  if (scopes.is_boolean()) {
-                    oauth.spec_scopes = scopes.get<bool>();
-                  } else {
-                    add(child_path(field_path, kind),
-                        "expected true or false, got " + std::string(type_phrase(scopes)));
-                  }
-                } else {
-                  unknown_key(field_path, kind, kRequestScopeKeys);
-                }
-              }
-            } else if (key == "extra_scopes") {
-              oauth.extra_scopes = read_scopes(field, field_path);
-            } else if (key == "jwks_refresh_s") {
-              read_u32(field, field_path, 60, 86400, oauth.jwks_refresh_s);
-            } else if (key == "jwks_min_interval_s") {
-              read_u32(field, field_path, 0, 3600, oauth.jwks_min_interval_s);
-            } else if (key == "leeway_s") {
-              read_u32(field, field_path, 0, 300, oauth.leeway_s);
-            } else if (key == "introspection") {
-              oauth.introspection = load_introspection(field, field_path);
-            } else {
-              unknown_key(path, key, kOAuthKeys);
-            }
-          }
-          if (!value.contains("issuer")) add(child_path(path, "issuer"), "is required");
-          if (!value.contains("resource")) add(child_path(path, "resource"), "is required");
-          if (problems_.size() != problems_before) return std::nullopt;
-          return oauth;
-        }
-
-        void load_named_tokens(const Json& value, const std::string& path,
-                               std::vector<TokenEntry>& entries) {
-          if (!expect_array(value, path)) return;
-          for (std::size_t i = 0; i < value.size(); ++i) {
-            const std::string entry_path = element_path(path, i);
-            const Json& item = value[i];
-            if (!expect_object(item, entry_path)) continue;
-            TokenEntry entry;
-            entry.name_path = child_path(entry_path, "name");
-            entry.token_path = child_path(entry_path, "token");
-            bool saw_name = false;
-            bool saw_token = false;
-            for (const auto& [key, field] : item.items()) {
-              if (key == "name") {
-                saw_name = true;
-                entry.name = read_token_name(field, entry.name_path);
-              } else if (key == "token") {
-                saw_token = true;
-                entry.token = read_bearer_token(field, entry.token_path);
-              } else {
-                unknown_key(entry_path, key, kTokenKeys);
-              }
-            }
-            if (!saw_name) add(entry.name_path, "required key is missing");
-            if (!saw_token) add(entry.token_path, "required key is missing");
-            entries.push_back(std::move(entry));
-          }
-        }
-
-        // Names appear in logs, metrics and audit records: a small alphabet keeps them safe there
-        // unquoted. A problem never shows the name, which may have come from the environment.
-        std::optional<std::string> read_token_name(const Json& value, const std::string& path) {
-          std::optional<Expanded> text = read_required_string(value, path);
-          if (!text) return std::nullopt;
-          const std::string& name = text->value;
-          const bool allowed = std::all_of(name.begin(), name.end(), is_name_char);
-          if (!allowed) {
-            add(path, "may contain only ASCII letters, digits, '.', '_' and '-'");
-            return std::nullopt;
-          }
-          if (name.size() > kMaxTokenNameChars) {
-            add(path, "longer than " + std::to_string(kMaxTokenNameChars) + " characters");
-            return std::nullopt;
-          }
-          return std::move(text->value);
-        }
-
-        // Across both lists: a name names one principal (ignoring case), and a token stands for one
-        // principal. Problems name where the other one was written, never a token.
-        void check_token_entries(const std::vector<TokenEntry>& named,
-                                 const std::vector<TokenEntry>& plain) {
-          std::map<std::string, const TokenEntry*> generated;  // generated names are lower-case
-          for (const TokenEntry& entry : plain) generated.emplace(*entry.name, &entry);
-          std::map<std::string, const TokenEntry*> given;  // lower-case name -> first entry with it
-          for (const TokenEntry& entry : named) {
-            if (!entry.name) continue;
-            const std::string key = lower(*entry.name);
-            // A clash with a generated name is reported at the given one: that is the name the
-            // author chose and can change.
-            if (const auto it = generated.find(key); it != generated.end()) {
-              add(entry.name_path,
-                  "\"" + it->first + "\" is the name of " + it->second->token_path +
-                      " (entries of http.bearer_tokens are named token-1, token-2, "
-                      "... in file order); choose another");
-            } else if (const auto [first, inserted] = given.emplace(key, &entry); !inserted) {
-              add(entry.name_path, "same name as " + first->second->name_path +
-                                       " (names are unique, ignoring case)");
-            }
-          }
-          std::map<std::string, const TokenEntry*> by_token;
-          for (const std::vector<TokenEntry>* entries : {&named, &plain}) {
-            for (const TokenEntry& entry : *entries) {
-              if (!entry.token) continue;
-              if (const auto [first, inserted] = by_token.emplace(*entry.token, &entry);
-                  !inserted) {
-                add(entry.token_path, "same token as " + first->second->token_path +
-                                          " (a token stands for one principal)");
-              }
-            }
-          }
-        }
-
-        std::optional<std::string> read_bearer_token(const Json& value, const std::string& path) {
-          std::optional<Expanded> text = read_required_string(value, path);
-          if (!text) return std::nullopt;
-          const std::string& token = text->value;
-          const auto is_whitespace = [](char c) {
-            return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
-          };
-          if (std::any_of(token.begin(), token.end(), is_whitespace)) {
-            add(path, "contains whitespace");
-            return std::nullopt;
-          }
-          const bool visible_ascii = std::all_of(token.begin(), token.end(), [](char c) {
-            return static_cast<unsigned char>(c) > 0x20 && static_cast<unsigned char>(c) < 0x7F;
-          });
-          if (!visible_ascii) {
-            add(path, "may contain only visible ASCII characters");
-            return std::nullopt;
-          }
-          if (token.size() < kMinBearerTokenChars) {
-            add(path, "shorter than " + std::to_string(kMinBearerTokenChars) +
-                          " characters; short tokens are guessable");
-            return std::nullopt;
-          }
-          return std::move(text->value);
-        }
-
-        const fs::path& base_dir_;
-        const Environment& env_;
-        std::vector<std::string>& problems_;
-      };
-
-    }  // namespace
-
-    Environment process_environment() {
-      return [](std::string_view name) -> std::optional<std::string> {
-        // NOLINTNEXTLINE(concurrency-mt-unsafe): nothing in the daemon changes its environment
-        const char* value = std::getenv(std::string(name).c_str());
-        if (value == nullptr) return std::nullopt;
-        return std::string(value);
-      };
     }
-
-    namespace {
-
-    enum class Sections { all, audit_only };
-
-    LoadResult parse_sections(std::string_view text, const std::filesystem::path& base_dir,
-                              const Environment& env, Sections sections) {
-      LoadResult result;
-      try {
-        // On a syntax error the reader has reported it; nothing else is worth saying.
-        const std::optional<Json> document = detail::read_json(text, result.problems);
-        if (!document) return result;
-        const Json& root = *document;
-        if (!root.is_object()) {
-          result.problems.push_back("expected a JSON object at the top level, got " +
-                                    std::string(type_phrase(root)));
-          return result;
-        }
-        Loader loader(base_dir, env, result.problems);
-        Config config =
-            sections == Sections::all ? loader.load(root) : loader.load_audit_only(root);
-        if (result.problems.empty()) result.config = std::move(config);
-      } catch (const nlohmann::json::exception& error) {
-        // Every access above is type-checked first; reaching this is a bug, reported as a problem
-        // rather than thrown so that a start-up never dies on a config file.
-        result.config.reset();
-        result.problems.push_back("internal error while reading the configuration (json error " +
-                                  std::to_string(error.id) + ")");
+    if (stores.empty()) {
+      add("audit",
+          "names no store: give \"sqlite\": \"audit.db\" or \"postgres\": \"postgresql://...\"");
+    } else if (stores.size() > 1) {
+      add("audit", "names two stores (sqlite and postgres); give one");
+    }
+    if (audit.store == Audit::Store::postgres) {
+      if (saw_max_mb) {
+        add("audit.max_mb",
+            "applies to sqlite only (the size of a PostgreSQL database is its operator's)");
       }
+      audit.max_mb = 0;
+    }
+    audit.on_failure =
+        on_failure.value_or(audit.store == Audit::Store::postgres ? Audit::OnFailure::fail_closed
+                                                                  : Audit::OnFailure::drop);
+    return audit;
+  }
+
+  // The tracing section: where spans go and what they are sent with.
+  std::optional<Tracing> load_tracing(const Json& value) {
+    if (!expect_object(value, "tracing")) return std::nullopt;
+    Tracing tracing;
+    bool saw_otlp = false;
+    for (const auto& [key, field] : value.items()) {
+      const std::string path = child_path("tracing", key);
+      if (key == "otlp") {
+        saw_otlp = true;
+        if (auto text = read_required_string(field, path)) {
+          const std::string scheme = lower(text->value.substr(0, 8));
+          if (!scheme.starts_with("http://") && !scheme.starts_with("https://")) {
+            add(path, "must be an http:// or https:// URL (the collector's OTLP/HTTP traces URL)");
+          } else {
+            tracing.otlp = std::move(text->value);
+          }
+        }
+      } else if (key == "service_name") {
+        if (auto text = read_required_string(field, path)) {
+          const bool printable = std::all_of(text->value.begin(), text->value.end(),
+                                             [](char c) { return c >= 0x20 && c < 0x7f; });
+          if (!printable || text->value.size() > 128) {
+            add(path, "must be 1 to 128 printable ASCII characters");
+          } else {
+            tracing.service_name = std::move(text->value);
+          }
+        }
+      } else if (key == "headers") {
+        load_headers(field, path, tracing.headers);
+      } else if (key == "queue") {
+        read_u32(field, path, 1, 1000000, tracing.queue);
+      } else {
+        unknown_key("tracing", key, kTracingKeys);
+      }
+    }
+    if (!saw_otlp) add("tracing.otlp", "required key is missing (the collector's traces URL)");
+    return tracing;
+  }
+
+  // A libpq connection string that carries a password: a URI's userinfo with a ':' or a
+  // password parameter, in either form.
+  static bool holds_password(std::string_view text) {
+    if (lower(text).find("password") != std::string::npos) return true;
+    for (std::string_view scheme : {"postgresql://", "postgres://"}) {
+      if (!lower(text).starts_with(scheme)) continue;
+      std::string_view rest = text.substr(scheme.size());
+      rest = rest.substr(0, rest.find_first_of("/?"));
+      const std::size_t at = rest.rfind('@');
+      return at != std::string_view::npos && rest.substr(0, at).find(':') != std::string_view::npos;
+    }
+    return false;
+  }
+
+  // A path to a file that may not exist yet, resolved against the config file's directory; its
+  // directory must exist.
+  std::optional<fs::path> load_new_file_path(const Json& value, std::string_view path) {
+    const std::optional<Expanded> text = read_required_string(value, path);
+    if (!text) return std::nullopt;
+    std::error_code error;
+    fs::path file = fs::absolute(base_dir_ / fs::path(text->value), error).lexically_normal();
+    const std::string shown = text->from_environment ? "the file" : printable(file.string());
+    if (error || !fs::is_directory(file.parent_path(), error)) {
+      add(path, "the directory of " + shown + " does not exist");
+      return std::nullopt;
+    }
+    if (fs::is_directory(file, error)) {
+      add(path, shown + " is a directory");
+      return std::nullopt;
+    }
+    return file;
+  }
+
+  // One token as read from either key, with where it was written, for the checks that span both
+  // lists. A part that is missing or has a problem (already reported) is nullopt.
+  struct TokenEntry {
+    std::optional<std::string> name;
+    std::optional<std::string> token;
+    std::string name_path;   // empty: the name is generated (a `bearer_tokens` entry)
+    std::string token_path;  // `http.tokens[0].token` or `http.bearer_tokens[0]`
+  };
+
+  void load_http(const Json& value, Http& http) {
+    if (!expect_object(value, "http")) return;
+    std::vector<TokenEntry> named;
+    std::vector<TokenEntry> plain;
+    for (const auto& [key, field] : value.items()) {
+      const std::string path = child_path("http", key);
+      if (key == "allowed_origins") {
+        if (!expect_array(field, path)) continue;
+        http.allowed_origins.clear();
+        for (std::size_t i = 0; i < field.size(); ++i) {
+          if (auto origin = read_origin(field[i], element_path(path, i))) {
+            http.allowed_origins.push_back(std::move(*origin));
+          }
+        }
+      } else if (key == "tokens") {
+        load_named_tokens(field, path, named);
+      } else if (key == "oauth") {
+        http.oauth = load_oauth(field, path);
+      } else if (key == "bearer_tokens") {
+        if (!expect_array(field, path)) continue;
+        for (std::size_t i = 0; i < field.size(); ++i) {
+          const std::string token_path = element_path(path, i);
+          plain.push_back(TokenEntry{generated_token_name(i),
+                                     read_bearer_token(field[i], token_path), "", token_path});
+        }
+      } else {
+        unknown_key("http", key, kHttpKeys);
+      }
+    }
+    check_token_entries(named, plain);
+    for (std::vector<TokenEntry>* entries : {&named, &plain}) {
+      for (TokenEntry& entry : *entries) {
+        if (entry.name && entry.token) {
+          http.bearer_tokens.push_back(
+              BearerToken{std::move(*entry.name), std::move(*entry.token)});
+        }
+      }
+    }
+  }
+
+  // A URL that OAuth settings may name (is_acceptable_oauth_url), or "" and a problem.
+  std::string read_oauth_url(const Json& field, const std::string& field_path) {
+    const std::optional<Expanded> text = read_required_string(field, field_path);
+    if (!text) return "";
+    if (!is_acceptable_oauth_url(text->value)) {
+      add(field_path,
+          "must be an https URL (http only on a loopback host) without query or "
+          "fragment");
+      return "";
+    }
+    return text->value;
+  }
+
+  std::vector<std::string> read_scope_list(const Json& field, const std::string& field_path) {
+    std::vector<std::string> scopes;
+    if (!expect_array(field, field_path)) return scopes;
+    for (std::size_t i = 0; i < field.size(); ++i) {
+      const std::string scope_path = element_path(field_path, i);
+      const std::optional<Expanded> text = read_required_string(field[i], scope_path);
+      if (!text) continue;
+      if (!is_scope_token(text->value)) {
+        add(scope_path, "is not a scope (printable ASCII, no space, '\"' or '\\')");
+        continue;
+      }
+      scopes.push_back(text->value);
+    }
+    return scopes;
+  }
+
+  // A client id or secret: visible ASCII, no space (it goes into HTTP Basic credentials).
+  std::string read_client_text(const Json& field, const std::string& field_path) {
+    const std::optional<Expanded> text = read_required_string(field, field_path);
+    if (!text) return "";
+    const bool visible = std::all_of(text->value.begin(), text->value.end(),
+                                     [](char c) { return c > 0x20 && c < 0x7F; });
+    if (!visible) {
+      add(field_path, "must be visible ASCII without spaces");
+      return "";
+    }
+    return text->value;
+  }
+
+  std::optional<TokenExchange> load_token_exchange(const Json& value, const std::string& path) {
+    if (!expect_object(value, path)) return std::nullopt;
+    TokenExchange exchange;
+    const std::size_t problems_before = problems_.size();
+    for (const auto& [key, field] : value.items()) {
+      const std::string field_path = child_path(path, key);
+      if (key == "audience") {
+        if (auto text = read_required_string(field, field_path)) {
+          const bool clean = std::none_of(text->value.begin(), text->value.end(), [](char c) {
+            return static_cast<unsigned char>(c) < 0x20 || c == 0x7F;
+          });
+          if (clean) {
+            exchange.audience = text->value;
+          } else {
+            add(field_path, "contains a control character");
+          }
+        }
+      } else if (key == "resource") {
+        exchange.resource = read_oauth_url(field, field_path);
+      } else if (key == "scope") {
+        exchange.scopes = read_scope_list(field, field_path);
+      } else if (key == "client_id") {
+        exchange.client_id = read_client_text(field, field_path);
+      } else if (key == "client_secret") {
+        exchange.client_secret = read_client_text(field, field_path);
+      } else if (key == "token_endpoint") {
+        exchange.token_endpoint = read_oauth_url(field, field_path);
+      } else {
+        unknown_key(path, key, kTokenExchangeKeys);
+      }
+    }
+    if (!value.contains("audience") && !value.contains("resource")) {
+      add(path, "needs an audience or a resource (what the exchanged token is for)");
+    }
+    if (!value.contains("client_id")) add(child_path(path, "client_id"), "is required");
+    if (!value.contains("client_secret")) add(child_path(path, "client_secret"), "is required");
+    if (problems_.size() != problems_before) return std::nullopt;
+    return exchange;
+  }
+
+  std::optional<Introspection> load_introspection(const Json& value, const std::string& path) {
+    if (!expect_object(value, path)) return std::nullopt;
+    Introspection introspection;
+    const std::size_t problems_before = problems_.size();
+    for (const auto& [key, field] : value.items()) {
+      const std::string field_path = child_path(path, key);
+      if (key == "endpoint") {
+        introspection.endpoint = read_oauth_url(field, field_path);
+      } else if (key == "client_id") {
+        introspection.client_id = read_client_text(field, field_path);
+      } else if (key == "client_secret") {
+        introspection.client_secret = read_client_text(field, field_path);
+      } else if (key == "cache_s") {
+        read_u32(field, field_path, 1, 3600, introspection.cache_s);
+      } else if (key == "inactive_cache_s") {
+        read_u32(field, field_path, 0, 3600, introspection.inactive_cache_s);
+      } else if (key == "cache_entries") {
+        read_u32(field, field_path, 16, 1000000, introspection.cache_entries);
+      } else if (key == "concurrency") {
+        read_u32(field, field_path, 1, 256, introspection.concurrency);
+      } else {
+        unknown_key(path, key, kIntrospectionKeys);
+      }
+    }
+    if (!value.contains("client_id")) add(child_path(path, "client_id"), "is required");
+    if (!value.contains("client_secret")) add(child_path(path, "client_secret"), "is required");
+    if (problems_.size() != problems_before) return std::nullopt;
+    return introspection;
+  }
+
+  // token_exchange asks the authorization server of http.oauth for tokens.
+  void check_token_exchanges(const Config& config) {
+    if (config.http.oauth) return;
+    for (std::size_t i = 0; i < config.upstreams.size(); ++i) {
+      if (config.upstreams[i].token_exchange) {
+        add(child_path(element_path("upstreams", i), "token_exchange"),
+            "needs http.oauth (the authorization server that exchanges tokens)");
+      }
+    }
+    for (const auto& [name, settings] : config.principals) {
+      for (std::size_t i = 0; i < settings.upstreams.size(); ++i) {
+        if (settings.upstreams[i].token_exchange) {
+          add(child_path(element_path(child_path(child_path("principals", name), "upstreams"), i),
+                         "token_exchange"),
+              "needs http.oauth (the authorization server that exchanges tokens)");
+        }
+      }
+    }
+  }
+
+  std::optional<OAuth> load_oauth(const Json& value, const std::string& path) {
+    if (!expect_object(value, path)) return std::nullopt;
+    OAuth oauth;
+    const std::size_t problems_before = problems_.size();
+    const auto read_url = [&](const Json& field, const std::string& field_path) -> std::string {
+      const std::optional<Expanded> text = read_required_string(field, field_path);
+      if (!text) return "";
+      if (!is_acceptable_oauth_url(text->value)) {
+        add(field_path,
+            "must be an https URL (http only on a loopback host) without query or "
+            "fragment");
+        return "";
+      }
+      return text->value;
+    };
+    const auto read_scopes = [&](const Json& field, const std::string& field_path) {
+      std::vector<std::string> scopes;
+      if (!expect_array(field, field_path)) return scopes;
+      for (std::size_t i = 0; i < field.size(); ++i) {
+        const std::string scope_path = element_path(field_path, i);
+        const std::optional<Expanded> text = read_required_string(field[i], scope_path);
+        if (!text) continue;
+        if (!is_scope_token(text->value)) {
+          add(scope_path, "is not a scope (printable ASCII, no space, '\"' or '\\')");
+          continue;
+        }
+        scopes.push_back(text->value);
+      }
+      return scopes;
+    };
+    for (const auto& [key, field] : value.items()) {
+      const std::string field_path = child_path(path, key);
+      if (key == "issuer") {
+        oauth.issuer = read_url(field, field_path);
+      } else if (key == "resource") {
+        oauth.resource = read_url(field, field_path);
+      } else if (key == "scopes") {
+        if (!expect_object(field, field_path)) continue;
+        for (const auto& [tool, scopes] : field.items()) {
+          if (std::find(kScopedTools.begin(), kScopedTools.end(), tool) == kScopedTools.end()) {
+            unknown_key(field_path, tool, kScopedTools);
+            continue;
+          }
+          oauth.tool_scopes[tool] = read_scopes(scopes, child_path(field_path, tool));
+        }
+      } else if (key == "request_scopes") {
+        if (!expect_object(field, field_path)) continue;
+        for (const auto& [kind, scopes] : field.items()) {
+          if (kind == "read") {
+            oauth.read_scopes = read_scopes(scopes, child_path(field_path, kind));
+          } else if (kind == "write") {
+            oauth.write_scopes = read_scopes(scopes, child_path(field_path, kind));
+          } else if (kind == "spec") {
+            if (scopes.is_boolean()) {
+              oauth.spec_scopes = scopes.get<bool>();
+            } else {
+              add(child_path(field_path, kind),
+                  "expected true or false, got " + std::string(type_phrase(scopes)));
+            }
+          } else {
+            unknown_key(field_path, kind, kRequestScopeKeys);
+          }
+        }
+      } else if (key == "extra_scopes") {
+        oauth.extra_scopes = read_scopes(field, field_path);
+      } else if (key == "jwks_refresh_s") {
+        read_u32(field, field_path, 60, 86400, oauth.jwks_refresh_s);
+      } else if (key == "jwks_min_interval_s") {
+        read_u32(field, field_path, 0, 3600, oauth.jwks_min_interval_s);
+      } else if (key == "leeway_s") {
+        read_u32(field, field_path, 0, 300, oauth.leeway_s);
+      } else if (key == "introspection") {
+        oauth.introspection = load_introspection(field, field_path);
+      } else {
+        unknown_key(path, key, kOAuthKeys);
+      }
+    }
+    if (!value.contains("issuer")) add(child_path(path, "issuer"), "is required");
+    if (!value.contains("resource")) add(child_path(path, "resource"), "is required");
+    if (problems_.size() != problems_before) return std::nullopt;
+    return oauth;
+  }
+
+  void load_named_tokens(const Json& value, const std::string& path,
+                         std::vector<TokenEntry>& entries) {
+    if (!expect_array(value, path)) return;
+    for (std::size_t i = 0; i < value.size(); ++i) {
+      const std::string entry_path = element_path(path, i);
+      const Json& item = value[i];
+      if (!expect_object(item, entry_path)) continue;
+      TokenEntry entry;
+      entry.name_path = child_path(entry_path, "name");
+      entry.token_path = child_path(entry_path, "token");
+      bool saw_name = false;
+      bool saw_token = false;
+      for (const auto& [key, field] : item.items()) {
+        if (key == "name") {
+          saw_name = true;
+          entry.name = read_token_name(field, entry.name_path);
+        } else if (key == "token") {
+          saw_token = true;
+          entry.token = read_bearer_token(field, entry.token_path);
+        } else {
+          unknown_key(entry_path, key, kTokenKeys);
+        }
+      }
+      if (!saw_name) add(entry.name_path, "required key is missing");
+      if (!saw_token) add(entry.token_path, "required key is missing");
+      entries.push_back(std::move(entry));
+    }
+  }
+
+  // Names appear in logs, metrics and audit records: a small alphabet keeps them safe there
+  // unquoted. A problem never shows the name, which may have come from the environment.
+  std::optional<std::string> read_token_name(const Json& value, const std::string& path) {
+    std::optional<Expanded> text = read_required_string(value, path);
+    if (!text) return std::nullopt;
+    const std::string& name = text->value;
+    const bool allowed = std::all_of(name.begin(), name.end(), is_name_char);
+    if (!allowed) {
+      add(path, "may contain only ASCII letters, digits, '.', '_' and '-'");
+      return std::nullopt;
+    }
+    if (name.size() > kMaxTokenNameChars) {
+      add(path, "longer than " + std::to_string(kMaxTokenNameChars) + " characters");
+      return std::nullopt;
+    }
+    return std::move(text->value);
+  }
+
+  // Across both lists: a name names one principal (ignoring case), and a token stands for one
+  // principal. Problems name where the other one was written, never a token.
+  void check_token_entries(const std::vector<TokenEntry>& named,
+                           const std::vector<TokenEntry>& plain) {
+    std::map<std::string, const TokenEntry*> generated;  // generated names are lower-case
+    for (const TokenEntry& entry : plain) generated.emplace(*entry.name, &entry);
+    std::map<std::string, const TokenEntry*> given;  // lower-case name -> first entry with it
+    for (const TokenEntry& entry : named) {
+      if (!entry.name) continue;
+      const std::string key = lower(*entry.name);
+      // A clash with a generated name is reported at the given one: that is the name the author
+      // chose and can change.
+      if (const auto it = generated.find(key); it != generated.end()) {
+        add(entry.name_path, "\"" + it->first + "\" is the name of " + it->second->token_path +
+                                 " (entries of http.bearer_tokens are named token-1, token-2, "
+                                 "... in file order); choose another");
+      } else if (const auto [first, inserted] = given.emplace(key, &entry); !inserted) {
+        add(entry.name_path,
+            "same name as " + first->second->name_path + " (names are unique, ignoring case)");
+      }
+    }
+    std::map<std::string, const TokenEntry*> by_token;
+    for (const std::vector<TokenEntry>* entries : {&named, &plain}) {
+      for (const TokenEntry& entry : *entries) {
+        if (!entry.token) continue;
+        if (const auto [first, inserted] = by_token.emplace(*entry.token, &entry); !inserted) {
+          add(entry.token_path,
+              "same token as " + first->second->token_path + " (a token stands for one principal)");
+        }
+      }
+    }
+  }
+
+  std::optional<std::string> read_bearer_token(const Json& value, const std::string& path) {
+    std::optional<Expanded> text = read_required_string(value, path);
+    if (!text) return std::nullopt;
+    const std::string& token = text->value;
+    const auto is_whitespace = [](char c) {
+      return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
+    };
+    if (std::any_of(token.begin(), token.end(), is_whitespace)) {
+      add(path, "contains whitespace");
+      return std::nullopt;
+    }
+    const bool visible_ascii = std::all_of(token.begin(), token.end(), [](char c) {
+      return static_cast<unsigned char>(c) > 0x20 && static_cast<unsigned char>(c) < 0x7F;
+    });
+    if (!visible_ascii) {
+      add(path, "may contain only visible ASCII characters");
+      return std::nullopt;
+    }
+    if (token.size() < kMinBearerTokenChars) {
+      add(path, "shorter than " + std::to_string(kMinBearerTokenChars) +
+                    " characters; short tokens are guessable");
+      return std::nullopt;
+    }
+    return std::move(text->value);
+  }
+
+  const fs::path& base_dir_;
+  const Environment& env_;
+  std::vector<std::string>& problems_;
+};
+
+}  // namespace
+
+Environment process_environment() {
+  return [](std::string_view name) -> std::optional<std::string> {
+    // NOLINTNEXTLINE(concurrency-mt-unsafe): nothing in the daemon changes its environment
+    const char* value = std::getenv(std::string(name).c_str());
+    if (value == nullptr) return std::nullopt;
+    return std::string(value);
+  };
+}
+
+namespace {
+
+enum class Sections { all, audit_only };
+
+LoadResult parse_sections(std::string_view text, const std::filesystem::path& base_dir,
+                          const Environment& env, Sections sections) {
+  LoadResult result;
+  try {
+    // On a syntax error the reader has reported it; nothing else is worth saying.
+    const std::optional<Json> document = detail::read_json(text, result.problems);
+    if (!document) return result;
+    const Json& root = *document;
+    if (!root.is_object()) {
+      result.problems.push_back("expected a JSON object at the top level, got " +
+                                std::string(type_phrase(root)));
       return result;
     }
+    Loader loader(base_dir, env, result.problems);
+    Config config = sections == Sections::all ? loader.load(root) : loader.load_audit_only(root);
+    if (result.problems.empty()) result.config = std::move(config);
+  } catch (const nlohmann::json::exception& error) {
+    // Every access above is type-checked first; reaching this is a bug, reported as a problem
+    // rather than thrown so that a start-up never dies on a config file.
+    result.config.reset();
+    result.problems.push_back("internal error while reading the configuration (json error " +
+                              std::to_string(error.id) + ")");
+  }
+  return result;
+}
 
-    }  // namespace
+}  // namespace
 
-    LoadResult parse(std::string_view text, const std::filesystem::path& base_dir,
-                     const Environment& env) {
-      return parse_sections(text, base_dir, env, Sections::all);
+LoadResult parse(std::string_view text, const std::filesystem::path& base_dir,
+                 const Environment& env) {
+  return parse_sections(text, base_dir, env, Sections::all);
+}
+
+namespace {
+
+LoadResult load_sections(const std::filesystem::path& file, const Environment& env,
+                         Sections sections) {
+  const auto cannot_read = [&file](const std::string& why) {
+    LoadResult result;
+    result.problems.push_back("cannot read " + file.string() + ": " + why);
+    return result;
+  };
+  std::error_code error;
+  const fs::path absolute = fs::absolute(file, error);
+  if (error) return cannot_read(error.message());
+
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> stream(std::fopen(absolute.c_str(), "rb"),
+                                                         &std::fclose);
+  if (!stream) return cannot_read(std::error_code(errno, std::generic_category()).message());
+  std::string text;
+  std::array<char, 65536> buffer{};
+  while (true) {
+    const std::size_t count = std::fread(buffer.data(), 1, buffer.size(), stream.get());
+    text.append(buffer.data(), count);
+    if (text.size() > kMaxFileBytes) {
+      return cannot_read("larger than " +
+                         std::to_string(kMaxFileBytes / (std::size_t{1024} * 1024)) +
+                         " MiB, which no config file is");
     }
+    if (count < buffer.size()) break;
+  }
+  if (std::ferror(stream.get())) {
+    return cannot_read(std::error_code(errno, std::generic_category()).message());
+  }
+  return parse_sections(text, absolute.parent_path(), env, sections);
+}
 
-    namespace {
+}  // namespace
 
-    LoadResult load_sections(const std::filesystem::path& file, const Environment& env,
-                             Sections sections) {
-      const auto cannot_read = [&file](const std::string& why) {
-        LoadResult result;
-        result.problems.push_back("cannot read " + file.string() + ": " + why);
-        return result;
-      };
-      std::error_code error;
-      const fs::path absolute = fs::absolute(file, error);
-      if (error) return cannot_read(error.message());
+LoadResult load_file(const std::filesystem::path& file, const Environment& env) {
+  return load_sections(file, env, Sections::all);
+}
 
-      std::unique_ptr<std::FILE, int (*)(std::FILE*)> stream(std::fopen(absolute.c_str(), "rb"),
-                                                             &std::fclose);
-      if (!stream) return cannot_read(std::error_code(errno, std::generic_category()).message());
-      std::string text;
-      std::array<char, 65536> buffer{};
-      while (true) {
-        const std::size_t count = std::fread(buffer.data(), 1, buffer.size(), stream.get());
-        text.append(buffer.data(), count);
-        if (text.size() > kMaxFileBytes) {
-          return cannot_read("larger than " +
-                             std::to_string(kMaxFileBytes / (std::size_t{1024} * 1024)) +
-                             " MiB, which no config file is");
-        }
-        if (count < buffer.size()) break;
-      }
-      if (std::ferror(stream.get())) {
-        return cannot_read(std::error_code(errno, std::generic_category()).message());
-      }
-      return parse_sections(text, absolute.parent_path(), env, sections);
-    }
+LoadResult load_audit_section(const std::filesystem::path& file, const Environment& env) {
+  return load_sections(file, env, Sections::audit_only);
+}
 
-    }  // namespace
+bool is_acceptable_oauth_url(std::string_view url) {
+  const std::size_t separator = url.find("://");
+  if (separator == std::string_view::npos) return false;
+  const std::size_t path_start = url.find('/', separator + 3);
+  const std::string_view origin = url.substr(0, path_start);
+  if (url.find_first_of("?#") != std::string_view::npos) return false;
+  const auto parsed = net::parse_origin(origin, net::OriginForm::header);
+  const auto* ok = std::get_if<net::Origin>(&parsed);
+  if (!ok) return false;
+  if (ok->scheme == net::Scheme::https) return true;
+  return ok->host == "127.0.0.1" || ok->host == "localhost" || ok->host == "[::1]";
+}
 
-    LoadResult load_file(const std::filesystem::path& file, const Environment& env) {
-      return load_sections(file, env, Sections::all);
-    }
-
-    LoadResult load_audit_section(const std::filesystem::path& file, const Environment& env) {
-      return load_sections(file, env, Sections::audit_only);
-    }
-
-    bool is_acceptable_oauth_url(std::string_view url) {
-      const std::size_t separator = url.find("://");
-      if (separator == std::string_view::npos) return false;
-      const std::size_t path_start = url.find('/', separator + 3);
-      const std::string_view origin = url.substr(0, path_start);
-      if (url.find_first_of("?#") != std::string_view::npos) return false;
-      const auto parsed = net::parse_origin(origin, net::OriginForm::header);
-      const auto* ok = std::get_if<net::Origin>(&parsed);
-      if (!ok) return false;
-      if (ok->scheme == net::Scheme::https) return true;
-      return ok->host == "127.0.0.1" || ok->host == "localhost" || ok->host == "[::1]";
-    }
-
-  }  // namespace codemode::config
+}  // namespace codemode::config

@@ -1,9 +1,8 @@
 #include "server/approvals.h"
 
-#include <openssl/evp.h>
-
 #include <boost/asio/post.hpp>
 
+#include "server/base64.h"
 #include "server/tools.h"
 
 namespace codemode::server {
@@ -116,27 +115,6 @@ void ElicitingApprover::take_back(std::uint64_t ticket, const char* reason) {
 
 namespace {
 
-std::string to_base64(std::string_view bytes) {
-  std::string out(4 * ((bytes.size() + 2) / 3), '\0');
-  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                                reinterpret_cast<const unsigned char*>(bytes.data()),
-                                static_cast<int>(bytes.size()));
-  out.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
-  return out;
-}
-
-std::string from_base64(std::string_view text) {
-  if (text.empty() || text.size() % 4 != 0) return {};
-  std::string out(3 * text.size() / 4, '\0');
-  const int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                                reinterpret_cast<const unsigned char*>(text.data()),
-                                static_cast<int>(text.size()));
-  const std::size_t padding = text.ends_with("==") ? 2 : text.ends_with('=') ? 1 : 0;
-  if (n < 0 || static_cast<std::size_t>(n) < padding) return {};
-  out.resize(static_cast<std::size_t>(n) - padding);
-  return out;
-}
-
 std::string text_of(const Json& object, const char* key) {
   const auto it = object.find(key);
   return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
@@ -167,7 +145,7 @@ gateway::FetchResult replayed(const Json& entry) {
       }
     }
   }
-  response.body = from_base64(text_of(entry, "body"));
+  response.body = base64_decode(text_of(entry, "body")).value_or(std::string());
   response.final_url = text_of(entry, "final_url");
   response.redirects = entry.value("redirects", 0U);
   return response;
@@ -264,7 +242,7 @@ void RetryApprover::sent(std::uint64_t ticket, const gateway::FetchResult& resul
       entry["status"] = response.status;
       entry["status_text"] = response.status_text;
       entry["headers"] = std::move(headers);
-      entry["body"] = to_base64(response.body);
+      entry["body"] = base64_encode(response.body);
       entry["final_url"] = response.final_url;
       entry["redirects"] = response.redirects;
     }

@@ -6,6 +6,8 @@
 #include <array>
 #include <memory>
 
+#include "server/base64.h"
+
 namespace codemode::server {
 namespace {
 
@@ -32,31 +34,6 @@ std::string hex(std::string_view bytes) {
     out += kHex[c >> 4];
     out += kHex[c & 0xf];
   }
-  return out;
-}
-
-std::string base64(std::string_view bytes) {
-  std::string out(4 * ((bytes.size() + 2) / 3), '\0');
-  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                                reinterpret_cast<const unsigned char*>(bytes.data()),
-                                static_cast<int>(bytes.size()));
-  out.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
-  return out;
-}
-
-std::optional<std::string> unbase64(std::string_view text) {
-  if (text.empty() || text.size() % 4 != 0) return std::nullopt;
-  std::string out(3 * text.size() / 4, '\0');
-  const int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                                reinterpret_cast<const unsigned char*>(text.data()),
-                                static_cast<int>(text.size()));
-  if (n < 0) return std::nullopt;
-  // EVP_DecodeBlock counts the padding as data: at most two '=', each one byte less.
-  const std::size_t padding = text.ends_with("==") ? 2 : text.ends_with('=') ? 1 : 0;
-  if (static_cast<std::size_t>(n) < padding || text.find('=') < text.size() - padding) {
-    return std::nullopt;
-  }
-  out.resize(static_cast<std::size_t>(n) - padding);
   return out;
 }
 
@@ -117,13 +94,13 @@ std::string RequestStates::seal(Json state, std::string_view principal) const {
        EVP_CIPHER_CTX_ctrl(context.get(), EVP_CTRL_GCM_GET_TAG, static_cast<int>(kTagBytes),
                            out + total + n) == 1;
   if (!ok) return {};  // opens as "not one of ours"
-  return base64(sealed);
+  return base64_encode(sealed);
 }
 
 std::variant<Json, std::string> RequestStates::open(std::string_view text,
                                                     std::string_view principal) {
   const std::string refused = "requestState is not one this server issued, or it was changed";
-  const auto sealed = unbase64(text);
+  const auto sealed = base64_decode(text);
   if (!sealed || sealed->size() < kNonceBytes + kTagBytes) return refused;
   const std::size_t size = sealed->size() - kNonceBytes - kTagBytes;
   const auto* in = reinterpret_cast<const unsigned char*>(sealed->data());

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "server/approvals.h"
+#include "server/base64.h"
 
 namespace {
 
@@ -49,6 +50,22 @@ TEST_CASE("a requestState expires", "[server][approvals]") {
   std::this_thread::sleep_for(std::chrono::milliseconds(1100));
   CHECK(std::get<std::string>(states.open(sealed, "alice")) ==
         "requestState has expired; send the call again");
+}
+
+TEST_CASE("base64 round-trips bytes and refuses what is not padded base64", "[server][approvals]") {
+  const std::string bytes("\0\xff\x10 any bytes\n", 16);
+  for (std::size_t n = 0; n <= bytes.size(); ++n) {
+    const std::string part = bytes.substr(0, n);
+    CHECK(base64_decode(base64_encode(part)).value_or("(refused)") ==
+          (n == 0 ? "(refused)" : part));
+  }
+  CHECK(base64_decode("QQ==") == "A");
+  CHECK(base64_decode("QUI=") == "AB");
+  // Padding only, padding inside, the wrong length, another alphabet: refused, none crashes.
+  for (const char* hostile : {"====", "=", "A===", "Q=Q=", "QQ=", "QQ==QQ==", "-_-_", "QQ\n="}) {
+    CAPTURE(hostile);
+    CHECK_FALSE(base64_decode(hostile).has_value());
+  }
 }
 
 TEST_CASE("approval keys are 64 hex digits", "[server][approvals]") {

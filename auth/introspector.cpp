@@ -19,10 +19,7 @@ constexpr std::chrono::seconds kRequestTimeout{10};
 std::variant<std::shared_ptr<Introspector>, std::vector<std::string>> Introspector::create(
     asio::io_context& io, const config::OAuth& settings,
     const std::optional<std::filesystem::path>& ca_file) {
-  gateway::ClientOptions options;
-  options.ca_file = ca_file;
-  options.max_idle_per_origin = 4;
-  auto client = gateway::HttpClient::create(io, options);
+  auto client = authorization_server_client(io, ca_file, 4);
   if (auto* problems = std::get_if<std::vector<std::string>>(&client)) return std::move(*problems);
   return std::shared_ptr<Introspector>(new Introspector(
       io, settings, std::move(std::get<std::unique_ptr<gateway::HttpClient>>(client))));

@@ -112,6 +112,15 @@ bool is_b64token(std::string_view token, std::size_t max) {
                      [](char c) { return is_unreserved(c) || c == '+' || c == '/'; });
 }
 
+std::variant<std::unique_ptr<gateway::HttpClient>, std::vector<std::string>>
+authorization_server_client(boost::asio::io_context& io,
+                            const std::optional<std::filesystem::path>& ca_file, std::size_t idle) {
+  gateway::ClientOptions options;
+  options.ca_file = ca_file;
+  options.max_idle_per_origin = idle;
+  return gateway::HttpClient::create(io, options);
+}
+
 void post_form(gateway::HttpClient& client, const std::string& url, std::string authorization,
                std::string form, gateway::Deadline deadline, std::function<void(FormResult)> done) {
   auto normalised = gateway::normalise_url(url, "");

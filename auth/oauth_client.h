@@ -7,7 +7,9 @@
 // statuses, never a header, a body or a token.
 #pragma once
 
+#include <filesystem>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -15,6 +17,7 @@
 #include <variant>
 #include <vector>
 
+#include <boost/asio/io_context.hpp>
 #include <nlohmann/json.hpp>
 
 #include "gateway/http_client.h"
@@ -51,6 +54,12 @@ std::string token_digest(std::string_view token);
 // RFC 6750's b64token: [A-Za-z0-9-._~+/]+ then '='*, at most `max` bytes. What a bearer token
 // that is sent on to the authorization server must be.
 bool is_b64token(std::string_view token, std::size_t max);
+
+// The HTTP client this server talks to the authorization server with: certificates checked
+// against `ca_file` (else the system's), at most `idle` connections kept per origin; else why not.
+std::variant<std::unique_ptr<gateway::HttpClient>, std::vector<std::string>>
+authorization_server_client(boost::asio::io_context& io,
+                            const std::optional<std::filesystem::path>& ca_file, std::size_t idle);
 
 // One POST of `form` to `url` with HTTP Basic client authentication, expecting JSON: the status
 // and the body, or why no answer came (a line naming the URL). `done` runs on the client's

@@ -48,10 +48,7 @@ std::int64_t epoch_seconds() {
 std::variant<std::shared_ptr<TokenExchanger>, std::vector<std::string>> TokenExchanger::create(
     asio::io_context& io, const config::OAuth& oauth,
     const std::optional<std::filesystem::path>& ca_file) {
-  gateway::ClientOptions options;
-  options.ca_file = ca_file;
-  options.max_idle_per_origin = 4;
-  auto client = gateway::HttpClient::create(io, options);
+  auto client = authorization_server_client(io, ca_file, 4);
   if (auto* problems = std::get_if<std::vector<std::string>>(&client)) return std::move(*problems);
   return std::shared_ptr<TokenExchanger>(new TokenExchanger(
       io, oauth, std::move(std::get<std::unique_ptr<gateway::HttpClient>>(client))));

@@ -23,10 +23,7 @@ constexpr std::chrono::seconds kRetryAfterFailure{30};
 std::variant<std::shared_ptr<TokenVerifier>, std::vector<std::string>> TokenVerifier::create(
     asio::io_context& io, const config::OAuth& settings,
     const std::optional<std::filesystem::path>& ca_file) {
-  gateway::ClientOptions options;
-  options.ca_file = ca_file;
-  options.max_idle_per_origin = 1;
-  auto client = gateway::HttpClient::create(io, options);
+  auto client = authorization_server_client(io, ca_file, 1);
   if (auto* problems = std::get_if<std::vector<std::string>>(&client)) return std::move(*problems);
   std::shared_ptr<Introspector> introspector;
   if (settings.introspection) {

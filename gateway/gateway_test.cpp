@@ -818,7 +818,7 @@ TEST_CASE("a request that needs approval leaves only after an accept", "[gateway
   CHECK(server.requests() == 3);
 }
 
-TEST_CASE("an unanswered question times out and is withdrawn; no approver fails closed",
+TEST_CASE("an unanswered question times out and is withdrawn, and without an approver fails closed",
           "[gateway][approval]") {
   IoThread io;
   TestServer server;

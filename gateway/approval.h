@@ -30,7 +30,9 @@ struct ApprovalRules {
   std::set<Method> methods;
   std::vector<std::string> operations;  // operationIds
   std::vector<std::string> tags;
-  std::vector<std::string> paths;  // `*`: one segment; `**`: any number of segments
+  // `*`: one segment; `**`: any number of segments. Literal segments ignore ASCII case and
+  // empty segments are skipped (`/Orders//` is `/orders`), as servers that route loosely do.
+  std::vector<std::string> paths;
 };
 
 // Whether `path` (no query) matches `pattern` ("/orders/*/cancel", "/admin/**").
@@ -49,13 +51,20 @@ struct ApprovalRequest {
   std::string operation;  // "POST /orders" when one is declared; else empty
   std::string operation_id;
   std::string summary;  // the operation's summary from the API description; may be empty
-  std::string body;     // as it will be sent (the asker cuts it for display)
+  // The code's headers, as they will be sent; the gateway adds its own after (credentials,
+  // which nobody is shown, and traceparent).
+  Headers headers;
+  std::string body;  // as it will be sent (the asker cuts it for display)
   std::string content_type;
-  std::string digest;  // approval_digest(method, url, body)
+  std::string digest;  // approval_digest(method, url, headers, body)
 };
 
-// SHA-256 of method, URL and body, hex: what an approval binds to.
-std::string approval_digest(std::string_view method, std::string_view url, std::string_view body);
+// SHA-256 of method, URL, the code's headers (names in lower case, sorted; their order and the
+// case of names change nothing a server reads) and body, hex: what an approval binds to. A
+// request that differs in any of them (another `Stripe-Account`, another patch format) is
+// another request.
+std::string approval_digest(std::string_view method, std::string_view url, const Headers& headers,
+                            std::string_view body);
 
 enum class Verdict {
   accepted,

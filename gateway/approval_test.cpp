@@ -18,6 +18,13 @@ TEST_CASE("path patterns: * is one segment, ** any number", "[gateway][approval]
   CHECK_FALSE(path_matches("/admin/**", "/administrator"));
   CHECK(path_matches("/**/delete", "/a/b/delete"));
   CHECK_FALSE(path_matches("/**/delete", "/a/b/delete/now"));
+  // Spellings a loosely routing server takes for the same path match too: a rule is not walked
+  // around by a trailing or doubled '/', or by the case of a literal.
+  CHECK(path_matches("/orders", "/orders/"));
+  CHECK(path_matches("/orders", "//orders"));
+  CHECK(path_matches("/orders/*/cancel", "/Orders/o-1//CANCEL/"));
+  CHECK(path_matches("/admin/**", "/ADMIN/users"));
+  CHECK_FALSE(path_matches("/orders", "/orders2"));
 }
 
 TEST_CASE("a request needs approval by method, then by operation, tag or path",
@@ -56,15 +63,31 @@ TEST_CASE("a request needs approval by method, then by operation, tag or path",
   CHECK_FALSE(needs_approval(reads_too, Method::get, "/orders", nullptr, {}));
 }
 
-TEST_CASE("an approval digest binds method, URL and body", "[gateway][approval]") {
-  const std::string digest = approval_digest("POST", "http://h/orders", "{}");
+TEST_CASE("an approval digest binds method, URL, the code's headers and body",
+          "[gateway][approval]") {
+  const Headers json{{"Content-Type", "application/json"}};
+  const std::string digest = approval_digest("POST", "http://h/orders", json, "{}");
   CHECK(digest.size() == 64);
-  CHECK(digest == approval_digest("POST", "http://h/orders", "{}"));
-  CHECK(digest != approval_digest("PUT", "http://h/orders", "{}"));
-  CHECK(digest != approval_digest("POST", "http://h/orders?x", "{}"));
-  CHECK(digest != approval_digest("POST", "http://h/orders", "{ }"));
+  CHECK(digest == approval_digest("POST", "http://h/orders", json, "{}"));
+  CHECK(digest != approval_digest("PUT", "http://h/orders", json, "{}"));
+  CHECK(digest != approval_digest("POST", "http://h/orders?x", json, "{}"));
+  CHECK(digest != approval_digest("POST", "http://h/orders", json, "{ }"));
+  // A header that changes where the write lands or what it means is another request.
+  CHECK(digest != approval_digest("POST", "http://h/orders", {}, "{}"));
+  CHECK(digest != approval_digest("POST", "http://h/orders",
+                                  {{"Content-Type", "application/json"}, {"Stripe-Account", "a"}},
+                                  "{}"));
+  CHECK(digest != approval_digest("POST", "http://h/orders",
+                                  {{"Content-Type", "application/merge-patch+json"}}, "{}"));
+  // What no server reads differently does not: the order of headers, the case of names.
+  const Headers two{{"X-A", "1"}, {"x-b", "2"}};
+  CHECK(approval_digest("POST", "http://h/o", two, "") ==
+        approval_digest("POST", "http://h/o", {{"x-b", "2"}, {"x-a", "1"}}, ""));
   // The parts cannot be shifted into each other.
-  CHECK(approval_digest("POST", "http://h/a", "b") != approval_digest("POST", "http://h/a\nb", ""));
+  CHECK(approval_digest("POST", "http://h/a", {}, "b") !=
+        approval_digest("POST", "http://h/a\nb", {}, ""));
+  CHECK(approval_digest("POST", "http://h/a", {{"x", "1"}}, "") !=
+        approval_digest("POST", "http://h/a", {}, "x: 1\n"));
 }
 
 }  // namespace

@@ -170,9 +170,23 @@ struct Gateway::State : std::enable_shared_from_this<Gateway::State> {
   std::unique_ptr<HttpClient> client;
   std::vector<std::string> secrets;
   // The described operations, for policy.approve; none given: matches nothing.
-  OperationPolicy approval_operations{options.approval ? options.approval->operations
-                                                       : OperationPolicyOptions{}};
+  OperationPolicy approval_operations{loosely(options.approval)};
+
+  static OperationPolicyOptions loosely(const std::optional<ApprovalSettings>& approval) {
+    OperationPolicyOptions options = approval ? approval->operations : OperationPolicyOptions{};
+    options.loose = true;
+    return options;
+  }
   std::uint64_t next_ticket = 0;  // on the I/O thread
+
+  // Whether `method` to `target` waits for a person's yes (policy.approve), and the described
+  // operation it matches, if any.
+  bool needs_yes(Method method, std::string_view target, const Operation** operation) const {
+    if (!options.approval) return false;
+    *operation = approval_operations.find(method, target);
+    return needs_approval(options.approval->rules, method, path_of(target), *operation,
+                          options.approval->operations.base_paths);
+  }
 
   // Why a scoped caller's request cannot go with the scopes `granted`, or nothing: it needs the
   // scopes of its method, then one of the scope alternatives of the operation `target` matches,
@@ -496,6 +510,14 @@ struct Gateway::State : std::enable_shared_from_this<Gateway::State> {
         (response.status == 303 && attempt.method != Method::head &&
          attempt.method != Method::get) ||
         ((response.status == 301 || response.status == 302) && attempt.method == Method::post);
+    // A next request that needs a person's yes is not made behind their back, nor on the yes
+    // they gave the first (another URL): the code gets the 3xx, and its own fetch of the
+    // Location is asked about.
+    const Operation* operation = nullptr;
+    if (needs_yes(to_get ? Method::get : attempt.method, allowed->url.target, &operation)) {
+      spdlog::debug("gateway: not following a redirect to a request that needs approval");
+      return false;
+    }
     if (to_get) {
       attempt.method = Method::get;
       attempt.body.clear();
@@ -587,18 +609,13 @@ void Gateway::fetch(OutboundRequest request, CallBudget& budget, Deadline deadli
     }
   }
   const Operation* approval_operation = nullptr;
-  bool approval = false;
-  if (state_->options.approval) {
-    approval_operation = state_->approval_operations.find(*method, allowed.url.target);
-    approval = needs_approval(state_->options.approval->rules, *method, path_of(allowed.url.target),
-                              approval_operation, state_->options.approval->operations.base_paths);
-    if (approval && !caller.approver) {
-      return state_->refuse(
-          std::move(done),
-          policy_error(verdict_text({Verdict::impossible, {}, std::nullopt}, {}) + ": " +
-                       std::string(to_string(*method)) + " " + allowed.url.origin +
-                       std::string(path_of(allowed.url.target))));
-    }
+  const bool approval = state_->needs_yes(*method, allowed.url.target, &approval_operation);
+  if (approval && !caller.approver) {
+    return state_->refuse(
+        std::move(done),
+        policy_error(verdict_text({Verdict::impossible, {}, std::nullopt}, {}) + ": " +
+                     std::string(to_string(*method)) + " " + allowed.url.origin +
+                     std::string(path_of(allowed.url.target))));
   }
   const auto& exchange = profile.upstreams[allowed.upstream].token_exchange;
   if (exchange && (!caller.access_token || !state_->options.exchange_token)) {
@@ -614,9 +631,10 @@ void Gateway::fetch(OutboundRequest request, CallBudget& budget, Deadline deadli
         policy_error("subrequest limit " + std::to_string(budget.limit()) + " reached"));
   }
   auto& headers = std::get<CheckedHeaders>(checked);
-  if (profile.operation_policy.restricts()) {
+  if (profile.operation_policy.restricts() || state_->options.approval) {
     // Many frameworks take the method or path from these instead of the request line, which
-    // would walk around the methods and operations just checked.
+    // would walk around the methods and operations just checked, or the approval rules (a POST
+    // nobody is asked about that the upstream runs as the DELETE they would ask about).
     std::erase_if(headers.headers, [&](const Header& header) {
       if (!is_override_header(header.first)) return false;
       headers.dropped.push_back(header.first);
@@ -657,8 +675,9 @@ void Gateway::fetch(OutboundRequest request, CallBudget& budget, Deadline deadli
   for (const auto& [name, value] : attempt.code_headers) {
     if (iequals(name, "content-type")) asked.content_type = value;
   }
+  asked.headers = attempt.code_headers;
   asked.body = attempt.body;
-  asked.digest = approval_digest(asked.method, asked.url, asked.body);
+  asked.digest = approval_digest(asked.method, asked.url, asked.headers, asked.body);
   question->attempt = std::move(attempt);
   question->approver = caller.approver;
   question->waiting = waiting;

@@ -783,7 +783,9 @@ TEST_CASE("a request that needs approval leaves only after an accept", "[gateway
   CHECK(asked.url == server.origin() + "/echo?x=1");
   CHECK(asked.body == "{}");
   CHECK(asked.content_type == "application/json");
-  CHECK(asked.digest == approval_digest("POST", server.origin() + "/echo?x=1", "{}"));
+  CHECK(asked.headers == Headers{{"Content-Type", "application/json"}});
+  CHECK(asked.digest ==
+        approval_digest("POST", server.origin() + "/echo?x=1", asked.headers, "{}"));
   CHECK(waits == std::vector<bool>{true, false});
   CHECK(server.requests() == 1);
 
@@ -841,4 +843,47 @@ TEST_CASE("an unanswered question times out and is withdrawn, and without an app
   CHECK(budget.used() == 1);  // the refusal without an approver spent nothing
   CHECK(outcome_of(fetch(*gateway, budget, get("/echo"), 5000ms, Caller{"carol"})) == "200");
   CHECK(server.requests() == 1);
+}
+
+TEST_CASE("approval rules are not walked around by override headers, redirects or spellings",
+          "[gateway][approval]") {
+  IoThread io;
+  TestServer server;
+  server.add_redirect("/moved", 307, "/echo/guarded/1");
+  server.add_redirect("/moved-free", 307, "/echo/free/2");
+  GatewayOptions options = approval_options(server.origin(), 5000ms);
+  options.approval->rules.paths = {"/echo/guarded/**"};
+  auto gateway = make_gateway(io, std::move(options));
+  auto approver = std::make_shared<TestApprover>();
+  approver->reply = Verdict::declined;
+  const Caller caller{"alice", std::nullopt, {}, approver};
+  CallBudget budget(20);
+  const auto post = [](std::string url, Headers headers = {}) {
+    return OutboundRequest{"POST", std::move(url), std::move(headers), "{}"};
+  };
+
+  // A POST nobody is asked about cannot ask the upstream to run it as a DELETE.
+  const auto echo = response_of(fetch(*gateway, budget,
+                                      post("/echo/free", {{"X-HTTP-Method-Override", "DELETE"},
+                                                          {"X-Original-URL", "/echo/guarded/1"},
+                                                          {"X-Keep", "1"}}),
+                                      5000ms, caller));
+  CHECK(echo.body.find("X-Keep: 1\n") != std::string::npos);
+  CHECK(echo.body.find("Override") == std::string::npos);
+  CHECK(echo.body.find("X-Original-URL") == std::string::npos);
+
+  // A redirect to a request that needs a yes is not followed: the code gets the 307.
+  CHECK(outcome_of(fetch(*gateway, budget, post("/moved"), 5000ms, caller)) == "307");
+  // One to a request that needs none still is.
+  CHECK(outcome_of(fetch(*gateway, budget, post("/moved-free"), 5000ms, caller)) == "200");
+  CHECK(approver->asked.empty());
+
+  // Spellings a loosely routing server takes for a guarded path are asked about.
+  for (const char* spelling : {"/echo/guarded/1/", "/ECHO/Guarded/1", "/echo//guarded/1"}) {
+    CAPTURE(spelling);
+    CHECK(outcome_of(fetch(*gateway, budget, post(spelling), 5000ms, caller))
+              .starts_with("policy: the user declined it: POST"));
+  }
+  CHECK(approver->asked.size() == 3);
+  CHECK(server.requests() == 4);  // the free POST, /moved, /moved-free and where it went
 }

@@ -2,19 +2,25 @@
 
 #include <algorithm>
 
+#include "net/ascii.h"
+
 namespace codemode::gateway {
 
 namespace {
 
-std::vector<std::string> segments(std::string_view path) {
+std::vector<std::string> segments(std::string_view path, bool loose) {
   std::vector<std::string> out;
   std::size_t start = path.empty() || path[0] != '/' ? 0 : 1;
   while (start <= path.size()) {
     const std::size_t end = std::min(path.find('/', start), path.size());
-    out.emplace_back(path.substr(start, end - start));
+    if (!loose || end > start) out.emplace_back(path.substr(start, end - start));
     start = end + 1;
   }
   return out;
+}
+
+bool same(std::string_view a, std::string_view b, bool loose) {
+  return loose ? net::iequals(a, b) : a == b;
 }
 
 bool is_parameter(std::string_view segment) {
@@ -23,16 +29,17 @@ bool is_parameter(std::string_view segment) {
 
 // A template segment matches a request segment: literally, or as a whole-segment parameter
 // ({id}) that matches any non-empty segment, or a segment mixing both ("{name}.json").
-bool segment_matches(std::string_view pattern, std::string_view segment) {
+bool segment_matches(std::string_view pattern, std::string_view segment, bool loose) {
   if (is_parameter(pattern) && pattern.find('}') == pattern.size() - 1) return !segment.empty();
   const std::size_t open = pattern.find('{');
-  if (open == std::string_view::npos) return pattern == segment;
+  if (open == std::string_view::npos) return same(pattern, segment, loose);
   const std::size_t close = pattern.find('}', open);
-  if (close == std::string_view::npos) return pattern == segment;
+  if (close == std::string_view::npos) return same(pattern, segment, loose);
   const std::string_view prefix = pattern.substr(0, open);
   const std::string_view suffix = pattern.substr(close + 1);
-  return segment.size() > prefix.size() + suffix.size() && segment.starts_with(prefix) &&
-         segment.ends_with(suffix);
+  return segment.size() > prefix.size() + suffix.size() &&
+         same(segment.substr(0, prefix.size()), prefix, loose) &&
+         same(segment.substr(segment.size() - suffix.size()), suffix, loose);
 }
 
 }  // namespace
@@ -40,7 +47,7 @@ bool segment_matches(std::string_view pattern, std::string_view segment) {
 OperationPolicy::OperationPolicy(OperationPolicyOptions options) : options_(std::move(options)) {
   if (options_.operations) {
     for (const auto& operation : *options_.operations) {
-      templates_.push_back(segments(operation.path_template));
+      templates_.push_back(segments(operation.path_template, options_.loose));
     }
   }
   for (auto& base : options_.base_paths) {
@@ -77,10 +84,12 @@ std::optional<std::string> OperationPolicy::operation_of(Method method,
 
 const Operation* OperationPolicy::match(Method method, std::string_view path) const {
   for (const auto& base : options_.base_paths) {
-    if (!path.starts_with(base)) continue;
+    if (path.size() < base.size() || !same(path.substr(0, base.size()), base, options_.loose)) {
+      continue;
+    }
     const std::string_view rest = path.substr(base.size());
     if (!base.empty() && !rest.empty() && rest[0] != '/') continue;
-    const auto request = segments(rest.empty() ? "/" : rest);
+    const auto request = segments(rest.empty() ? "/" : rest, options_.loose);
     for (std::size_t i = 0; i < templates_.size(); ++i) {
       // HEAD is allowed wherever GET is, as HTTP defines it.
       const Method declared = (*options_.operations)[i].method;
@@ -89,7 +98,7 @@ const Operation* OperationPolicy::match(Method method, std::string_view path) co
       if (pattern.size() != request.size()) continue;
       bool all = true;
       for (std::size_t s = 0; s < pattern.size() && all; ++s) {
-        all = segment_matches(pattern[s], request[s]);
+        all = segment_matches(pattern[s], request[s], options_.loose);
       }
       if (all) return &(*options_.operations)[i];
     }

@@ -38,6 +38,11 @@ struct OperationPolicyOptions {
   std::vector<std::string> base_paths;
   // Allowed methods; empty means all.
   std::set<Method> methods;
+  // Match as loosely as servers route: literal segments ignoring ASCII case, and empty segments
+  // (a trailing or doubled '/') skipped. For approvals, where a missed match lets a write
+  // through unasked (`/Orders/` for `/orders`); the operations policy, which refuses what does
+  // not match, stays exact.
+  bool loose = false;
 };
 
 class OperationPolicy {

@@ -69,3 +69,32 @@ TEST_CASE("operation_of names the declared operation a request matched",
   CHECK(policy.operation_of(Method::get, "/admin") == std::nullopt);
   CHECK(OperationPolicy().operation_of(Method::get, "/orders") == std::nullopt);
 }
+
+TEST_CASE("loose matching (approvals) takes the spellings loosely routing servers take",
+          "[gateway][operations]") {
+  OperationPolicyOptions options{std::vector<Operation>{{Method::post, "/orders"},
+                                                        {Method::post, "/orders/{orderId}/cancel"},
+                                                        {Method::get, "/files/{name}.json"},
+                                                        {Method::get, "/"}},
+                                 {"/v1/"},
+                                 {}};
+  const OperationPolicy exact(options);
+  options.loose = true;
+  const OperationPolicy loose(options);
+  for (const char* target : {"/orders/", "//orders", "/Orders", "/V1/ORDERS/", "/orders?x=1"}) {
+    CAPTURE(target);
+    REQUIRE(loose.find(Method::post, target) != nullptr);
+    CHECK(loose.find(Method::post, target)->path_template == "/orders");
+  }
+  CHECK(exact.find(Method::post, "/orders/") == nullptr);
+  CHECK(exact.find(Method::post, "/Orders") == nullptr);
+  REQUIRE(loose.find(Method::post, "/ORDERS/o-1/Cancel/") != nullptr);
+  CHECK(loose.find(Method::post, "/ORDERS/o-1/Cancel/")->path_template ==
+        "/orders/{orderId}/cancel");
+  CHECK(loose.find(Method::get, "/files/a.JSON") != nullptr);
+  CHECK(loose.find(Method::get, "/") != nullptr);
+  // Still no match where the segments differ.
+  CHECK(loose.find(Method::post, "/orders2") == nullptr);
+  CHECK(loose.find(Method::post, "/orders/o-1/cancel/now") == nullptr);
+  CHECK(loose.find(Method::get, "/files/.json") == nullptr);
+}

@@ -2,6 +2,7 @@
 
 #include <boost/asio/post.hpp>
 
+#include "net/ascii.h"
 #include "server/base64.h"
 #include "server/tools.h"
 
@@ -13,10 +14,43 @@ std::string approval_message(const gateway::ApprovalRequest& request) {
     text += "\n" + (request.summary.empty() ? request.operation : request.summary);
     if (!request.operation_id.empty()) text += " (" + request.operation_id + ")";
   }
+  // Every header the code set but the one the body line names: a header can change what a
+  // write means or where it lands (X-HTTP-Method-Override is dropped; others, such as an
+  // account or tenant header, go as they are).
+  std::string headers;
+  for (const auto& [name, value] : request.headers) {
+    if (net::iequals(name, "content-type")) continue;
+    headers += "\n" + cut_text(name + ": " + value, kApprovalHeaderChars);
+  }
+  if (!headers.empty()) text += "\n\nHeaders:" + headers;
   if (request.body.empty()) return text + "\n\nNo body.";
-  std::string body = request.body;
-  if (const Json parsed = Json::parse(body, nullptr, false); !parsed.is_discarded()) {
-    body = dump(parsed);  // compact
+  // JSON is shown without the whitespace between its tokens, and otherwise byte for byte: a
+  // parsed and re-serialised tree would show one of two repeated keys, or a rounded big number,
+  // where the upstream may read the other (and serialising recurses once per level: a body
+  // nested a million deep would overflow the stack). Json::accept parses without recursion.
+  std::string body;
+  if (Json::accept(request.body)) {
+    body.reserve(request.body.size());
+    bool in_string = false;
+    bool escaped = false;
+    for (const char c : request.body) {
+      if (in_string) {
+        if (escaped) {
+          escaped = false;
+        } else if (c == '\\') {
+          escaped = true;
+        } else if (c == '"') {
+          in_string = false;
+        }
+      } else if (c == '"') {
+        in_string = true;
+      } else if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+        continue;
+      }
+      body += c;
+    }
+  } else {
+    body = request.body;
   }
   text += "\n\nBody";
   if (!request.content_type.empty()) text += " (" + request.content_type + ")";
@@ -57,10 +91,6 @@ bool ServerRequests::settle(const Json& id, const Json* result) {
   waiting_.erase(it);
   answer(result);
   return true;
-}
-
-void ServerRequests::drop(const Json& id) {
-  if (id.is_string()) waiting_.erase(id.get<std::string>());
 }
 
 ElicitingApprover::ElicitingApprover(boost::asio::any_io_executor executor,
@@ -108,7 +138,9 @@ void ElicitingApprover::take_back(std::uint64_t ticket, const char* reason) {
   if (it == open_.end()) return;
   const Json id = it->second;
   open_.erase(it);
-  if (auto requests = requests_.lock()) requests->drop(id);
+  // Settled as unanswerable, not dropped: the gateway then lets go of the request it holds (and
+  // its body) now, not when its own timer fires, which may be an hour away.
+  if (auto requests = requests_.lock()) requests->settle(id, nullptr);
   // Either side may cancel a request it sent (MCP basic/utilities/cancellation).
   send_(serialize_notification("notifications/cancelled", {{"requestId", id}, {"reason", reason}}));
 }
@@ -151,10 +183,23 @@ gateway::FetchResult replayed(const Json& entry) {
   return response;
 }
 
+// The response bytes (body, header names and values) a done entry carries.
+std::size_t carried_bytes(const Json& entry) {
+  std::size_t bytes = text_of(entry, "body").size() / 4 * 3;
+  if (const auto headers = entry.find("headers"); headers != entry.end() && headers->is_array()) {
+    for (const auto& pair : *headers) {
+      if (!pair.is_array()) continue;
+      for (const auto& part : pair)
+        bytes += part.is_string() ? part.get_ref<const std::string&>().size() : 0;
+    }
+  }
+  return bytes;
+}
+
 }  // namespace
 
 std::string call_digest(std::string_view tool, std::string_view code) {
-  return gateway::approval_digest("tools/call", tool, code);
+  return gateway::approval_digest("tools/call", tool, {}, code);
 }
 
 RetryApprover::RetryApprover(std::string call, const Json* state, const Json& responses,
@@ -165,6 +210,8 @@ RetryApprover::RetryApprover(std::string call, const Json* state, const Json& re
     done_ = *done;
   }
   replayed_.assign(done_.size(), false);
+  // The bound is on what the state carries, over all rounds: count what it carries in already.
+  for (const auto& entry : done_) recorded_bytes_ += carried_bytes(entry);
   if (const auto declined = state->find("declined"); declined != state->end()) {
     for (const auto& digest : *declined) {
       if (digest.is_string()) declined_.push_back(digest.get<std::string>());
@@ -271,8 +318,22 @@ Json RetryApprover::next_state() const {
   for (std::size_t i = 0; i < questions_.size(); ++i) {
     asked["approval-" + std::to_string(i + 1)] = questions_[i].digest;
   }
-  return Json{
-      {"call", call_}, {"asked", std::move(asked)}, {"done", done_}, {"declined", declined_}};
+  // A request approved and sent whose answer had not come when the call stopped (the code went
+  // on and reached another question meanwhile) may have reached the upstream: it counts as made,
+  // with no response to give back, so no later round sends it again.
+  Json done = done_;
+  for (const auto& [ticket, digest] : sending_) {
+    done.push_back({{"d", digest},
+                    {"by", by_},
+                    {"error", "runtime"},
+                    {"message",
+                     "this request was sent, approved, in an earlier round of this call, which "
+                     "stopped before its response came; it is not sent again"}});
+  }
+  return Json{{"call", call_},
+              {"asked", std::move(asked)},
+              {"done", std::move(done)},
+              {"declined", declined_}};
 }
 
 }  // namespace codemode::server

@@ -29,9 +29,12 @@ namespace codemode::server {
 
 // How much of a request body the question shows (characters); the rest is counted.
 inline constexpr std::size_t kApprovalBodyChars = 2000;
+// How much of one header line ("Name: value") it shows.
+inline constexpr std::size_t kApprovalHeaderChars = 200;
 
-// The text a person reads: method and URL, the operation's summary and id, and the body
-// (compact JSON when it is JSON), cut to kApprovalBodyChars.
+// The text a person reads: method and URL, the operation's summary and id, the headers the code
+// set (each cut to kApprovalHeaderChars), and the body (JSON without the whitespace between its
+// tokens, otherwise byte for byte), cut to kApprovalBodyChars.
 std::string approval_message(const gateway::ApprovalRequest& request);
 
 // The params of the elicitation/create that asks about `request`. `with_mode`: the client speaks
@@ -51,7 +54,6 @@ class ServerRequests {
   Json add(Answer answer);
   // A response came: its answer runs (once). False when the id is not waited for.
   bool settle(const Json& id, const Json* result);
-  void drop(const Json& id);
   std::size_t size() const { return waiting_.size(); }
 
  private:
@@ -73,8 +75,9 @@ class ElicitingApprover final : public gateway::Approver,
   void ask(std::uint64_t ticket, const gateway::ApprovalRequest& request,
            std::function<void(gateway::ApprovalAnswer)> answer) override;
   void withdraw(std::uint64_t ticket) override;
-  // The call ended (on the session's executor): every open question is withdrawn, and later
-  // ones are answered `impossible` at once.
+  // The call ended (on the session's executor): every open question is withdrawn and answered
+  // `impossible` (so the gateway lets go of its request now), and later ones are answered
+  // `impossible` at once.
   void close();
 
  private:

@@ -233,6 +233,14 @@ std::string string_at(const Json& object, const char* key) {
 
 }  // namespace
 
+std::string approver_name(const std::string& principal, std::string_view client_name,
+                          std::string_view client_version) {
+  if (client_name.empty()) return principal;
+  // The client's own words go into log lines and the audit trail: escaped, and bounded.
+  return principal + " via " +
+         net::escape_text(std::string(client_name) + " " + std::string(client_version), 128);
+}
+
 bool McpSession::stateless_client_can_ask(const Json& params) {
   const Json* capabilities = meta_entry(params, kMetaClientCapabilities);
   if (capabilities == nullptr || !capabilities->is_object()) return false;
@@ -242,12 +250,9 @@ bool McpSession::stateless_client_can_ask(const Json& params) {
 }
 
 std::string McpSession::stateless_client(const Json& params) const {
-  std::string by = principal_;
-  if (const Json* info = meta_entry(params, "io.modelcontextprotocol/clientInfo");
-      info != nullptr && info->is_object() && !string_at(*info, "name").empty()) {
-    by += " via " + string_at(*info, "name") + " " + string_at(*info, "version");
-  }
-  return by;
+  const Json* info = meta_entry(params, "io.modelcontextprotocol/clientInfo");
+  if (info == nullptr || !info->is_object()) return principal_;
+  return approver_name(principal_, string_at(*info, "name"), string_at(*info, "version"));
 }
 
 void McpSession::call_tool(const Json& id, const Json& params, const Send& out, ReplyRoute route,
@@ -358,10 +363,10 @@ void McpSession::call_tool(const Json& id, const Json& params, const Send& out, 
           .first->second;
   if (*tool == sandbox::Tool::execute && era == Era::negotiated && elicitation_ &&
       context.can_ask) {
-    std::string by = principal_;
-    if (!client_name_.empty()) by += " via " + client_name_ + " " + client_version_;
     state.approver = std::make_shared<ElicitingApprover>(
-        executor_, server_requests_, notify, std::move(by), protocol_version_ >= "2025-11-25");
+        executor_, server_requests_, notify,
+        approver_name(principal_, client_name_, client_version_),
+        protocol_version_ >= "2025-11-25");
   }
   const auto started = std::chrono::steady_clock::now();
   if (auto token = progress_token(params)) {

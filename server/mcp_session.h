@@ -100,6 +100,11 @@ struct RequestContext {
   std::shared_ptr<const gateway::CallerAccessToken> access_token;
 };
 
+// Who answers a call's approvals, as the log and the audit trail name them: the principal, and
+// "via" the client's name and version (escaped, at most 128 bytes of them) when it gave them.
+std::string approver_name(const std::string& principal, std::string_view client_name,
+                          std::string_view client_version);
+
 class McpSession : public std::enable_shared_from_this<McpSession> {
  public:
   using Send = std::function<void(std::string message)>;

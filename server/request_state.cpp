@@ -14,7 +14,6 @@ namespace {
 constexpr std::size_t kKeyBytes = 32;
 constexpr std::size_t kNonceBytes = 12;
 constexpr std::size_t kTagBytes = 16;
-constexpr std::size_t kMaxUsed = 1'000'000;  // remembered states; beyond, new ones are refused
 constexpr std::string_view kAad = "codemode-mcp requestState v1";
 
 using CipherContext = std::unique_ptr<EVP_CIPHER_CTX, decltype(&EVP_CIPHER_CTX_free)>;
@@ -64,8 +63,10 @@ std::optional<std::string> approval_key_bytes(std::string_view text) {
   return bytes;
 }
 
-RequestStates::RequestStates(std::string key, std::chrono::seconds ttl)
-    : key_(key.size() == kKeyBytes ? std::move(key) : random_bytes(kKeyBytes)), ttl_(ttl) {}
+RequestStates::RequestStates(std::string key, std::chrono::seconds ttl, std::size_t per_principal)
+    : key_(key.size() == kKeyBytes ? std::move(key) : random_bytes(kKeyBytes)),
+      ttl_(ttl),
+      per_principal_cap_(per_principal) {}
 
 std::string RequestStates::seal(Json state, std::string_view principal) const {
   state["id"] = hex(random_bytes(16));
@@ -136,11 +137,25 @@ std::variant<Json, std::string> RequestStates::open(std::string_view text,
   const std::int64_t now = now_s();
   if (now > exp) return std::string("requestState has expired; send the call again");
   std::lock_guard lock(mutex_);
-  std::erase_if(used_, [now](const auto& entry) { return entry.second < now; });
+  while (!expiries_.empty() && expiries_.begin()->first < now) {
+    const auto used = used_.find(expiries_.begin()->second);
+    if (used != used_.end()) {
+      const auto count = per_principal_.find(used->second.principal);
+      if (count != per_principal_.end() && --count->second == 0) per_principal_.erase(count);
+      used_.erase(used);
+    }
+    expiries_.erase(expiries_.begin());
+  }
   const std::string id = state["id"].get<std::string>();
   if (used_.contains(id)) return std::string("requestState was already used");
-  if (used_.size() >= kMaxUsed) return std::string("too many approvals in flight; retry later");
-  used_.emplace(id, exp);
+  const auto held = per_principal_.find(principal);
+  if (used_.size() >= kMaxUsedStates ||
+      (held != per_principal_.end() && held->second >= per_principal_cap_)) {
+    return std::string("too many approvals in flight; retry later");
+  }
+  used_.emplace(id, Used{exp, std::string(principal)});
+  expiries_.emplace(exp, id);
+  ++per_principal_[std::string(principal)];
   return state;
 }
 

@@ -20,11 +20,16 @@
 #include "server/json_rpc.h"
 
 namespace codemode::server {
+// States remembered at once (each until it expires), over all principals and for one.
+inline constexpr std::size_t kMaxUsedStates = 1'000'000;
+inline constexpr std::size_t kMaxUsedStatesPerPrincipal = 100'000;
 
 class RequestStates {
  public:
   // `key`: 32 bytes; empty: random bytes of this process. `ttl`: how long a state may come back.
-  RequestStates(std::string key, std::chrono::seconds ttl);
+  // `per_principal`: how many unexpired used states one principal may hold.
+  RequestStates(std::string key, std::chrono::seconds ttl,
+                std::size_t per_principal = kMaxUsedStatesPerPrincipal);
 
   // `state` (a JSON object) with `principal`, an expiry and a fresh id, sealed: base64 text.
   std::string seal(Json state, std::string_view principal) const;
@@ -37,8 +42,18 @@ class RequestStates {
  private:
   std::string key_;
   std::chrono::seconds ttl_;
+  std::size_t per_principal_cap_;
+  struct Used {
+    std::int64_t exp;  // unix seconds
+    std::string principal;
+  };
   std::mutex mutex_;
-  std::map<std::string, std::int64_t> used_;  // state id -> its expiry (unix seconds)
+  // The states opened and not yet expired, by id and by expiry (pruned from the oldest, so an
+  // open costs a lookup, not a scan), and how many each principal holds (one principal filling
+  // the record refuses its own retries, not everyone's).
+  std::map<std::string, Used> used_;
+  std::multimap<std::int64_t, std::string> expiries_;
+  std::map<std::string, std::size_t, std::less<>> per_principal_;
 };
 
 // policy.approval_key as bytes: 64 hex digits; nullopt when it is not.

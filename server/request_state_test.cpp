@@ -2,12 +2,15 @@
 // principal, before its expiry, once.
 #include "server/request_state.h"
 
+#include <boost/asio/io_context.hpp>
 #include <catch2/catch.hpp>
+#include <optional>
 #include <thread>
 #include <vector>
 
 #include "server/approvals.h"
 #include "server/base64.h"
+#include "server/mcp_session.h"
 
 namespace {
 
@@ -68,6 +71,22 @@ TEST_CASE("base64 round-trips bytes and refuses what is not padded base64", "[se
   }
 }
 
+TEST_CASE("one principal filling the record of used states refuses only its own retries",
+          "[server][approvals]") {
+  RequestStates states({}, std::chrono::seconds(1), 3);
+  for (int i = 0; i < 3; ++i) {
+    CHECK(std::holds_alternative<Json>(
+        states.open(states.seal(Json::object(), "mallory"), "mallory")));
+  }
+  CHECK(std::get<std::string>(states.open(states.seal(Json::object(), "mallory"), "mallory")) ==
+        "too many approvals in flight; retry later");
+  CHECK(std::holds_alternative<Json>(states.open(states.seal(Json::object(), "alice"), "alice")));
+  // Once hers expire, they are forgotten, and she may go on.
+  std::this_thread::sleep_for(std::chrono::milliseconds(2100));
+  CHECK(
+      std::holds_alternative<Json>(states.open(states.seal(Json::object(), "mallory"), "mallory")));
+}
+
 TEST_CASE("approval keys are 64 hex digits", "[server][approvals]") {
   CHECK(approval_key_bytes(std::string(64, 'f'))->size() == 32);
   CHECK_FALSE(approval_key_bytes(std::string(63, 'f')).has_value());
@@ -98,6 +117,144 @@ TEST_CASE("the approval question says what will be sent, cut to a bound", "[serv
   CHECK(verdict_of(Json{{"action", "decline"}}) == codemode::gateway::Verdict::declined);
   CHECK(verdict_of(Json{{"action", "cancel"}}) == codemode::gateway::Verdict::cancelled);
   CHECK(verdict_of(Json{{"action", "yes"}}) == codemode::gateway::Verdict::impossible);
+}
+
+TEST_CASE("the question shows the body as sent, and the code's headers", "[server][approvals]") {
+  codemode::gateway::ApprovalRequest request;
+  request.method = "POST";
+  request.url = "https://api.example.com/charges";
+  request.headers = {{"Content-Type", "application/json"}, {"Stripe-Account", "acct_other"}};
+  request.content_type = "application/json";
+  // Both of two repeated keys, and a number no double holds, as they will be sent; whitespace
+  // inside strings kept.
+  request.body =
+      "{\"amount\": 1, \"amount\": 9999, \"n\": 123456789012345678901234567890, "
+      "\"note\": \"a  b\\\" c\"}";
+  CHECK(approval_message(request) ==
+        "Approve this request to the API?\n\nPOST https://api.example.com/charges\n\nHeaders:\n"
+        "Stripe-Account: acct_other\n\nBody (application/json), " +
+            std::to_string(request.body.size()) +
+            " bytes:\n{\"amount\":1,\"amount\":9999,\"n\":123456789012345678901234567890,"
+            "\"note\":\"a  b\\\" c\"}");
+  // Nested a million deep: shown cut, as text; nothing recurses over it.
+  request.body = std::string(1000000, '[') + std::string(1000000, ']');
+  const std::string deep = approval_message(request);
+  CHECK(deep.size() < 2500);
+  CHECK(deep.find("[[[[") != std::string::npos);
+  const Json params = approval_elicitation(request, true);
+  CHECK(params["message"] == deep);
+  // A long header is cut.
+  request.headers = {{"X-Long", std::string(5000, 'v')}};
+  request.body.clear();
+  CHECK(approval_message(request).size() < 400);
+}
+
+TEST_CASE("approvers are named with the client's words escaped", "[server][approvals]") {
+  CHECK(approver_name("sub:alice", "", "") == "sub:alice");
+  CHECK(approver_name("sub:alice", "Claude", "1.2") == "sub:alice via Claude 1.2");
+  const std::string forged =
+      approver_name("sub:mallory", "x\napproval: POST /orders: approved (sub:bob)", "1");
+  CHECK(forged.find('\n') == std::string::npos);
+  CHECK(forged.starts_with("sub:mallory via x\\napproval"));
+  CHECK(approver_name("sub:alice", std::string(10000, 'c'), "1").size() < 200);
+}
+
+TEST_CASE("a 2026-07-28 round: an approved write still in flight when the call stops is made",
+          "[server][approvals]") {
+  codemode::gateway::ApprovalRequest write;
+  write.method = "POST";
+  write.url = "https://api.example.com/orders";
+  write.digest = "digest-a";
+  codemode::gateway::ApprovalRequest other = write;
+  other.url = "https://api.example.com/refunds";
+  other.digest = "digest-c";
+  const Json state{{"call", "c"}, {"asked", {{"approval-1", "digest-a"}}}};
+  const Json answers{{"approval-1", {{"action", "accept"}}}};
+  int stops = 0;
+  RetryApprover round("c", &state, answers, "sub:alice", [&] { ++stops; });
+  std::vector<codemode::gateway::Verdict> verdicts;
+  const auto record = [&](codemode::gateway::ApprovalAnswer answer) {
+    verdicts.push_back(answer.verdict);
+  };
+  round.ask(1, write, record);  // accepted: being sent
+  round.ask(2, other, record);  // a new question: the call stops before write's answer
+  REQUIRE(verdicts ==
+          std::vector{codemode::gateway::Verdict::accepted, codemode::gateway::Verdict::deferred});
+  CHECK(stops == 1);
+  const Json next = round.next_state();
+  REQUIRE(next["done"].size() == 1);
+  CHECK(next["done"][0]["d"] == "digest-a");
+
+  // The next round: the write is not sent again, nor asked about again.
+  const Json next_answers{{"approval-1", {{"action", "accept"}}}};
+  RetryApprover again("c", &next, next_answers, "sub:alice", [&] { ++stops; });
+  std::optional<codemode::gateway::ApprovalAnswer> answer;
+  again.ask(1, write, [&](codemode::gateway::ApprovalAnswer a) { answer = std::move(a); });
+  REQUIRE(answer.has_value());
+  CHECK(answer->verdict == codemode::gateway::Verdict::accepted);
+  REQUIRE(answer->replay.has_value());
+  const auto* error = std::get_if<codemode::gateway::GatewayError>(&*answer->replay);
+  REQUIRE(error != nullptr);
+  CHECK(error->message.find("not sent again") != std::string::npos);
+  CHECK(stops == 1);
+}
+
+TEST_CASE("a requestState carries at most kMaxCarriedResponseBytes over all rounds",
+          "[server][approvals]") {
+  // An earlier round already carries 60 KB of one response.
+  const Json carried{{"d", "digest-a"},
+                     {"by", "sub:alice"},
+                     {"status", 200},
+                     {"headers", Json::array()},
+                     {"body", base64_encode(std::string(60000, 'r'))}};
+  const Json state{
+      {"call", "c"}, {"asked", {{"approval-1", "digest-b"}}}, {"done", Json::array({carried})}};
+  const Json answers{{"approval-1", {{"action", "accept"}}}};
+  RetryApprover round("c", &state, answers, "sub:alice", [] {});
+  codemode::gateway::ApprovalRequest write;
+  write.digest = "digest-b";
+  round.ask(7, write, [](codemode::gateway::ApprovalAnswer) {});
+  codemode::gateway::InboundResponse response;
+  response.status = 201;
+  response.body = std::string(10000, 's');
+  round.sent(7, response);
+  const Json next = round.next_state();
+  REQUIRE(next["done"].size() == 2);
+  CHECK(next["done"][1]["too_large"] == 10000);
+  CHECK_FALSE(next["done"][1].contains("body"));
+}
+
+TEST_CASE("questions open when a call ends are withdrawn and answered at once",
+          "[server][approvals]") {
+  boost::asio::io_context io;
+  auto requests = std::make_shared<ServerRequests>();
+  std::vector<std::string> sent;
+  auto approver = std::make_shared<ElicitingApprover>(
+      io.get_executor(), requests, [&](std::string message) { sent.push_back(std::move(message)); },
+      "sub:alice", true);
+  std::vector<codemode::gateway::Verdict> answers;
+  codemode::gateway::ApprovalRequest write;
+  write.method = "POST";
+  write.url = "https://api.example.com/orders";
+  for (std::uint64_t ticket : {1, 2}) {
+    approver->ask(ticket, write, [&](codemode::gateway::ApprovalAnswer answer) {
+      answers.push_back(answer.verdict);
+    });
+  }
+  io.run();
+  REQUIRE(sent.size() == 2);
+  CHECK(requests->size() == 2);
+  approver->close();
+  // Both answered now: the gateway need not hold their requests until its timer fires.
+  CHECK(answers == std::vector{codemode::gateway::Verdict::impossible,
+                               codemode::gateway::Verdict::impossible});
+  CHECK(requests->size() == 0);
+  REQUIRE(sent.size() == 4);
+  CHECK(Json::parse(sent[2])["method"] == "notifications/cancelled");
+  // A yes that comes after approves nothing.
+  const Json yes{{"action", "accept"}};
+  CHECK_FALSE(requests->settle(Json::parse(sent[0])["id"], &yes));
+  CHECK(answers.size() == 2);
 }
 
 }  // namespace

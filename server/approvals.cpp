@@ -20,7 +20,11 @@ std::string approval_message(const gateway::ApprovalRequest& request) {
   std::string headers;
   for (const auto& [name, value] : request.headers) {
     if (net::iequals(name, "content-type")) continue;
-    headers += "\n" + cut_text(name + ": " + value, kApprovalHeaderChars);
+    std::string line = name;
+    line += ": ";
+    line += value;
+    headers += "\n";
+    headers += cut_text(line, kApprovalHeaderChars);
   }
   if (!headers.empty()) text += "\n\nHeaders:" + headers;
   if (request.body.empty()) return text + "\n\nNo body.";

@@ -239,12 +239,16 @@ struct Gateway::State : std::enable_shared_from_this<Gateway::State> {
         self->settle(*question, {Verdict::unanswered, {}, std::nullopt});
         question->approver->withdraw(question->ticket);
       });
-      question->approver->ask(question->ticket, question->request,
-                              [self, question](ApprovalAnswer answer) {
-                                net::post(self->io, [self, question, answer = std::move(answer)] {
-                                  self->settle(*question, answer);
-                                });
-                              });
+      // The answer holds the question weakly: an approver keeps its answers (a session until
+      // the client replies), and the question holds the approver. While unanswered, the timer's
+      // handler keeps the question alive; once settled, a later answer finds nothing.
+      question->approver->ask(
+          question->ticket, question->request,
+          [self, asked = std::weak_ptr<Question>(question)](ApprovalAnswer answer) {
+            net::post(self->io, [self, asked, answer = std::move(answer)] {
+              if (auto question = asked.lock()) self->settle(*question, answer);
+            });
+          });
     });
   }
 

@@ -1000,38 +1000,12 @@ class Loader {
     if (!expect_object(value, path)) return std::nullopt;
     OAuth oauth;
     const std::size_t problems_before = problems_.size();
-    const auto read_url = [&](const Json& field, const std::string& field_path) -> std::string {
-      const std::optional<Expanded> text = read_required_string(field, field_path);
-      if (!text) return "";
-      if (!is_acceptable_oauth_url(text->value)) {
-        add(field_path,
-            "must be an https URL (http only on a loopback host) without query or "
-            "fragment");
-        return "";
-      }
-      return text->value;
-    };
-    const auto read_scopes = [&](const Json& field, const std::string& field_path) {
-      std::vector<std::string> scopes;
-      if (!expect_array(field, field_path)) return scopes;
-      for (std::size_t i = 0; i < field.size(); ++i) {
-        const std::string scope_path = element_path(field_path, i);
-        const std::optional<Expanded> text = read_required_string(field[i], scope_path);
-        if (!text) continue;
-        if (!is_scope_token(text->value)) {
-          add(scope_path, "is not a scope (printable ASCII, no space, '\"' or '\\')");
-          continue;
-        }
-        scopes.push_back(text->value);
-      }
-      return scopes;
-    };
     for (const auto& [key, field] : value.items()) {
       const std::string field_path = child_path(path, key);
       if (key == "issuer") {
-        oauth.issuer = read_url(field, field_path);
+        oauth.issuer = read_oauth_url(field, field_path);
       } else if (key == "resource") {
-        oauth.resource = read_url(field, field_path);
+        oauth.resource = read_oauth_url(field, field_path);
       } else if (key == "scopes") {
         if (!expect_object(field, field_path)) continue;
         for (const auto& [tool, scopes] : field.items()) {
@@ -1039,15 +1013,15 @@ class Loader {
             unknown_key(field_path, tool, kScopedTools);
             continue;
           }
-          oauth.tool_scopes[tool] = read_scopes(scopes, child_path(field_path, tool));
+          oauth.tool_scopes[tool] = read_scope_list(scopes, child_path(field_path, tool));
         }
       } else if (key == "request_scopes") {
         if (!expect_object(field, field_path)) continue;
         for (const auto& [kind, scopes] : field.items()) {
           if (kind == "read") {
-            oauth.read_scopes = read_scopes(scopes, child_path(field_path, kind));
+            oauth.read_scopes = read_scope_list(scopes, child_path(field_path, kind));
           } else if (kind == "write") {
-            oauth.write_scopes = read_scopes(scopes, child_path(field_path, kind));
+            oauth.write_scopes = read_scope_list(scopes, child_path(field_path, kind));
           } else if (kind == "spec") {
             if (scopes.is_boolean()) {
               oauth.spec_scopes = scopes.get<bool>();
@@ -1060,7 +1034,7 @@ class Loader {
           }
         }
       } else if (key == "extra_scopes") {
-        oauth.extra_scopes = read_scopes(field, field_path);
+        oauth.extra_scopes = read_scope_list(field, field_path);
       } else if (key == "jwks_refresh_s") {
         read_u32(field, field_path, 60, 86400, oauth.jwks_refresh_s);
       } else if (key == "jwks_min_interval_s") {

@@ -9,20 +9,14 @@
 #include <ctime>
 
 #include "base/check.h"
+#include "net/ascii.h"
 
 namespace codemode::audit {
 
 namespace {
 
 std::string hex(const unsigned char* bytes, std::size_t size) {
-  constexpr char kHex[] = "0123456789abcdef";
-  std::string text;
-  text.reserve(size * 2);
-  for (std::size_t i = 0; i < size; ++i) {
-    text += kHex[bytes[i] >> 4];
-    text += kHex[bytes[i] & 0x0F];
-  }
-  return text;
+  return net::to_hex(std::string_view(reinterpret_cast<const char*>(bytes), size));
 }
 
 template <typename T>

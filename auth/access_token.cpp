@@ -9,6 +9,8 @@
 #include <openssl/evp.h>
 #include <nlohmann/json.hpp>
 
+#include "net/ascii.h"
+
 namespace codemode::auth {
 namespace {
 
@@ -188,12 +190,8 @@ std::string hashed(std::string_view text) {
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int length = 0;
   EVP_Digest(text.data(), text.size(), digest, &length, EVP_sha256(), nullptr);
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string hex;
-  for (unsigned int i = 0; i < 8 && i < length; ++i) {
-    hex.push_back(kHex[digest[i] >> 4]);
-    hex.push_back(kHex[digest[i] & 0xf]);
-  }
+  std::string hex = net::to_hex(
+      std::string_view(reinterpret_cast<const char*>(digest), std::min<unsigned int>(8, length)));
   return "sub-sha256:" + hex;
 }
 

@@ -91,14 +91,7 @@ std::string approval_digest(std::string_view method, std::string_view url, const
   ok = ok && EVP_DigestFinal_ex(context, hash.data(), &size) == 1;
   EVP_MD_CTX_free(context);
   if (!ok) return {};
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(static_cast<std::size_t>(size) * 2);
-  for (unsigned int i = 0; i < size; ++i) {
-    out += kHex[hash[i] >> 4];
-    out += kHex[hash[i] & 0xf];
-  }
-  return out;
+  return net::to_hex(std::string_view(reinterpret_cast<const char*>(hash.data()), size));
 }
 
 }  // namespace codemode::gateway

@@ -23,6 +23,9 @@ constexpr char ascii_lower(char c) {
 // `text` with A-Z lowered; every other byte as it was.
 std::string lower(std::string_view text);
 
+// Each byte of `bytes` as two lower-case hex digits ("\x01\xab" -> "01ab").
+std::string to_hex(std::string_view bytes);
+
 // Equal ignoring ASCII case (header names, schemes, methods, tokens).
 constexpr bool iequals(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;

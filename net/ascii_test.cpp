@@ -35,5 +35,11 @@ TEST_CASE("iequals and istarts_with ignore ASCII case only", "[net][ascii]") {
   static_assert(iequals("GET", "get"));
 }
 
+TEST_CASE("to_hex writes each byte as two lower-case digits", "[net]") {
+  CHECK(to_hex("") == "");
+  CHECK(to_hex(std::string_view("\x00\x01\xab\xff", 4)) == "0001abff");
+  CHECK(to_hex("Az") == "417a");
+}
+
 }  // namespace
 }  // namespace codemode::net

@@ -275,13 +275,7 @@ std::string new_session_id() {
   unsigned char bytes[16];
   // Without a working CSPRNG no session id is safe to hand out; this is not recoverable.
   CODEMODE_CHECK(RAND_bytes(bytes, sizeof bytes) == 1, "OpenSSL's CSPRNG gives random bytes");
-  constexpr char kHex[] = "0123456789abcdef";
-  std::string id;
-  for (const unsigned char b : bytes) {
-    id += kHex[b >> 4];
-    id += kHex[b & 0xf];
-  }
-  return id;
+  return net::to_hex(std::string_view(reinterpret_cast<const char*>(bytes), sizeof bytes));
 }
 
 std::optional<std::string> HttpSessionTable::add(const std::string& id,

@@ -6,6 +6,7 @@
 #include <array>
 #include <memory>
 
+#include "net/ascii.h"
 #include "server/base64.h"
 
 namespace codemode::server {
@@ -24,16 +25,6 @@ std::string random_bytes(std::size_t n) {
     return {};
   }
   return bytes;
-}
-
-std::string hex(std::string_view bytes) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned char c : bytes) {
-    out += kHex[c >> 4];
-    out += kHex[c & 0xf];
-  }
-  return out;
 }
 
 std::int64_t now_s() {
@@ -69,7 +60,7 @@ RequestStates::RequestStates(std::string key, std::chrono::seconds ttl, std::siz
       per_principal_cap_(per_principal) {}
 
 std::string RequestStates::seal(Json state, std::string_view principal) const {
-  state["id"] = hex(random_bytes(16));
+  state["id"] = net::to_hex(random_bytes(16));
   state["principal"] = principal;
   state["exp"] = now_s() + ttl_.count();
   const std::string plain = dump(state);

@@ -6,6 +6,7 @@
 #include <array>
 
 #include "base/check.h"
+#include "net/ascii.h"
 
 namespace codemode::server {
 
@@ -32,12 +33,7 @@ std::string random_hex(std::size_t bytes) {
   do {
     CODEMODE_CHECK(RAND_bytes(buffer.data(), static_cast<int>(bytes)) == 1,
                    "OpenSSL's generator is seeded from the kernel at start-up");
-    constexpr char kHex[] = "0123456789abcdef";
-    out.clear();
-    for (std::size_t i = 0; i < bytes; ++i) {
-      out += kHex[buffer[i] >> 4];
-      out += kHex[buffer[i] & 15];
-    }
+    out = net::to_hex(std::string_view(reinterpret_cast<const char*>(buffer.data()), bytes));
   } while (all_zeros(out));  // an all-zero id is invalid; the odds are 2^-64 at worst
   return out;
 }

@@ -170,13 +170,8 @@ struct Gateway::State : std::enable_shared_from_this<Gateway::State> {
   std::unique_ptr<HttpClient> client;
   std::vector<std::string> secrets;
   // The described operations, for policy.approve; none given: matches nothing.
-  OperationPolicy approval_operations{loosely(options.approval)};
-
-  static OperationPolicyOptions loosely(const std::optional<ApprovalSettings>& approval) {
-    OperationPolicyOptions options = approval ? approval->operations : OperationPolicyOptions{};
-    options.loose = true;
-    return options;
-  }
+  OperationPolicy approval_operations{options.approval ? options.approval->operations
+                                                       : OperationPolicyOptions{}};
   std::uint64_t next_ticket = 0;  // on the I/O thread
 
   // Whether `method` to `target` waits for a person's yes (policy.approve), and the described

@@ -95,6 +95,8 @@ struct Attempt {
   const config::TokenExchange* exchange = nullptr;
   std::string principal;
   std::shared_ptr<const CallerAccessToken> access_token;
+  // The caller's scopes, for the requests a redirect makes; unset: not scoped.
+  std::optional<std::vector<std::string>> scopes;
   std::string body;
   Deadline deadline;
   Clock::time_point started;
@@ -172,6 +174,23 @@ struct Gateway::State : std::enable_shared_from_this<Gateway::State> {
   // The described operations, for policy.approve; none given: matches nothing.
   OperationPolicy approval_operations{options.approval ? options.approval->operations
                                                        : OperationPolicyOptions{}};
+  // Every scope a declared write operation names: what a scoped write that matches no declared
+  // operation needs (request_scopes.spec).
+  std::vector<std::string> write_scopes = scopes_of_writes(scoped_operations);
+
+  static std::vector<std::string> scopes_of_writes(const OperationPolicy& operations) {
+    std::vector<std::string> all;
+    for (const auto& operation : operations.operations()) {
+      if (operation.method == Method::get || operation.method == Method::head) continue;
+      for (const auto& alternative : operation.scopes) {
+        for (const auto& scope : alternative) {
+          if (std::find(all.begin(), all.end(), scope) == all.end()) all.push_back(scope);
+        }
+      }
+    }
+    return all;
+  }
+
   std::uint64_t next_ticket = 0;  // on the I/O thread
 
   // Whether `method` to `target` waits for a person's yes (policy.approve), and the described
@@ -185,7 +204,8 @@ struct Gateway::State : std::enable_shared_from_this<Gateway::State> {
 
   // Why a scoped caller's request cannot go with the scopes `granted`, or nothing: it needs the
   // scopes of its method, then one of the scope alternatives of the operation `target` matches,
-  // whole (the first alternative's missing scopes are named).
+  // whole (the first alternative's missing scopes are named); a write that matches no declared
+  // operation needs every scope a declared write names (it may be any of them upstream).
   std::optional<std::string> check_scopes(Method method, std::string_view target,
                                           const std::vector<std::string>& granted) const {
     const bool read = method == Method::get || method == Method::head;
@@ -196,7 +216,16 @@ struct Gateway::State : std::enable_shared_from_this<Gateway::State> {
              ", which the caller's access token lacks";
     }
     const Operation* operation = scoped_operations.find(method, target);
-    if (operation == nullptr || operation->scopes.empty()) return std::nullopt;
+    if (operation == nullptr) {
+      if (read || !options.request_scopes.operations) return std::nullopt;
+      const std::string lacking = missing_scopes(write_scopes, granted);
+      if (lacking.empty()) return std::nullopt;
+      return std::string(to_string(method)) + " " + std::string(path_of(target).substr(0, 200)) +
+             " matches no operation in the API description, so it needs every scope the "
+             "description's writes name; the caller's access token lacks " +
+             lacking;
+    }
+    if (operation->scopes.empty()) return std::nullopt;
     for (const auto& alternative : operation->scopes) {
       if (missing_scopes(alternative, granted).empty()) return std::nullopt;
     }
@@ -485,7 +514,9 @@ struct Gateway::State : std::enable_shared_from_this<Gateway::State> {
   }
 
   // Sends the next request of a same-origin redirect; false: the 3xx goes back to the code
-  // (no Location, a Location that is refused or on another origin).
+  // (no Location, a Location that is refused or on another origin, or a next request that the
+  // caller could not make itself: one the operations policy refuses, one its scopes do not
+  // cover, one that needs approval).
   bool follow(Attempt& attempt, const InboundResponse& response) {
     const auto location =
         std::find_if(response.headers.begin(), response.headers.end(),
@@ -493,11 +524,6 @@ struct Gateway::State : std::enable_shared_from_this<Gateway::State> {
     if (location == response.headers.end()) return false;
     PolicyDecision decision = policy.decide(location->second, attempt.url.full());
     auto* allowed = std::get_if<Allowed>(&decision);
-    if (allowed != nullptr &&
-        attempt.profile->operation_policy.check(attempt.method, allowed->url.target)) {
-      spdlog::debug("gateway: not following a redirect to an operation the policy refuses");
-      return false;
-    }
     if (allowed == nullptr || allowed->url.origin != attempt.url.origin) {
       spdlog::debug("gateway: not following a redirect from {} ({})", attempt.url.origin,
                     allowed == nullptr ? "refused by policy" : "another origin");
@@ -509,11 +535,21 @@ struct Gateway::State : std::enable_shared_from_this<Gateway::State> {
         (response.status == 303 && attempt.method != Method::head &&
          attempt.method != Method::get) ||
         ((response.status == 301 || response.status == 302) && attempt.method == Method::post);
+    const Method next = to_get ? Method::get : attempt.method;
+    const std::string_view target = allowed->url.target;
+    if (attempt.profile->operation_policy.check(next, target)) {
+      spdlog::debug("gateway: not following a redirect to an operation the policy refuses");
+      return false;
+    }
+    if (attempt.scopes && check_scopes(next, target, *attempt.scopes)) {
+      spdlog::debug("gateway: not following a redirect to a request the caller's scopes miss");
+      return false;
+    }
     // A next request that needs a person's yes is not made behind their back, nor on the yes
     // they gave the first (another URL): the code gets the 3xx, and its own fetch of the
     // Location is asked about.
     const Operation* operation = nullptr;
-    if (needs_yes(to_get ? Method::get : attempt.method, allowed->url.target, &operation)) {
+    if (needs_yes(next, target, &operation)) {
       spdlog::debug("gateway: not following a redirect to a request that needs approval");
       return false;
     }
@@ -655,6 +691,7 @@ void Gateway::fetch(OutboundRequest request, CallBudget& budget, Deadline deadli
   attempt.deadline = deadline;
   attempt.started = Clock::now();
   attempt.done = std::move(done);
+  attempt.scopes = caller.scopes;
   if (exchange) {
     attempt.exchange = &*exchange;
     attempt.principal = caller.principal;

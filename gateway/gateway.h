@@ -118,7 +118,8 @@ struct RequestScopes {
   std::vector<std::string> read;   // GET, HEAD
   std::vector<std::string> write;  // POST, PUT, PATCH, DELETE
   // Every declared operation with the scopes its security requirements ask for, when those count
-  // too (`request_scopes.spec`): a request matching one needs one of its alternatives.
+  // too (`request_scopes.spec`): a request matching one (OperationPolicy::find) needs one of its
+  // alternatives; a write that matches none needs every scope a declared write names.
   std::optional<OperationPolicyOptions> operations;
 };
 
@@ -159,9 +160,12 @@ class Gateway {
   // Sends `request` if the policy allows it, within `budget` and by `deadline`; `done` runs
   // exactly once on the I/O thread with the response or a GatewayError. `caller` is whose call
   // it is: a principal with a profile gets that profile's policy and headers, and a scoped caller
-  // needs the scopes of `request_scopes` for the request's method. A request that needs approval
-  // is asked about through `caller.approver` once every other check passed; `waiting` hears when
-  // the wait for the answer starts and ends, and the time it took is added to `deadline`.
+  // needs the scopes of `request_scopes` for the request's method and operation. Every request a
+  // followed redirect makes is checked again (operations, scopes, approvals) as if the code had
+  // made it; one that fails a check is not made, and the code gets the 3xx. A request that needs
+  // approval is asked about through `caller.approver` once every other check passed; `waiting`
+  // hears when the wait for the answer starts and ends, and the time it took is added to
+  // `deadline`.
   void fetch(OutboundRequest request, CallBudget& budget, Deadline deadline, Completion done,
              const Caller& caller = {}, const WaitHook& waiting = {});
 

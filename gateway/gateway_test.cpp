@@ -887,3 +887,145 @@ TEST_CASE("approval rules are not walked around by override headers, redirects o
   CHECK(approver->asked.size() == 3);
   CHECK(server.requests() == 4);  // the free POST, /moved, /moved-free and where it went
 }
+
+// ---------------------------------------------------------------------------------------------
+// Issue 34: one matcher for operations, scopes and approvals; every request a redirect makes is
+// checked again; what one principal or call can hold is bounded.
+
+namespace {
+
+// MarketHub-like operations with the scopes their security names; /orders/{orderId} is declared
+// before the concrete /orders/purge, as a description may list them.
+std::vector<Operation> scoped_orders() {
+  return {{Method::get, "/orders", {{"orders:read"}}, "listOrders", "", {"Orders"}},
+          {Method::post, "/orders", {{"orders:write"}}, "createOrder", "", {"Orders"}},
+          {Method::post, "/orders/{orderId}", {{"orders:write"}}, "updateOrder", "", {"Orders"}},
+          {Method::post, "/orders/purge", {{"admin"}}, "purgeOrders", "", {"Danger"}},
+          {Method::get, "/go", {}, "go", "", {}},
+          {Method::get, "/echo/secret", {{"admin"}}, "readSecret", "", {}}};
+}
+
+std::unique_ptr<Gateway> scoped_gateway(IoThread& io, const TestServer& server) {
+  GatewayOptions options;
+  options.upstreams = {Upstream{server.origin(), {}}};
+  OperationPolicyOptions declared;
+  declared.operations = scoped_orders();
+  options.request_scopes.operations = declared;
+  return make_gateway(io, std::move(options));
+}
+
+OutboundRequest post_json(std::string url) {
+  return OutboundRequest{"POST", std::move(url), {{"Content-Type", "application/json"}}, "{}"};
+}
+
+}  // namespace
+
+TEST_CASE("a scope is not walked around by the spelling of a path", "[gateway][scopes]") {
+  IoThread io;
+  TestServer server;
+  const auto gateway = scoped_gateway(io, server);
+  CallBudget budget(100);
+  const Caller reader{"sub:alice", std::vector<std::string>{"orders:read"}, ""};
+  const std::string needs_write =
+      "policy: POST /orders needs scope orders:write (the API description's security), which the "
+      "caller's access token lacks";
+  // Spellings case-insensitive, slash-merging, ;param-cutting and format-suffix routers
+  // (Spring, Tomcat, Rails, Express with its defaults) all send to POST /orders.
+  for (const char* spelling : {"/Orders", "/orders/", "/orders//", "/ORDERS//", "/orders;x=1",
+                               "/orders;jsessionid=1/", "/orders.json", "/Orders.JSON?x=1"}) {
+    CAPTURE(spelling);
+    CHECK(outcome_of(fetch(*gateway, budget, post_json(spelling), 5s, reader)) == needs_write);
+  }
+  // A write that matches no declared operation may be any of them upstream: it needs every
+  // scope a declared write names.
+  CHECK(outcome_of(fetch(*gateway, budget, post_json("/orders/o-1/notes"), 5s, reader)) ==
+        "policy: POST /orders/o-1/notes matches no operation in the API description, so it needs "
+        "every scope the description's writes name; the caller's access token lacks orders:write "
+        "admin");
+  CHECK(server.requests() == 0);
+  const Caller writer{"sub:bob", std::vector<std::string>{"orders:read", "orders:write"}, ""};
+  CHECK(outcome_of(fetch(*gateway, budget, post_json("/orders;x=1"), 5s, writer)) == "404");
+  // Reads that match nothing need only their method's scopes, as before.
+  CHECK(outcome_of(fetch(*gateway, budget, get("/echo/free"), 5s, reader)) == "200");
+}
+
+TEST_CASE("a concrete path matches before a template declared ahead of it",
+          "[gateway][scopes][operations]") {
+  IoThread io;
+  TestServer server;
+  const auto gateway = scoped_gateway(io, server);
+  CallBudget budget(100);
+  const Caller writer{"sub:bob", std::vector<std::string>{"orders:read", "orders:write"}, ""};
+  CHECK(outcome_of(fetch(*gateway, budget, post_json("/orders/purge"), 5s, writer)) ==
+        "policy: POST /orders/purge needs scope admin (the API description's security), which "
+        "the caller's access token lacks");
+  CHECK(outcome_of(fetch(*gateway, budget, post_json("/Orders/Purge.json"), 5s, writer))
+            .starts_with("policy: POST /orders/purge needs scope admin"));
+  CHECK(server.requests() == 0);
+  CHECK(outcome_of(fetch(*gateway, budget, post_json("/orders/o-1"), 5s, writer)) == "404");
+}
+
+TEST_CASE("every request a redirect makes needs the caller's scopes too", "[gateway][scopes]") {
+  IoThread io;
+  TestServer server;
+  server.add_redirect("/go", 302, "/echo/secret");
+  const auto gateway = scoped_gateway(io, server);
+  CallBudget budget(100);
+  const Caller reader{"sub:alice", std::vector<std::string>{"orders:read"}, ""};
+  // /echo/secret needs admin: the redirect is not followed, and the code gets the 302.
+  const auto moved = response_of(fetch(*gateway, budget, get("/go?to=/secret"), 5s, reader));
+  CHECK(moved.status == 302);
+  CHECK(moved.redirects == 0);
+  CHECK(server.requests() == 1);
+  CHECK(outcome_of(fetch(*gateway, budget, get("/echo/secret"), 5s, reader))
+            .starts_with("policy: GET /echo/secret needs scope admin"));
+  const Caller admin{"sub:root", std::vector<std::string>{"admin"}, ""};
+  const auto followed = response_of(fetch(*gateway, budget, get("/go"), 5s, admin));
+  CHECK(followed.status == 200);
+  CHECK(followed.final_url == server.origin() + "/echo/secret");
+  CHECK(server.requests() == 3);
+}
+
+TEST_CASE("approval rules are not walked around by ;params, format suffixes or templates",
+          "[gateway][approval]") {
+  IoThread io;
+  TestServer server;
+  GatewayOptions options = approval_options(server.origin(), 5000ms);
+  options.approval->rules.operations = {"createOrder", "purgeOrders"};
+  options.approval->operations.operations = scoped_orders();
+  auto gateway = make_gateway(io, std::move(options));
+  auto approver = std::make_shared<TestApprover>();
+  approver->reply = Verdict::declined;
+  const Caller caller{"alice", std::nullopt, {}, approver};
+  CallBudget budget(100);
+  for (const char* spelling : {"/orders;x=1", "/orders.json", "/Orders/", "/orders;a=b//",
+                               "/orders/purge", "/ORDERS/purge.xml",
+                               // no declared operation: it may be any of them upstream
+                               "/orders/o-1/notes"}) {
+    CAPTURE(spelling);
+    CHECK(outcome_of(fetch(*gateway, budget, post_json(spelling), 5000ms, caller))
+              .starts_with("policy: the user declined it: POST"));
+  }
+  CHECK(approver->asked.size() == 7);
+  CHECK(approver->asked[4].request.operation_id == "purgeOrders");
+  // updateOrder is not in the rules.
+  CHECK(outcome_of(fetch(*gateway, budget, post_json("/orders/o-1"), 5000ms, caller)) == "404");
+  CHECK(approver->asked.size() == 7);
+  CHECK(server.requests() == 1);
+}
+
+TEST_CASE("approving GET covers HEAD", "[gateway][approval]") {
+  IoThread io;
+  TestServer server;
+  GatewayOptions options = approval_options(server.origin(), 5000ms);
+  options.approval->rules.methods = {Method::get};
+  options.approval->rules.paths = {"/echo/private/**"};
+  auto gateway = make_gateway(io, std::move(options));
+  auto approver = std::make_shared<TestApprover>();
+  approver->reply = Verdict::declined;
+  CallBudget budget(10);
+  CHECK(outcome_of(fetch(*gateway, budget, OutboundRequest{"HEAD", "/echo/private/1", {}, {}},
+                         5000ms, Caller{"alice", std::nullopt, {}, approver})) ==
+        "policy: the user declined it: HEAD " + server.origin() + "/echo/private/1");
+  CHECK(server.requests() == 0);
+}

@@ -259,9 +259,11 @@ struct Gateway::State : std::enable_shared_from_this<Gateway::State> {
                    self->scrub(question->request.url));
       question->timer.expires_after(self->options.approval->timeout);
       question->timer.async_wait([self, question](boost::system::error_code error) {
-        if (error) return;
-        self->settle(*question, {Verdict::unanswered, {}, std::nullopt});
+        if (error || question->settled) return;
+        // Withdrawn before the fetch hears of it: whoever learns from the refusal that the
+        // question timed out finds the approver told already.
         question->approver->withdraw(question->ticket);
+        self->settle(*question, {Verdict::unanswered, {}, std::nullopt});
       });
       // The answer holds the question weakly: an approver keeps its answers (a session until
       // the client replies), and the question holds the approver. While unanswered, the timer's

@@ -2,10 +2,14 @@
 
 #include <spdlog/spdlog.h>
 
+#include <openssl/evp.h>
+
 #include <algorithm>
+#include <array>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include "base/check.h"
 #include "gateway/request_check.h"
 #include "net/ascii.h"
 
@@ -120,6 +124,18 @@ struct Question {
   Clock::time_point asked;
   bool settled = false;
 };
+
+// What names a caller's access token in the exchange cache: its SHA-256, hex, so that the key
+// never holds the token itself.
+std::string subject_key(std::string_view token) {
+  std::array<unsigned char, EVP_MAX_MD_SIZE> hash{};
+  unsigned int size = 0;
+  CODEMODE_CHECK(
+      EVP_Digest(token.data(), token.size(), hash.data(), &size, EVP_sha256(), nullptr) == 1,
+      "SHA-256 over memory cannot fail");
+  return "sha256:" +
+         codemode::net::to_hex(std::string_view(reinterpret_cast<const char*>(hash.data()), size));
+}
 
 std::string verdict_text(const ApprovalAnswer& answer, std::chrono::milliseconds timeout) {
   switch (answer.verdict) {
@@ -327,7 +343,9 @@ struct Gateway::State : std::enable_shared_from_this<Gateway::State> {
   }
 
   void exchange_then_send(Attempt attempt) {
-    const std::string key = attempt.principal + " " + attempt.url.origin;
+    // By the subject token, not the principal: one person's tokens may grant different scopes
+    // (a plugin's and an admin console's), and the authorization server decides per token.
+    const std::string key = subject_key(attempt.access_token->value) + " " + attempt.url.origin;
     const config::TokenExchange& settings = *attempt.exchange;
     const std::shared_ptr<const CallerAccessToken> token = attempt.access_token;
     auto shared = std::make_shared<Attempt>(std::move(attempt));

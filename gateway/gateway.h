@@ -106,8 +106,10 @@ struct ExchangedToken {
   std::string value;  // sent as `Authorization: Bearer <value>`; never logged
 };
 using ExchangeDone = std::function<void(std::variant<ExchangedToken, GatewayError>)>;
-// Gets the token for `settings` in exchange for `token`, caching it under `key` (the caller's
-// principal and the upstream's origin); `done` may run on any thread, once. The daemon wires
+// Gets the token for `settings` in exchange for `token`, caching it under `key` (a SHA-256 of the
+// caller's token and the upstream's origin: one principal's tokens may grant different scopes,
+// so an exchanged token is reused for the same subject token only); `done` may run on any
+// thread, once. The daemon wires
 // auth::TokenExchanger here; the gateway itself knows no authorization server.
 using TokenExchangeFunction =
     std::function<void(const config::TokenExchange& settings, const std::string& key,

@@ -525,8 +525,11 @@ TEST_CASE("an upstream with token_exchange gets the caller's exchanged token as 
   CHECK(sent.body.find("code-set-value") == std::string::npos);
   {
     std::lock_guard lock(asked_mutex);
-    CHECK(asked == std::vector<std::string>{"sub:alice " + upstream.origin() +
-                                            " alice-access-token orders"});
+    // Cached under a hash of the caller's token (never the token) and the origin.
+    REQUIRE(asked.size() == 1);
+    CHECK(asked[0].starts_with("sha256:"));
+    CHECK(asked[0].ends_with(" " + upstream.origin() + " alice-access-token orders"));
+    CHECK(asked[0].find("alice-access-token") == asked[0].size() - 25);
   }
 
   CHECK(error_of(fetch(*gateway, budget, request, 5s, caller(""))) ==
@@ -1028,4 +1031,52 @@ TEST_CASE("approving GET covers HEAD", "[gateway][approval]") {
                          5000ms, Caller{"alice", std::nullopt, {}, approver})) ==
         "policy: the user declined it: HEAD " + server.origin() + "/echo/private/1");
   CHECK(server.requests() == 0);
+}
+
+TEST_CASE("an exchanged token is reused for the same subject token only", "[gateway][exchange]") {
+  IoThread io;
+  TestServer upstream;
+  GatewayOptions options;
+  Upstream exchanging{upstream.origin(), {}};
+  exchanging.token_exchange = codemode::config::TokenExchange{"orders", "", {}, "mcp", "s", ""};
+  options.upstreams = {exchanging};
+  // A cache like auth::TokenExchanger's: by the key the gateway names.
+  std::mutex mutex;
+  std::map<std::string, std::string> cache;
+  std::vector<std::string> handed;  // the exchanged token each request got
+  std::vector<std::string> keys;
+  options.exchange_token = [&](const codemode::config::TokenExchange&, const std::string& key,
+                               const CallerAccessToken& token, ExchangeDone done) {
+    std::string value;
+    {
+      std::lock_guard lock(mutex);
+      keys.push_back(key);
+      auto [it, fresh] = cache.emplace(key, "downstream-for-" + token.value);
+      value = it->second;
+      handed.push_back(value);
+    }
+    done(ExchangedToken{value});
+  };
+  const auto gateway = make_gateway(io, std::move(options));
+  CallBudget budget(100);
+  const auto alice_with = [](std::string token) {
+    Caller who{"sub:alice", std::nullopt, ""};
+    who.access_token =
+        std::make_shared<const CallerAccessToken>(CallerAccessToken{std::move(token), 0});
+    return who;
+  };
+  // Alice's admin console token, then her plugin's low-scope token, then the admin one again.
+  for (const char* token :
+       {"alice-admin-console-token", "alice-plugin-token", "alice-admin-console-token"}) {
+    CHECK(outcome_of(fetch(*gateway, budget, get("/echo"), 5s, alice_with(token))) == "200");
+  }
+  std::lock_guard lock(mutex);
+  CHECK(handed == std::vector<std::string>{"downstream-for-alice-admin-console-token",
+                                           "downstream-for-alice-plugin-token",
+                                           "downstream-for-alice-admin-console-token"});
+  CHECK(cache.size() == 2);
+  for (const auto& key : keys) {
+    CHECK(key.find("alice-") == std::string::npos);  // a hash names the token, never the token
+    CHECK(key.ends_with(" " + upstream.origin()));
+  }
 }

@@ -8,6 +8,7 @@
 #include <array>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <mutex>
 
 #include "base/check.h"
 #include "gateway/request_check.h"
@@ -112,7 +113,9 @@ struct Attempt {
   std::uint64_t ticket = 0;
 };
 
-// One request waiting for a person's answer, on the gateway's I/O thread.
+// One request waiting for a person's answer, on the gateway's I/O thread. Its body and the
+// code's headers are held once, in `request` (what the person is shown), and go back into
+// `attempt` when it is sent.
 struct Question {
   explicit Question(net::io_context& io) : timer(io) {}
   Attempt attempt;
@@ -208,6 +211,9 @@ struct Gateway::State : std::enable_shared_from_this<Gateway::State> {
   }
 
   std::uint64_t next_ticket = 0;  // on the I/O thread
+  // Questions waiting for an answer, by principal (ApprovalSettings::open_per_principal).
+  std::mutex open_mutex;
+  std::map<std::string, std::size_t, std::less<>> open_questions;
 
   // Whether `method` to `target` waits for a person's yes (policy.approve), and the described
   // operation it matches, if any.
@@ -248,6 +254,26 @@ struct Gateway::State : std::enable_shared_from_this<Gateway::State> {
     return std::string(to_string(operation->method)) + " " + operation->path_template +
            " needs scope " + missing_scopes(operation->scopes.front(), granted) +
            " (the API description's security), which the caller's access token lacks";
+  }
+
+  // Takes one of `principal`'s open-question places; false when all are taken.
+  bool open_question(const std::string& principal) {
+    std::lock_guard lock(open_mutex);
+    std::size_t& open = open_questions[principal];
+    if (open >= options.approval->open_per_principal) {
+      if (open == 0) open_questions.erase(principal);
+      return false;
+    }
+    ++open;
+    return true;
+  }
+
+  void close_question(const std::string& principal) {
+    std::lock_guard lock(open_mutex);
+    const auto it = open_questions.find(principal);
+    CODEMODE_CHECK(it != open_questions.end() && it->second > 0,
+                   "each settled question took a place when it was asked");
+    if (--it->second == 0) open_questions.erase(it);
   }
 
   const Profile& profile_of(const Caller& caller) const {
@@ -297,6 +323,7 @@ struct Gateway::State : std::enable_shared_from_this<Gateway::State> {
   void settle(Question& question, const ApprovalAnswer& answer) {
     if (std::exchange(question.settled, true)) return;
     question.timer.cancel();
+    close_question(question.attempt.principal);
     const auto waited = Clock::now() - question.asked;
     if (question.waiting) question.waiting(false);
     const std::string verdict = verdict_text(answer, options.approval->timeout);
@@ -306,6 +333,7 @@ struct Gateway::State : std::enable_shared_from_this<Gateway::State> {
                  answer.by.empty() ? std::string() : " (" + answer.by + ")", ms);
     Attempt attempt = std::move(question.attempt);
     if (answer.verdict != Verdict::accepted) {
+      question.request.body = {};  // let go of it now, not when the last handler lets go
       attempt.done(policy_error(verdict + ": " + what));
       return;
     }
@@ -319,6 +347,8 @@ struct Gateway::State : std::enable_shared_from_this<Gateway::State> {
       attempt.done(std::move(replay));
       return;
     }
+    attempt.body = std::move(question.request.body);
+    attempt.code_headers = std::move(question.request.headers);
     attempt.deadline += waited;  // the wait is not the request's time
     attempt.started = Clock::now();
     attempt.approver = question.approver;
@@ -680,7 +710,18 @@ void Gateway::fetch(OutboundRequest request, CallBudget& budget, Deadline deadli
                      " carry a token exchanged for the caller's OAuth access token, and this "
                      "call came without one (a static token or stdio)"));
   }
+  if (approval && !state_->open_question(caller.principal)) {
+    return state_->refuse(
+        std::move(done),
+        policy_error("approval required, and " +
+                     std::to_string(state_->options.approval->open_per_principal) +
+                     " questions already wait for this principal's answer, the most that may "
+                     "wait at once: " +
+                     std::string(to_string(*method)) + " " + allowed.url.origin +
+                     std::string(path_of(allowed.url.target))));
+  }
   if (!budget.try_spend()) {
+    if (approval) state_->close_question(caller.principal);
     return state_->refuse(
         std::move(done),
         policy_error("subrequest limit " + std::to_string(budget.limit()) + " reached"));
@@ -711,10 +752,10 @@ void Gateway::fetch(OutboundRequest request, CallBudget& budget, Deadline deadli
   attempt.deadline = deadline;
   attempt.started = Clock::now();
   attempt.done = std::move(done);
+  attempt.principal = caller.principal;
   attempt.scopes = caller.scopes;
   if (exchange) {
     attempt.exchange = &*exchange;
-    attempt.principal = caller.principal;
     attempt.access_token = caller.access_token;
   }
   if (!approval) return state_->proceed(std::move(attempt));
@@ -731,8 +772,9 @@ void Gateway::fetch(OutboundRequest request, CallBudget& budget, Deadline deadli
   for (const auto& [name, value] : attempt.code_headers) {
     if (iequals(name, "content-type")) asked.content_type = value;
   }
-  asked.headers = attempt.code_headers;
-  asked.body = attempt.body;
+  // The one copy of the body and headers while the question waits (Question).
+  asked.headers = std::move(attempt.code_headers);
+  asked.body = std::move(attempt.body);
   asked.digest = approval_digest(asked.method, asked.url, asked.headers, asked.body);
   question->attempt = std::move(attempt);
   question->approver = caller.approver;

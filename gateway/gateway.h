@@ -17,6 +17,8 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -95,6 +97,10 @@ struct ApprovalSettings {
   // and shown in the question; also the base paths.
   OperationPolicyOptions operations;
   std::chrono::milliseconds timeout{120000};
+  // Questions of one principal that may wait for an answer at once; one more request that needs
+  // approval is refused (`policy`) until one is settled. Each holds its request's body, up to
+  // GatewayOptions::request_body_bytes.
+  std::size_t open_per_principal = 16;
 };
 
 // Tells the sandbox when a fetch starts (true) and stops (false) waiting for a person, so that

@@ -1033,6 +1033,65 @@ TEST_CASE("approving GET covers HEAD", "[gateway][approval]") {
   CHECK(server.requests() == 0);
 }
 
+TEST_CASE("a principal's open questions are bounded, and each holds its body once",
+          "[gateway][approval]") {
+  IoThread io;
+  TestServer server;
+  auto gateway = make_gateway(io, approval_options(server.origin(), 10000ms));
+  auto approver = std::make_shared<TestApprover>();  // answers only when the test says so
+  const Caller alice{"alice", std::nullopt, {}, approver};
+  const Caller bob{"bob", std::nullopt, {}, approver};
+  CallBudget budget(100);
+  std::vector<std::future<FetchResult>> waiting;
+  const auto start = [&](const Caller& caller, std::string body) {
+    auto promise = std::make_shared<std::promise<FetchResult>>();
+    waiting.push_back(promise->get_future());
+    gateway->fetch(
+        OutboundRequest{"POST", "/echo", {{"Content-Type", "text/plain"}}, std::move(body)}, budget,
+        Clock::now() + 5s, [promise](FetchResult result) { promise->set_value(std::move(result)); },
+        caller);
+  };
+  const auto asked = [&] {
+    std::lock_guard lock(approver->mutex);
+    return approver->asked.size();
+  };
+  const auto wait_for_questions = [&](std::size_t n) {
+    for (int waited = 0; asked() < n; ++waited) {
+      REQUIRE(waited < 20000);
+      std::this_thread::sleep_for(1ms);
+    }
+  };
+  for (int i = 0; i < 16; ++i) start(alice, "body " + std::to_string(i));
+  wait_for_questions(16);
+  CHECK(outcome_of(fetch(*gateway, budget, post_json("/echo"), 5s, alice)) ==
+        "policy: approval required, and 16 questions already wait for this principal's answer, "
+        "the most that may wait at once: POST " +
+            server.origin() + "/echo");
+  // Another principal still asks.
+  start(bob, "bob's");
+  wait_for_questions(17);
+  // An answered question frees its place; the accepted request leaves with its body.
+  {
+    std::lock_guard lock(approver->mutex);
+    approver->asked[0].answer({Verdict::accepted, "alice"});
+  }
+  REQUIRE(waiting[0].wait_for(20s) == std::future_status::ready);
+  CHECK(response_of(waiting[0].get()).body.ends_with("\n\nbody 0"));
+  start(alice, "body 16");
+  wait_for_questions(18);
+  {
+    std::lock_guard lock(approver->mutex);
+    for (std::size_t i = 1; i < approver->asked.size(); ++i) {
+      approver->asked[i].answer({Verdict::declined, "alice"});
+    }
+  }
+  for (std::size_t i = 1; i < waiting.size(); ++i) {
+    REQUIRE(waiting[i].wait_for(20s) == std::future_status::ready);
+    CHECK(outcome_of(waiting[i].get()).starts_with("policy: the user declined it: POST"));
+  }
+  CHECK(server.requests() == 1);
+}
+
 TEST_CASE("an exchanged token is reused for the same subject token only", "[gateway][exchange]") {
   IoThread io;
   TestServer upstream;

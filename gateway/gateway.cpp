@@ -96,10 +96,10 @@ struct Attempt {
   std::string bearer;                // an exchanged token sent as Authorization; empty: none
   std::vector<std::string> secrets;  // what to redact when `bearer` is set: it too
   // An upstream whose token is exchanged for the caller's (its profile's settings), with the
-  // caller's principal and token; null: none.
+  // caller's token; null: none.
   const config::TokenExchange* exchange = nullptr;
-  std::string principal;
   std::shared_ptr<const CallerAccessToken> access_token;
+  std::string principal;  // whose call it is: an open question holds one of its places
   // The caller's scopes, for the requests a redirect makes; unset: not scoped.
   std::optional<std::vector<std::string>> scopes;
   std::string body;
@@ -196,6 +196,10 @@ struct Gateway::State : std::enable_shared_from_this<Gateway::State> {
   // Every scope a declared write operation names: what a scoped write that matches no declared
   // operation needs (request_scopes.spec).
   std::vector<std::string> write_scopes = scopes_of_writes(scoped_operations);
+  std::uint64_t next_ticket = 0;  // on the I/O thread
+  // Questions waiting for an answer, by principal (ApprovalSettings::open_per_principal).
+  std::mutex open_mutex;
+  std::map<std::string, std::size_t, std::less<>> open_questions;
 
   static std::vector<std::string> scopes_of_writes(const OperationPolicy& operations) {
     std::vector<std::string> all;
@@ -209,11 +213,6 @@ struct Gateway::State : std::enable_shared_from_this<Gateway::State> {
     }
     return all;
   }
-
-  std::uint64_t next_ticket = 0;  // on the I/O thread
-  // Questions waiting for an answer, by principal (ApprovalSettings::open_per_principal).
-  std::mutex open_mutex;
-  std::map<std::string, std::size_t, std::less<>> open_questions;
 
   // Whether `method` to `target` waits for a person's yes (policy.approve), and the described
   // operation it matches, if any.
@@ -656,75 +655,75 @@ std::uint64_t Gateway::connections_opened() const { return state_->client->conne
 
 void Gateway::fetch(OutboundRequest request, CallBudget& budget, Deadline deadline, Completion done,
                     const Caller& caller, const WaitHook& waiting) {
+  if (budget.refusals_exhausted()) {
+    // Checked, logged and answered no more: the call's code loops over refused requests.
+    return state_->refuse(
+        std::move(done),
+        policy_error("subrequest limit reached: this call had " +
+                     std::to_string(budget.refusal_limit()) +
+                     " requests refused, the most a call may have; it sends no more"));
+  }
+  const auto refuse = [&](GatewayError error) {
+    budget.refused();
+    state_->refuse(std::move(done), std::move(error));
+  };
   const Profile& profile = state_->profile_of(caller);
   const std::optional<Method> method = parse_method(request.method);
   if (!method) {
     const bool quotable =
         is_header_name(request.method) && request.method.size() <= kMaxQuotedMethod;
-    return state_->refuse(std::move(done),
-                          policy_error((quotable ? "method " + request.method + " is not allowed"
-                                                 : std::string("method is not allowed")) +
-                                       " (GET, POST, PUT, PATCH, DELETE, HEAD)"));
+    return refuse(policy_error((quotable ? "method " + request.method + " is not allowed"
+                                         : std::string("method is not allowed")) +
+                               " (GET, POST, PUT, PATCH, DELETE, HEAD)"));
   }
   PolicyDecision decision = state_->policy.decide(request.url);
   if (auto* refused = std::get_if<Refused>(&decision)) {
-    return state_->refuse(std::move(done), policy_error(std::move(refused->message)));
+    return refuse(policy_error(std::move(refused->message)));
   }
   Allowed& allowed = std::get<Allowed>(decision);
   if (auto refused = profile.operation_policy.check(*method, allowed.url.target)) {
-    return state_->refuse(std::move(done), policy_error(std::move(*refused)));
+    return refuse(policy_error(std::move(*refused)));
   }
   if ((*method == Method::get || *method == Method::head) && !request.body.empty()) {
-    return state_->refuse(std::move(done), policy_error(std::string(to_string(*method)) +
-                                                        " request cannot have a body"));
+    return refuse(policy_error(std::string(to_string(*method)) + " request cannot have a body"));
   }
   if (request.body.size() > state_->options.request_body_bytes) {
-    return state_->refuse(
-        std::move(done),
-        policy_error("request body exceeds " + std::to_string(state_->options.request_body_bytes) +
-                     " bytes"));
+    return refuse(policy_error("request body exceeds " +
+                               std::to_string(state_->options.request_body_bytes) + " bytes"));
   }
   auto checked = check_headers(request.headers);
-  if (auto* error = std::get_if<GatewayError>(&checked)) {
-    return state_->refuse(std::move(done), std::move(*error));
-  }
+  if (auto* error = std::get_if<GatewayError>(&checked)) return refuse(std::move(*error));
   if (caller.scopes) {
     if (auto refused = state_->check_scopes(*method, allowed.url.target, *caller.scopes)) {
-      return state_->refuse(std::move(done), policy_error(std::move(*refused)));
+      return refuse(policy_error(std::move(*refused)));
     }
   }
   const Operation* approval_operation = nullptr;
   const bool approval = state_->needs_yes(*method, allowed.url.target, &approval_operation);
+  const auto what = [&] {
+    return std::string(to_string(*method)) + " " + allowed.url.origin +
+           std::string(path_of(allowed.url.target));
+  };
   if (approval && !caller.approver) {
-    return state_->refuse(
-        std::move(done),
-        policy_error(verdict_text({Verdict::impossible, {}, std::nullopt}, {}) + ": " +
-                     std::string(to_string(*method)) + " " + allowed.url.origin +
-                     std::string(path_of(allowed.url.target))));
+    return refuse(
+        policy_error(verdict_text({Verdict::impossible, {}, std::nullopt}, {}) + ": " + what()));
   }
   const auto& exchange = profile.upstreams[allowed.upstream].token_exchange;
   if (exchange && (!caller.access_token || !state_->options.exchange_token)) {
-    return state_->refuse(
-        std::move(done),
+    return refuse(
         policy_error("requests to " + allowed.url.origin +
                      " carry a token exchanged for the caller's OAuth access token, and this "
                      "call came without one (a static token or stdio)"));
   }
   if (approval && !state_->open_question(caller.principal)) {
-    return state_->refuse(
-        std::move(done),
-        policy_error("approval required, and " +
-                     std::to_string(state_->options.approval->open_per_principal) +
-                     " questions already wait for this principal's answer, the most that may "
-                     "wait at once: " +
-                     std::string(to_string(*method)) + " " + allowed.url.origin +
-                     std::string(path_of(allowed.url.target))));
+    return refuse(policy_error(
+        "approval required, and " + std::to_string(state_->options.approval->open_per_principal) +
+        " questions already wait for this principal's answer, the most that may wait at once: " +
+        what()));
   }
   if (!budget.try_spend()) {
     if (approval) state_->close_question(caller.principal);
-    return state_->refuse(
-        std::move(done),
-        policy_error("subrequest limit " + std::to_string(budget.limit()) + " reached"));
+    return refuse(policy_error("subrequest limit " + std::to_string(budget.limit()) + " reached"));
   }
   auto& headers = std::get<CheckedHeaders>(checked);
   if (profile.operation_policy.restricts() || state_->options.approval) {

@@ -47,11 +47,19 @@ inline constexpr unsigned kMaxRedirects = 3;
 // Limits::subrequests and passes it to every fetch() of that call. Each fetch() the policy
 // allows spends one unit (before anything is sent); the N+1th is refused with
 // "subrequest limit N reached". Same-origin redirects the gateway follows are part of the
-// fetch() that caused them and cost nothing more. Thread-safe (atomic), though a call's
-// fetch()es all come from its one worker thread.
+// fetch() that caused them and cost nothing more.
+//
+// A refused fetch() costs no unit, but refusals are counted too: once `refusals` of them were
+// refused, every later fetch() of the call is refused at once, unchecked and unsent ("subrequest
+// limit reached: this call had 100 requests refused, ..."), so code that loops over refused
+// requests cannot make the gateway check, log and answer without end.
+// Thread-safe (atomic), though a call's fetch()es all come from its one worker thread.
 class CallBudget {
  public:
-  explicit CallBudget(std::uint32_t subrequests) : limit_(subrequests) {}
+  static constexpr std::uint32_t kRefusals = 100;
+
+  explicit CallBudget(std::uint32_t subrequests, std::uint32_t refusals = kRefusals)
+      : limit_(subrequests), refusal_limit_(refusals) {}
   CallBudget(const CallBudget&) = delete;
   CallBudget& operator=(const CallBudget&) = delete;
 
@@ -60,9 +68,17 @@ class CallBudget {
   std::uint32_t used() const { return used_.load(); }
   std::uint32_t limit() const { return limit_; }
 
+  // Counts one refused fetch().
+  void refused() { ++refused_; }
+  // Whether the call had as many fetch()es refused as it may.
+  bool refusals_exhausted() const { return refused_.load() >= refusal_limit_; }
+  std::uint32_t refusal_limit() const { return refusal_limit_; }
+
  private:
   const std::uint32_t limit_;
+  const std::uint32_t refusal_limit_;
   std::atomic<std::uint32_t> used_{0};
+  std::atomic<std::uint32_t> refused_{0};
 };
 
 // What one principal's requests get instead of the defaults (config `principals`): its own

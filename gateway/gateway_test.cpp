@@ -1092,6 +1092,27 @@ TEST_CASE("a principal's open questions are bounded, and each holds its body onc
   CHECK(server.requests() == 1);
 }
 
+TEST_CASE("a call's refused requests are bounded: past 100, every fetch is refused unchecked",
+          "[gateway][budget]") {
+  IoThread io;
+  TestServer server;
+  auto gateway = make_gateway(io, {Upstream{server.origin(), {}}});
+  CallBudget budget(10);
+  for (int i = 0; i < 100; ++i) {
+    REQUIRE(error_of(fetch(*gateway, budget, get("http://evil.test/"))) ==
+            "policy: origin http://evil.test is not allowed");
+  }
+  const std::string limit =
+      "policy: subrequest limit reached: this call had 100 requests refused, the most a call may "
+      "have; it sends no more";
+  CHECK(error_of(fetch(*gateway, budget, get("http://evil.test/"))) == limit);
+  CHECK(error_of(fetch(*gateway, budget, get("/echo"))) == limit);
+  CHECK(server.requests() == 0);
+  CHECK(budget.used() == 0);
+  CallBudget next_call(10);
+  CHECK(response_of(fetch(*gateway, next_call, get("/echo"))).status == 200);
+}
+
 TEST_CASE("an exchanged token is reused for the same subject token only", "[gateway][exchange]") {
   IoThread io;
   TestServer upstream;

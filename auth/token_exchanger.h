@@ -2,14 +2,16 @@
 // access tokens (OAuth 2.0 Token Exchange, RFC 8693), cached, so each principal's requests to an
 // upstream carry a token issued for that upstream, and never the caller's own.
 //
-// exchange() answers from the cache when it holds a token for the same principal, upstream and
-// settings that is still good: until its `expires_in` less the leeway (http.oauth.leeway_s), and
-// never past the caller's own token's `exp`. Otherwise it POSTs to the token endpoint (configured,
-// or the issuer's metadata `token_endpoint`, found once) with grant_type token-exchange, the
-// caller's token as `subject_token`, the settings' `audience`, `resource` and `scope`, and this
-// server's client credentials (HTTP Basic). Callers asking for the same key while its exchange
-// runs share it: one request however many fetches wait. At most kMaxPending keys exchange at
-// once (more fail at once), at most kMaxCached tokens are cached (the oldest goes).
+// exchange() answers from the cache when it holds a token for the same subject token, upstream
+// and settings that is still good (one principal's tokens may grant different scopes, and the
+// authorization server's policy decides per token): until its `expires_in` less the leeway
+// (http.oauth.leeway_s), and never past the caller's own token's `exp`. Otherwise it POSTs to the
+// token endpoint (configured, or the issuer's metadata `token_endpoint`, found once) with
+// grant_type token-exchange, the caller's token as `subject_token`, the settings' `audience`,
+// `resource` and `scope`, and this server's client credentials (HTTP Basic). Callers asking for the
+// same key while its exchange runs share it: one request however many fetches wait. At most
+// kMaxPending keys exchange at once (more fail at once), at most kMaxCached tokens are cached (the
+// oldest goes).
 //
 // A failure is a message for the fetch that waited (no token text, no answer body: the status
 // and, when it is a plain OAuth error code, the `error`); it is not cached, so the next fetch
@@ -61,8 +63,8 @@ class TokenExchanger : public std::enable_shared_from_this<TokenExchanger> {
       const std::optional<std::filesystem::path>& ca_file);
 
   // A token for `settings` in exchange for `subject_token` (the caller's access token, which
-  // expires at `subject_expires_at`, seconds since the epoch). `key` names whose token for which
-  // upstream ("principal origin"); the settings are added to it.
+  // expires at `subject_expires_at`, seconds since the epoch). `key` names which subject token for
+  // which upstream ("sha256:HEX origin", never the token itself); the settings are added to it.
   void exchange(const config::TokenExchange& settings, const std::string& key,
                 std::string subject_token, std::int64_t subject_expires_at, Done done);
 

@@ -5,26 +5,14 @@
 #include <algorithm>
 #include <array>
 
+#include "gateway/path_match.h"
 #include "net/ascii.h"
 
 namespace codemode::gateway {
 namespace {
 
-// Empty segments (a trailing or doubled '/') are skipped, as servers that route `/orders/` to
-// `/orders` do, so a rule cannot be walked around by the spelling.
-std::vector<std::string_view> segments(std::string_view path) {
-  std::vector<std::string_view> out;
-  std::size_t start = 0;
-  while (start <= path.size()) {
-    const std::size_t end = std::min(path.find('/', start), path.size());
-    if (end > start) out.push_back(path.substr(start, end - start));
-    start = end + 1;
-  }
-  return out;
-}
-
-bool match_segments(const std::vector<std::string_view>& pattern, std::size_t p,
-                    const std::vector<std::string_view>& path, std::size_t s) {
+bool match_segments(const std::vector<std::string>& pattern, std::size_t p,
+                    const std::vector<std::string>& path, std::size_t s) {
   if (p == pattern.size()) return s == path.size();
   if (pattern[p] == "**") {
     for (std::size_t skip = s; skip <= path.size(); ++skip) {
@@ -33,21 +21,33 @@ bool match_segments(const std::vector<std::string_view>& pattern, std::size_t p,
     return false;
   }
   if (s == path.size()) return false;
-  // Literal segments ignore ASCII case, as case-insensitive servers route.
-  if (pattern[p] != "*" && !net::iequals(pattern[p], path[s])) return false;
+  if (pattern[p] != "*" &&
+      match_segment(pattern[p], path[s], s + 1 == path.size()) == SegmentMatch::none) {
+    return false;
+  }
   return match_segments(pattern, p + 1, path, s + 1);
+}
+
+bool covers(const std::set<Method>& methods, Method method) {
+  // HEAD is GET without the body, as the operations policy treats it.
+  return methods.contains(method) || (method == Method::head && methods.contains(Method::get));
 }
 
 }  // namespace
 
 bool path_matches(std::string_view pattern, std::string_view path) {
-  return match_segments(segments(pattern), 0, segments(path), 0);
+  return match_segments(declared_segments(pattern), 0, route_segments(path), 0);
 }
 
 bool needs_approval(const ApprovalRules& rules, Method method, std::string_view path,
                     const Operation* operation, const std::vector<std::string>& base_paths) {
-  if (!rules.methods.contains(method)) return false;
+  if (!covers(rules.methods, method)) return false;
   if (rules.operations.empty() && rules.tags.empty() && rules.paths.empty()) return true;
+  if (operation == nullptr && (!rules.operations.empty() || !rules.tags.empty())) {
+    // Matching no declared operation, the request cannot be shown not to be one the rules name
+    // (a spelling the matcher does not know, an undocumented route): it is asked about.
+    return true;
+  }
   if (operation != nullptr) {
     if (std::find(rules.operations.begin(), rules.operations.end(), operation->id) !=
         rules.operations.end()) {
@@ -57,13 +57,18 @@ bool needs_approval(const ApprovalRules& rules, Method method, std::string_view 
       if (std::find(rules.tags.begin(), rules.tags.end(), tag) != rules.tags.end()) return true;
     }
   }
+  const std::vector<std::string> segments = route_segments(path);
   for (const auto& pattern : rules.paths) {
-    if (path_matches(pattern, path)) return true;
+    const std::vector<std::string> wanted = declared_segments(pattern);
+    if (match_segments(wanted, 0, segments, 0)) return true;
     for (const auto& base : base_paths) {
-      if (!base.empty() && path.size() >= base.size() &&
-          net::iequals(path.substr(0, base.size()), base) &&
-          path_matches(pattern, path.substr(base.size())))
-        return true;
+      const std::vector<std::string> prefix = declared_segments(base);
+      if (prefix.empty() || prefix.size() > segments.size()) continue;
+      bool under = true;
+      for (std::size_t s = 0; s < prefix.size() && under; ++s) {
+        under = match_segment(prefix[s], segments[s], false) == SegmentMatch::literal;
+      }
+      if (under && match_segments(wanted, 0, segments, prefix.size())) return true;
     }
   }
   return false;

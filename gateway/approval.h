@@ -24,14 +24,15 @@
 
 namespace codemode::gateway {
 
-// config::Approval, parsed: a request needs approval when its method is in `methods`
-// and, when any of `operations`, `tags` or `paths` is given, it matches one of them.
+// config::Approval, parsed: a request needs approval when its method is in `methods` (HEAD
+// counts as GET) and, when any of `operations`, `tags` or `paths` is given, it matches one of
+// them, or matches no declared operation while `operations` or `tags` are given (fail closed).
 struct ApprovalRules {
   std::set<Method> methods;
   std::vector<std::string> operations;  // operationIds
   std::vector<std::string> tags;
-  // `*`: one segment; `**`: any number of segments. Literal segments ignore ASCII case and
-  // empty segments are skipped (`/Orders//` is `/orders`), as servers that route loosely do.
+  // `*`: one segment; `**`: any number of segments. The path is read as the operations are
+  // matched (path_match.h: `/Orders//`, `/orders;x=1` and `/orders.json` are `/orders`).
   std::vector<std::string> paths;
 };
 
@@ -40,7 +41,7 @@ bool path_matches(std::string_view pattern, std::string_view path);
 
 // Whether a request with `method` to `path`, matching `operation` (nullptr: none declared),
 // needs approval under `rules`. `base_paths`: prefixes the API is served under, tried off the
-// path for `paths` patterns.
+// path for `paths` patterns. `operation` comes from OperationPolicy::find, the one matcher.
 bool needs_approval(const ApprovalRules& rules, Method method, std::string_view path,
                     const Operation* operation, const std::vector<std::string>& base_paths);
 

@@ -25,6 +25,12 @@ TEST_CASE("path patterns: * is one segment, ** any number", "[gateway][approval]
   CHECK(path_matches("/orders/*/cancel", "/Orders/o-1//CANCEL/"));
   CHECK(path_matches("/admin/**", "/ADMIN/users"));
   CHECK_FALSE(path_matches("/orders", "/orders2"));
+  // And as the operations are matched: ';' parameters cut, a format suffix at the end.
+  CHECK(path_matches("/orders", "/orders;x=1"));
+  CHECK(path_matches("/orders", "/orders.json"));
+  CHECK(path_matches("/orders/*/cancel", "/orders;a=1/o-1/cancel.xml"));
+  CHECK(path_matches("/admin/**", "/admin;x/users"));
+  CHECK_FALSE(path_matches("/orders/*/cancel", "/orders.json/o-1/cancel"));
 }
 
 TEST_CASE("a request needs approval by method, then by operation, tag or path",
@@ -43,24 +49,34 @@ TEST_CASE("a request needs approval by method, then by operation, tag or path",
   by_operation.operations = {"createOrder"};
   CHECK(needs_approval(by_operation, Method::post, "/orders", &create, {}));
   CHECK_FALSE(needs_approval(by_operation, Method::post, "/orders/1/cancel", &cancel, {}));
-  CHECK_FALSE(needs_approval(by_operation, Method::post, "/undeclared", nullptr, {}));
+  // Matching no declared operation, a request may be any of them upstream: asked (fail closed).
+  CHECK(needs_approval(by_operation, Method::post, "/undeclared", nullptr, {}));
+  CHECK_FALSE(needs_approval(by_operation, Method::get, "/undeclared", nullptr, {}));
 
   ApprovalRules by_tag = writes;
   by_tag.tags = {"Danger"};
   CHECK(needs_approval(by_tag, Method::post, "/orders/1/cancel", &cancel, {}));
   CHECK_FALSE(needs_approval(by_tag, Method::post, "/orders", &create, {}));
+  CHECK(needs_approval(by_tag, Method::post, "/undeclared", nullptr, {}));
 
   ApprovalRules by_path = writes;
   by_path.paths = {"/orders/*/cancel"};
   CHECK(needs_approval(by_path, Method::post, "/orders/1/cancel", nullptr, {}));
   CHECK(needs_approval(by_path, Method::post, "/v1/orders/1/cancel", nullptr, {"/v1"}));
+  CHECK(needs_approval(by_path, Method::post, "/V1//orders;x/1/cancel.json", nullptr, {"/v1"}));
   CHECK_FALSE(needs_approval(by_path, Method::post, "/orders", &create, {"/v1"}));
+  CHECK_FALSE(needs_approval(by_path, Method::post, "/undeclared", nullptr, {"/v1"}));
 
   ApprovalRules reads_too;  // a sensitive read can be listed with its method
   reads_too.methods = {Method::get};
   reads_too.paths = {"/exports/**"};
   CHECK(needs_approval(reads_too, Method::get, "/exports/all", nullptr, {}));
   CHECK_FALSE(needs_approval(reads_too, Method::get, "/orders", nullptr, {}));
+  // HEAD is GET without the body, for approvals as for the operations policy.
+  CHECK(needs_approval(reads_too, Method::head, "/exports/all", nullptr, {}));
+  ApprovalRules heads_only;
+  heads_only.methods = {Method::head};
+  CHECK_FALSE(needs_approval(heads_only, Method::get, "/exports/all", nullptr, {}));
 }
 
 TEST_CASE("an approval digest binds method, URL, the code's headers and body",

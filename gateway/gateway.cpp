@@ -2,10 +2,15 @@
 
 #include <spdlog/spdlog.h>
 
+#include <openssl/evp.h>
+
 #include <algorithm>
+#include <array>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <mutex>
 
+#include "base/check.h"
 #include "gateway/request_check.h"
 #include "net/ascii.h"
 
@@ -91,10 +96,12 @@ struct Attempt {
   std::string bearer;                // an exchanged token sent as Authorization; empty: none
   std::vector<std::string> secrets;  // what to redact when `bearer` is set: it too
   // An upstream whose token is exchanged for the caller's (its profile's settings), with the
-  // caller's principal and token; null: none.
+  // caller's token; null: none.
   const config::TokenExchange* exchange = nullptr;
-  std::string principal;
   std::shared_ptr<const CallerAccessToken> access_token;
+  std::string principal;  // whose call it is: an open question holds one of its places
+  // The caller's scopes, for the requests a redirect makes; unset: not scoped.
+  std::optional<std::vector<std::string>> scopes;
   std::string body;
   Deadline deadline;
   Clock::time_point started;
@@ -106,7 +113,9 @@ struct Attempt {
   std::uint64_t ticket = 0;
 };
 
-// One request waiting for a person's answer, on the gateway's I/O thread.
+// One request waiting for a person's answer, on the gateway's I/O thread. Its body and the
+// code's headers are held once, in `request` (what the person is shown), and go back into
+// `attempt` when it is sent.
 struct Question {
   explicit Question(net::io_context& io) : timer(io) {}
   Attempt attempt;
@@ -118,6 +127,18 @@ struct Question {
   Clock::time_point asked;
   bool settled = false;
 };
+
+// What names a caller's access token in the exchange cache: its SHA-256, hex, so that the key
+// never holds the token itself.
+std::string subject_key(std::string_view token) {
+  std::array<unsigned char, EVP_MAX_MD_SIZE> hash{};
+  unsigned int size = 0;
+  CODEMODE_CHECK(
+      EVP_Digest(token.data(), token.size(), hash.data(), &size, EVP_sha256(), nullptr) == 1,
+      "SHA-256 over memory cannot fail");
+  return "sha256:" +
+         codemode::net::to_hex(std::string_view(reinterpret_cast<const char*>(hash.data()), size));
+}
 
 std::string verdict_text(const ApprovalAnswer& answer, std::chrono::milliseconds timeout) {
   switch (answer.verdict) {
@@ -170,14 +191,28 @@ struct Gateway::State : std::enable_shared_from_this<Gateway::State> {
   std::unique_ptr<HttpClient> client;
   std::vector<std::string> secrets;
   // The described operations, for policy.approve; none given: matches nothing.
-  OperationPolicy approval_operations{loosely(options.approval)};
-
-  static OperationPolicyOptions loosely(const std::optional<ApprovalSettings>& approval) {
-    OperationPolicyOptions options = approval ? approval->operations : OperationPolicyOptions{};
-    options.loose = true;
-    return options;
-  }
+  OperationPolicy approval_operations{options.approval ? options.approval->operations
+                                                       : OperationPolicyOptions{}};
+  // Every scope a declared write operation names: what a scoped write that matches no declared
+  // operation needs (request_scopes.spec).
+  std::vector<std::string> write_scopes = scopes_of_writes(scoped_operations);
   std::uint64_t next_ticket = 0;  // on the I/O thread
+  // Questions waiting for an answer, by principal (ApprovalSettings::open_per_principal).
+  std::mutex open_mutex;
+  std::map<std::string, std::size_t, std::less<>> open_questions;
+
+  static std::vector<std::string> scopes_of_writes(const OperationPolicy& operations) {
+    std::vector<std::string> all;
+    for (const auto& operation : operations.operations()) {
+      if (operation.method == Method::get || operation.method == Method::head) continue;
+      for (const auto& alternative : operation.scopes) {
+        for (const auto& scope : alternative) {
+          if (std::find(all.begin(), all.end(), scope) == all.end()) all.push_back(scope);
+        }
+      }
+    }
+    return all;
+  }
 
   // Whether `method` to `target` waits for a person's yes (policy.approve), and the described
   // operation it matches, if any.
@@ -190,7 +225,8 @@ struct Gateway::State : std::enable_shared_from_this<Gateway::State> {
 
   // Why a scoped caller's request cannot go with the scopes `granted`, or nothing: it needs the
   // scopes of its method, then one of the scope alternatives of the operation `target` matches,
-  // whole (the first alternative's missing scopes are named).
+  // whole (the first alternative's missing scopes are named); a write that matches no declared
+  // operation needs every scope a declared write names (it may be any of them upstream).
   std::optional<std::string> check_scopes(Method method, std::string_view target,
                                           const std::vector<std::string>& granted) const {
     const bool read = method == Method::get || method == Method::head;
@@ -201,13 +237,42 @@ struct Gateway::State : std::enable_shared_from_this<Gateway::State> {
              ", which the caller's access token lacks";
     }
     const Operation* operation = scoped_operations.find(method, target);
-    if (operation == nullptr || operation->scopes.empty()) return std::nullopt;
+    if (operation == nullptr) {
+      if (read || !options.request_scopes.operations) return std::nullopt;
+      const std::string lacking = missing_scopes(write_scopes, granted);
+      if (lacking.empty()) return std::nullopt;
+      return std::string(to_string(method)) + " " + std::string(path_of(target).substr(0, 200)) +
+             " matches no operation in the API description, so it needs every scope the "
+             "description's writes name; the caller's access token lacks " +
+             lacking;
+    }
+    if (operation->scopes.empty()) return std::nullopt;
     for (const auto& alternative : operation->scopes) {
       if (missing_scopes(alternative, granted).empty()) return std::nullopt;
     }
     return std::string(to_string(operation->method)) + " " + operation->path_template +
            " needs scope " + missing_scopes(operation->scopes.front(), granted) +
            " (the API description's security), which the caller's access token lacks";
+  }
+
+  // Takes one of `principal`'s open-question places; false when all are taken.
+  bool open_question(const std::string& principal) {
+    std::lock_guard lock(open_mutex);
+    std::size_t& open = open_questions[principal];
+    if (open >= options.approval->open_per_principal) {
+      if (open == 0) open_questions.erase(principal);
+      return false;
+    }
+    ++open;
+    return true;
+  }
+
+  void close_question(const std::string& principal) {
+    std::lock_guard lock(open_mutex);
+    const auto it = open_questions.find(principal);
+    CODEMODE_CHECK(it != open_questions.end() && it->second > 0,
+                   "each settled question took a place when it was asked");
+    if (--it->second == 0) open_questions.erase(it);
   }
 
   const Profile& profile_of(const Caller& caller) const {
@@ -235,9 +300,11 @@ struct Gateway::State : std::enable_shared_from_this<Gateway::State> {
                    self->scrub(question->request.url));
       question->timer.expires_after(self->options.approval->timeout);
       question->timer.async_wait([self, question](boost::system::error_code error) {
-        if (error) return;
-        self->settle(*question, {Verdict::unanswered, {}, std::nullopt});
+        if (error || question->settled) return;
+        // Withdrawn before the fetch hears of it: whoever learns from the refusal that the
+        // question timed out finds the approver told already.
         question->approver->withdraw(question->ticket);
+        self->settle(*question, {Verdict::unanswered, {}, std::nullopt});
       });
       // The answer holds the question weakly: an approver keeps its answers (a session until
       // the client replies), and the question holds the approver. While unanswered, the timer's
@@ -255,6 +322,7 @@ struct Gateway::State : std::enable_shared_from_this<Gateway::State> {
   void settle(Question& question, const ApprovalAnswer& answer) {
     if (std::exchange(question.settled, true)) return;
     question.timer.cancel();
+    close_question(question.attempt.principal);
     const auto waited = Clock::now() - question.asked;
     if (question.waiting) question.waiting(false);
     const std::string verdict = verdict_text(answer, options.approval->timeout);
@@ -264,6 +332,7 @@ struct Gateway::State : std::enable_shared_from_this<Gateway::State> {
                  answer.by.empty() ? std::string() : " (" + answer.by + ")", ms);
     Attempt attempt = std::move(question.attempt);
     if (answer.verdict != Verdict::accepted) {
+      question.request.body = {};  // let go of it now, not when the last handler lets go
       attempt.done(policy_error(verdict + ": " + what));
       return;
     }
@@ -277,6 +346,8 @@ struct Gateway::State : std::enable_shared_from_this<Gateway::State> {
       attempt.done(std::move(replay));
       return;
     }
+    attempt.body = std::move(question.request.body);
+    attempt.code_headers = std::move(question.request.headers);
     attempt.deadline += waited;  // the wait is not the request's time
     attempt.started = Clock::now();
     attempt.approver = question.approver;
@@ -301,7 +372,9 @@ struct Gateway::State : std::enable_shared_from_this<Gateway::State> {
   }
 
   void exchange_then_send(Attempt attempt) {
-    const std::string key = attempt.principal + " " + attempt.url.origin;
+    // By the subject token, not the principal: one person's tokens may grant different scopes
+    // (a plugin's and an admin console's), and the authorization server decides per token.
+    const std::string key = subject_key(attempt.access_token->value) + " " + attempt.url.origin;
     const config::TokenExchange& settings = *attempt.exchange;
     const std::shared_ptr<const CallerAccessToken> token = attempt.access_token;
     auto shared = std::make_shared<Attempt>(std::move(attempt));
@@ -490,7 +563,9 @@ struct Gateway::State : std::enable_shared_from_this<Gateway::State> {
   }
 
   // Sends the next request of a same-origin redirect; false: the 3xx goes back to the code
-  // (no Location, a Location that is refused or on another origin).
+  // (no Location, a Location that is refused or on another origin, or a next request that the
+  // caller could not make itself: one the operations policy refuses, one its scopes do not
+  // cover, one that needs approval).
   bool follow(Attempt& attempt, const InboundResponse& response) {
     const auto location =
         std::find_if(response.headers.begin(), response.headers.end(),
@@ -498,11 +573,6 @@ struct Gateway::State : std::enable_shared_from_this<Gateway::State> {
     if (location == response.headers.end()) return false;
     PolicyDecision decision = policy.decide(location->second, attempt.url.full());
     auto* allowed = std::get_if<Allowed>(&decision);
-    if (allowed != nullptr &&
-        attempt.profile->operation_policy.check(attempt.method, allowed->url.target)) {
-      spdlog::debug("gateway: not following a redirect to an operation the policy refuses");
-      return false;
-    }
     if (allowed == nullptr || allowed->url.origin != attempt.url.origin) {
       spdlog::debug("gateway: not following a redirect from {} ({})", attempt.url.origin,
                     allowed == nullptr ? "refused by policy" : "another origin");
@@ -514,11 +584,21 @@ struct Gateway::State : std::enable_shared_from_this<Gateway::State> {
         (response.status == 303 && attempt.method != Method::head &&
          attempt.method != Method::get) ||
         ((response.status == 301 || response.status == 302) && attempt.method == Method::post);
+    const Method next = to_get ? Method::get : attempt.method;
+    const std::string_view target = allowed->url.target;
+    if (attempt.profile->operation_policy.check(next, target)) {
+      spdlog::debug("gateway: not following a redirect to an operation the policy refuses");
+      return false;
+    }
+    if (attempt.scopes && check_scopes(next, target, *attempt.scopes)) {
+      spdlog::debug("gateway: not following a redirect to a request the caller's scopes miss");
+      return false;
+    }
     // A next request that needs a person's yes is not made behind their back, nor on the yes
     // they gave the first (another URL): the code gets the 3xx, and its own fetch of the
     // Location is asked about.
     const Operation* operation = nullptr;
-    if (needs_yes(to_get ? Method::get : attempt.method, allowed->url.target, &operation)) {
+    if (needs_yes(next, target, &operation)) {
       spdlog::debug("gateway: not following a redirect to a request that needs approval");
       return false;
     }
@@ -575,64 +655,75 @@ std::uint64_t Gateway::connections_opened() const { return state_->client->conne
 
 void Gateway::fetch(OutboundRequest request, CallBudget& budget, Deadline deadline, Completion done,
                     const Caller& caller, const WaitHook& waiting) {
+  if (budget.refusals_exhausted()) {
+    // Checked, logged and answered no more: the call's code loops over refused requests.
+    return state_->refuse(
+        std::move(done),
+        policy_error("subrequest limit reached: this call had " +
+                     std::to_string(budget.refusal_limit()) +
+                     " requests refused, the most a call may have; it sends no more"));
+  }
+  const auto refuse = [&](GatewayError error) {
+    budget.refused();
+    state_->refuse(std::move(done), std::move(error));
+  };
   const Profile& profile = state_->profile_of(caller);
   const std::optional<Method> method = parse_method(request.method);
   if (!method) {
     const bool quotable =
         is_header_name(request.method) && request.method.size() <= kMaxQuotedMethod;
-    return state_->refuse(std::move(done),
-                          policy_error((quotable ? "method " + request.method + " is not allowed"
-                                                 : std::string("method is not allowed")) +
-                                       " (GET, POST, PUT, PATCH, DELETE, HEAD)"));
+    return refuse(policy_error((quotable ? "method " + request.method + " is not allowed"
+                                         : std::string("method is not allowed")) +
+                               " (GET, POST, PUT, PATCH, DELETE, HEAD)"));
   }
   PolicyDecision decision = state_->policy.decide(request.url);
   if (auto* refused = std::get_if<Refused>(&decision)) {
-    return state_->refuse(std::move(done), policy_error(std::move(refused->message)));
+    return refuse(policy_error(std::move(refused->message)));
   }
   Allowed& allowed = std::get<Allowed>(decision);
   if (auto refused = profile.operation_policy.check(*method, allowed.url.target)) {
-    return state_->refuse(std::move(done), policy_error(std::move(*refused)));
+    return refuse(policy_error(std::move(*refused)));
   }
   if ((*method == Method::get || *method == Method::head) && !request.body.empty()) {
-    return state_->refuse(std::move(done), policy_error(std::string(to_string(*method)) +
-                                                        " request cannot have a body"));
+    return refuse(policy_error(std::string(to_string(*method)) + " request cannot have a body"));
   }
   if (request.body.size() > state_->options.request_body_bytes) {
-    return state_->refuse(
-        std::move(done),
-        policy_error("request body exceeds " + std::to_string(state_->options.request_body_bytes) +
-                     " bytes"));
+    return refuse(policy_error("request body exceeds " +
+                               std::to_string(state_->options.request_body_bytes) + " bytes"));
   }
   auto checked = check_headers(request.headers);
-  if (auto* error = std::get_if<GatewayError>(&checked)) {
-    return state_->refuse(std::move(done), std::move(*error));
-  }
+  if (auto* error = std::get_if<GatewayError>(&checked)) return refuse(std::move(*error));
   if (caller.scopes) {
     if (auto refused = state_->check_scopes(*method, allowed.url.target, *caller.scopes)) {
-      return state_->refuse(std::move(done), policy_error(std::move(*refused)));
+      return refuse(policy_error(std::move(*refused)));
     }
   }
   const Operation* approval_operation = nullptr;
   const bool approval = state_->needs_yes(*method, allowed.url.target, &approval_operation);
+  const auto what = [&] {
+    return std::string(to_string(*method)) + " " + allowed.url.origin +
+           std::string(path_of(allowed.url.target));
+  };
   if (approval && !caller.approver) {
-    return state_->refuse(
-        std::move(done),
-        policy_error(verdict_text({Verdict::impossible, {}, std::nullopt}, {}) + ": " +
-                     std::string(to_string(*method)) + " " + allowed.url.origin +
-                     std::string(path_of(allowed.url.target))));
+    return refuse(
+        policy_error(verdict_text({Verdict::impossible, {}, std::nullopt}, {}) + ": " + what()));
   }
   const auto& exchange = profile.upstreams[allowed.upstream].token_exchange;
   if (exchange && (!caller.access_token || !state_->options.exchange_token)) {
-    return state_->refuse(
-        std::move(done),
+    return refuse(
         policy_error("requests to " + allowed.url.origin +
                      " carry a token exchanged for the caller's OAuth access token, and this "
                      "call came without one (a static token or stdio)"));
   }
+  if (approval && !state_->open_question(caller.principal)) {
+    return refuse(policy_error(
+        "approval required, and " + std::to_string(state_->options.approval->open_per_principal) +
+        " questions already wait for this principal's answer, the most that may wait at once: " +
+        what()));
+  }
   if (!budget.try_spend()) {
-    return state_->refuse(
-        std::move(done),
-        policy_error("subrequest limit " + std::to_string(budget.limit()) + " reached"));
+    if (approval) state_->close_question(caller.principal);
+    return refuse(policy_error("subrequest limit " + std::to_string(budget.limit()) + " reached"));
   }
   auto& headers = std::get<CheckedHeaders>(checked);
   if (profile.operation_policy.restricts() || state_->options.approval) {
@@ -660,9 +751,10 @@ void Gateway::fetch(OutboundRequest request, CallBudget& budget, Deadline deadli
   attempt.deadline = deadline;
   attempt.started = Clock::now();
   attempt.done = std::move(done);
+  attempt.principal = caller.principal;
+  attempt.scopes = caller.scopes;
   if (exchange) {
     attempt.exchange = &*exchange;
-    attempt.principal = caller.principal;
     attempt.access_token = caller.access_token;
   }
   if (!approval) return state_->proceed(std::move(attempt));
@@ -679,8 +771,9 @@ void Gateway::fetch(OutboundRequest request, CallBudget& budget, Deadline deadli
   for (const auto& [name, value] : attempt.code_headers) {
     if (iequals(name, "content-type")) asked.content_type = value;
   }
-  asked.headers = attempt.code_headers;
-  asked.body = attempt.body;
+  // The one copy of the body and headers while the question waits (Question).
+  asked.headers = std::move(attempt.code_headers);
+  asked.body = std::move(attempt.body);
   asked.digest = approval_digest(asked.method, asked.url, asked.headers, asked.body);
   question->attempt = std::move(attempt);
   question->approver = caller.approver;

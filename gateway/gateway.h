@@ -17,6 +17,8 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -45,11 +47,19 @@ inline constexpr unsigned kMaxRedirects = 3;
 // Limits::subrequests and passes it to every fetch() of that call. Each fetch() the policy
 // allows spends one unit (before anything is sent); the N+1th is refused with
 // "subrequest limit N reached". Same-origin redirects the gateway follows are part of the
-// fetch() that caused them and cost nothing more. Thread-safe (atomic), though a call's
-// fetch()es all come from its one worker thread.
+// fetch() that caused them and cost nothing more.
+//
+// A refused fetch() costs no unit, but refusals are counted too: once `refusals` of them were
+// refused, every later fetch() of the call is refused at once, unchecked and unsent ("subrequest
+// limit reached: this call had 100 requests refused, ..."), so code that loops over refused
+// requests cannot make the gateway check, log and answer without end.
+// Thread-safe (atomic), though a call's fetch()es all come from its one worker thread.
 class CallBudget {
  public:
-  explicit CallBudget(std::uint32_t subrequests) : limit_(subrequests) {}
+  static constexpr std::uint32_t kRefusals = 100;
+
+  explicit CallBudget(std::uint32_t subrequests, std::uint32_t refusals = kRefusals)
+      : limit_(subrequests), refusal_limit_(refusals) {}
   CallBudget(const CallBudget&) = delete;
   CallBudget& operator=(const CallBudget&) = delete;
 
@@ -58,9 +68,17 @@ class CallBudget {
   std::uint32_t used() const { return used_.load(); }
   std::uint32_t limit() const { return limit_; }
 
+  // Counts one refused fetch().
+  void refused() { ++refused_; }
+  // Whether the call had as many fetch()es refused as it may.
+  bool refusals_exhausted() const { return refused_.load() >= refusal_limit_; }
+  std::uint32_t refusal_limit() const { return refusal_limit_; }
+
  private:
   const std::uint32_t limit_;
+  const std::uint32_t refusal_limit_;
   std::atomic<std::uint32_t> used_{0};
+  std::atomic<std::uint32_t> refused_{0};
 };
 
 // What one principal's requests get instead of the defaults (config `principals`): its own
@@ -95,6 +113,10 @@ struct ApprovalSettings {
   // and shown in the question; also the base paths.
   OperationPolicyOptions operations;
   std::chrono::milliseconds timeout{120000};
+  // Questions of one principal that may wait for an answer at once; one more request that needs
+  // approval is refused (`policy`) until one is settled. Each holds its request's body, up to
+  // GatewayOptions::request_body_bytes.
+  std::size_t open_per_principal = 16;
 };
 
 // Tells the sandbox when a fetch starts (true) and stops (false) waiting for a person, so that
@@ -106,8 +128,10 @@ struct ExchangedToken {
   std::string value;  // sent as `Authorization: Bearer <value>`; never logged
 };
 using ExchangeDone = std::function<void(std::variant<ExchangedToken, GatewayError>)>;
-// Gets the token for `settings` in exchange for `token`, caching it under `key` (the caller's
-// principal and the upstream's origin); `done` may run on any thread, once. The daemon wires
+// Gets the token for `settings` in exchange for `token`, caching it under `key` (a SHA-256 of the
+// caller's token and the upstream's origin: one principal's tokens may grant different scopes,
+// so an exchanged token is reused for the same subject token only); `done` may run on any
+// thread, once. The daemon wires
 // auth::TokenExchanger here; the gateway itself knows no authorization server.
 using TokenExchangeFunction =
     std::function<void(const config::TokenExchange& settings, const std::string& key,
@@ -118,7 +142,8 @@ struct RequestScopes {
   std::vector<std::string> read;   // GET, HEAD
   std::vector<std::string> write;  // POST, PUT, PATCH, DELETE
   // Every declared operation with the scopes its security requirements ask for, when those count
-  // too (`request_scopes.spec`): a request matching one needs one of its alternatives.
+  // too (`request_scopes.spec`): a request matching one (OperationPolicy::find) needs one of its
+  // alternatives; a write that matches none needs every scope a declared write names.
   std::optional<OperationPolicyOptions> operations;
 };
 
@@ -159,9 +184,12 @@ class Gateway {
   // Sends `request` if the policy allows it, within `budget` and by `deadline`; `done` runs
   // exactly once on the I/O thread with the response or a GatewayError. `caller` is whose call
   // it is: a principal with a profile gets that profile's policy and headers, and a scoped caller
-  // needs the scopes of `request_scopes` for the request's method. A request that needs approval
-  // is asked about through `caller.approver` once every other check passed; `waiting` hears when
-  // the wait for the answer starts and ends, and the time it took is added to `deadline`.
+  // needs the scopes of `request_scopes` for the request's method and operation. Every request a
+  // followed redirect makes is checked again (operations, scopes, approvals) as if the code had
+  // made it; one that fails a check is not made, and the code gets the 3xx. A request that needs
+  // approval is asked about through `caller.approver` once every other check passed; `waiting`
+  // hears when the wait for the answer starts and ends, and the time it took is added to
+  // `deadline`.
   void fetch(OutboundRequest request, CallBudget& budget, Deadline deadline, Completion done,
              const Caller& caller = {}, const WaitHook& waiting = {});
 

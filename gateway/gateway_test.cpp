@@ -525,8 +525,11 @@ TEST_CASE("an upstream with token_exchange gets the caller's exchanged token as 
   CHECK(sent.body.find("code-set-value") == std::string::npos);
   {
     std::lock_guard lock(asked_mutex);
-    CHECK(asked == std::vector<std::string>{"sub:alice " + upstream.origin() +
-                                            " alice-access-token orders"});
+    // Cached under a hash of the caller's token (never the token) and the origin.
+    REQUIRE(asked.size() == 1);
+    CHECK(asked[0].starts_with("sha256:"));
+    CHECK(asked[0].ends_with(" " + upstream.origin() + " alice-access-token orders"));
+    CHECK(asked[0].find("alice-access-token") == asked[0].size() - 25);
   }
 
   CHECK(error_of(fetch(*gateway, budget, request, 5s, caller(""))) ==
@@ -886,4 +889,274 @@ TEST_CASE("approval rules are not walked around by override headers, redirects o
   }
   CHECK(approver->asked.size() == 3);
   CHECK(server.requests() == 4);  // the free POST, /moved, /moved-free and where it went
+}
+
+// ---------------------------------------------------------------------------------------------
+// Issue 34: one matcher for operations, scopes and approvals; every request a redirect makes is
+// checked again; what one principal or call can hold is bounded.
+
+namespace {
+
+// MarketHub-like operations with the scopes their security names; /orders/{orderId} is declared
+// before the concrete /orders/purge, as a description may list them.
+std::vector<Operation> scoped_orders() {
+  return {{Method::get, "/orders", {{"orders:read"}}, "listOrders", "", {"Orders"}},
+          {Method::post, "/orders", {{"orders:write"}}, "createOrder", "", {"Orders"}},
+          {Method::post, "/orders/{orderId}", {{"orders:write"}}, "updateOrder", "", {"Orders"}},
+          {Method::post, "/orders/purge", {{"admin"}}, "purgeOrders", "", {"Danger"}},
+          {Method::get, "/go", {}, "go", "", {}},
+          {Method::get, "/echo/secret", {{"admin"}}, "readSecret", "", {}}};
+}
+
+std::unique_ptr<Gateway> scoped_gateway(IoThread& io, const TestServer& server) {
+  GatewayOptions options;
+  options.upstreams = {Upstream{server.origin(), {}}};
+  OperationPolicyOptions declared;
+  declared.operations = scoped_orders();
+  options.request_scopes.operations = declared;
+  return make_gateway(io, std::move(options));
+}
+
+OutboundRequest post_json(std::string url) {
+  return OutboundRequest{"POST", std::move(url), {{"Content-Type", "application/json"}}, "{}"};
+}
+
+}  // namespace
+
+TEST_CASE("a scope is not walked around by the spelling of a path", "[gateway][scopes]") {
+  IoThread io;
+  TestServer server;
+  const auto gateway = scoped_gateway(io, server);
+  CallBudget budget(100);
+  const Caller reader{"sub:alice", std::vector<std::string>{"orders:read"}, ""};
+  const std::string needs_write =
+      "policy: POST /orders needs scope orders:write (the API description's security), which the "
+      "caller's access token lacks";
+  // Spellings case-insensitive, slash-merging, ;param-cutting and format-suffix routers
+  // (Spring, Tomcat, Rails, Express with its defaults) all send to POST /orders.
+  for (const char* spelling : {"/Orders", "/orders/", "/orders//", "/ORDERS//", "/orders;x=1",
+                               "/orders;jsessionid=1/", "/orders.json", "/Orders.JSON?x=1"}) {
+    CAPTURE(spelling);
+    CHECK(outcome_of(fetch(*gateway, budget, post_json(spelling), 5s, reader)) == needs_write);
+  }
+  // A write that matches no declared operation may be any of them upstream: it needs every
+  // scope a declared write names.
+  CHECK(outcome_of(fetch(*gateway, budget, post_json("/orders/o-1/notes"), 5s, reader)) ==
+        "policy: POST /orders/o-1/notes matches no operation in the API description, so it needs "
+        "every scope the description's writes name; the caller's access token lacks orders:write "
+        "admin");
+  CHECK(server.requests() == 0);
+  const Caller writer{"sub:bob", std::vector<std::string>{"orders:read", "orders:write"}, ""};
+  CHECK(outcome_of(fetch(*gateway, budget, post_json("/orders;x=1"), 5s, writer)) == "404");
+  // Reads that match nothing need only their method's scopes, as before.
+  CHECK(outcome_of(fetch(*gateway, budget, get("/echo/free"), 5s, reader)) == "200");
+}
+
+TEST_CASE("a concrete path matches before a template declared ahead of it",
+          "[gateway][scopes][operations]") {
+  IoThread io;
+  TestServer server;
+  const auto gateway = scoped_gateway(io, server);
+  CallBudget budget(100);
+  const Caller writer{"sub:bob", std::vector<std::string>{"orders:read", "orders:write"}, ""};
+  CHECK(outcome_of(fetch(*gateway, budget, post_json("/orders/purge"), 5s, writer)) ==
+        "policy: POST /orders/purge needs scope admin (the API description's security), which "
+        "the caller's access token lacks");
+  CHECK(outcome_of(fetch(*gateway, budget, post_json("/Orders/Purge.json"), 5s, writer))
+            .starts_with("policy: POST /orders/purge needs scope admin"));
+  CHECK(server.requests() == 0);
+  CHECK(outcome_of(fetch(*gateway, budget, post_json("/orders/o-1"), 5s, writer)) == "404");
+}
+
+TEST_CASE("every request a redirect makes needs the caller's scopes too", "[gateway][scopes]") {
+  IoThread io;
+  TestServer server;
+  server.add_redirect("/go", 302, "/echo/secret");
+  const auto gateway = scoped_gateway(io, server);
+  CallBudget budget(100);
+  const Caller reader{"sub:alice", std::vector<std::string>{"orders:read"}, ""};
+  // /echo/secret needs admin: the redirect is not followed, and the code gets the 302.
+  const auto moved = response_of(fetch(*gateway, budget, get("/go?to=/secret"), 5s, reader));
+  CHECK(moved.status == 302);
+  CHECK(moved.redirects == 0);
+  CHECK(server.requests() == 1);
+  CHECK(outcome_of(fetch(*gateway, budget, get("/echo/secret"), 5s, reader))
+            .starts_with("policy: GET /echo/secret needs scope admin"));
+  const Caller admin{"sub:root", std::vector<std::string>{"admin"}, ""};
+  const auto followed = response_of(fetch(*gateway, budget, get("/go"), 5s, admin));
+  CHECK(followed.status == 200);
+  CHECK(followed.final_url == server.origin() + "/echo/secret");
+  CHECK(server.requests() == 3);
+}
+
+TEST_CASE("approval rules are not walked around by ;params, format suffixes or templates",
+          "[gateway][approval]") {
+  IoThread io;
+  TestServer server;
+  GatewayOptions options = approval_options(server.origin(), 5000ms);
+  options.approval->rules.operations = {"createOrder", "purgeOrders"};
+  options.approval->operations.operations = scoped_orders();
+  auto gateway = make_gateway(io, std::move(options));
+  auto approver = std::make_shared<TestApprover>();
+  approver->reply = Verdict::declined;
+  const Caller caller{"alice", std::nullopt, {}, approver};
+  CallBudget budget(100);
+  for (const char* spelling : {"/orders;x=1", "/orders.json", "/Orders/", "/orders;a=b//",
+                               "/orders/purge", "/ORDERS/purge.xml",
+                               // no declared operation: it may be any of them upstream
+                               "/orders/o-1/notes"}) {
+    CAPTURE(spelling);
+    CHECK(outcome_of(fetch(*gateway, budget, post_json(spelling), 5000ms, caller))
+              .starts_with("policy: the user declined it: POST"));
+  }
+  CHECK(approver->asked.size() == 7);
+  CHECK(approver->asked[4].request.operation_id == "purgeOrders");
+  // updateOrder is not in the rules.
+  CHECK(outcome_of(fetch(*gateway, budget, post_json("/orders/o-1"), 5000ms, caller)) == "404");
+  CHECK(approver->asked.size() == 7);
+  CHECK(server.requests() == 1);
+}
+
+TEST_CASE("approving GET covers HEAD", "[gateway][approval]") {
+  IoThread io;
+  TestServer server;
+  GatewayOptions options = approval_options(server.origin(), 5000ms);
+  options.approval->rules.methods = {Method::get};
+  options.approval->rules.paths = {"/echo/private/**"};
+  auto gateway = make_gateway(io, std::move(options));
+  auto approver = std::make_shared<TestApprover>();
+  approver->reply = Verdict::declined;
+  CallBudget budget(10);
+  CHECK(outcome_of(fetch(*gateway, budget, OutboundRequest{"HEAD", "/echo/private/1", {}, {}},
+                         5000ms, Caller{"alice", std::nullopt, {}, approver})) ==
+        "policy: the user declined it: HEAD " + server.origin() + "/echo/private/1");
+  CHECK(server.requests() == 0);
+}
+
+TEST_CASE("a principal's open questions are bounded, and each holds its body once",
+          "[gateway][approval]") {
+  IoThread io;
+  TestServer server;
+  auto gateway = make_gateway(io, approval_options(server.origin(), 10000ms));
+  auto approver = std::make_shared<TestApprover>();  // answers only when the test says so
+  const Caller alice{"alice", std::nullopt, {}, approver};
+  const Caller bob{"bob", std::nullopt, {}, approver};
+  CallBudget budget(100);
+  std::vector<std::future<FetchResult>> waiting;
+  const auto start = [&](const Caller& caller, std::string body) {
+    auto promise = std::make_shared<std::promise<FetchResult>>();
+    waiting.push_back(promise->get_future());
+    gateway->fetch(
+        OutboundRequest{"POST", "/echo", {{"Content-Type", "text/plain"}}, std::move(body)}, budget,
+        Clock::now() + 5s, [promise](FetchResult result) { promise->set_value(std::move(result)); },
+        caller);
+  };
+  const auto asked = [&] {
+    std::lock_guard lock(approver->mutex);
+    return approver->asked.size();
+  };
+  const auto wait_for_questions = [&](std::size_t n) {
+    for (int waited = 0; asked() < n; ++waited) {
+      REQUIRE(waited < 20000);
+      std::this_thread::sleep_for(1ms);
+    }
+  };
+  for (int i = 0; i < 16; ++i) start(alice, "body " + std::to_string(i));
+  wait_for_questions(16);
+  CHECK(outcome_of(fetch(*gateway, budget, post_json("/echo"), 5s, alice)) ==
+        "policy: approval required, and 16 questions already wait for this principal's answer, "
+        "the most that may wait at once: POST " +
+            server.origin() + "/echo");
+  // Another principal still asks.
+  start(bob, "bob's");
+  wait_for_questions(17);
+  // An answered question frees its place; the accepted request leaves with its body.
+  {
+    std::lock_guard lock(approver->mutex);
+    approver->asked[0].answer({Verdict::accepted, "alice"});
+  }
+  REQUIRE(waiting[0].wait_for(20s) == std::future_status::ready);
+  CHECK(response_of(waiting[0].get()).body.ends_with("\n\nbody 0"));
+  start(alice, "body 16");
+  wait_for_questions(18);
+  {
+    std::lock_guard lock(approver->mutex);
+    for (std::size_t i = 1; i < approver->asked.size(); ++i) {
+      approver->asked[i].answer({Verdict::declined, "alice"});
+    }
+  }
+  for (std::size_t i = 1; i < waiting.size(); ++i) {
+    REQUIRE(waiting[i].wait_for(20s) == std::future_status::ready);
+    CHECK(outcome_of(waiting[i].get()).starts_with("policy: the user declined it: POST"));
+  }
+  CHECK(server.requests() == 1);
+}
+
+TEST_CASE("a call's refused requests are bounded: past 100, every fetch is refused unchecked",
+          "[gateway][budget]") {
+  IoThread io;
+  TestServer server;
+  auto gateway = make_gateway(io, {Upstream{server.origin(), {}}});
+  CallBudget budget(10);
+  for (int i = 0; i < 100; ++i) {
+    REQUIRE(error_of(fetch(*gateway, budget, get("http://evil.test/"))) ==
+            "policy: origin http://evil.test is not allowed");
+  }
+  const std::string limit =
+      "policy: subrequest limit reached: this call had 100 requests refused, the most a call may "
+      "have; it sends no more";
+  CHECK(error_of(fetch(*gateway, budget, get("http://evil.test/"))) == limit);
+  CHECK(error_of(fetch(*gateway, budget, get("/echo"))) == limit);
+  CHECK(server.requests() == 0);
+  CHECK(budget.used() == 0);
+  CallBudget next_call(10);
+  CHECK(response_of(fetch(*gateway, next_call, get("/echo"))).status == 200);
+}
+
+TEST_CASE("an exchanged token is reused for the same subject token only", "[gateway][exchange]") {
+  IoThread io;
+  TestServer upstream;
+  GatewayOptions options;
+  Upstream exchanging{upstream.origin(), {}};
+  exchanging.token_exchange = codemode::config::TokenExchange{"orders", "", {}, "mcp", "s", ""};
+  options.upstreams = {exchanging};
+  // A cache like auth::TokenExchanger's: by the key the gateway names.
+  std::mutex mutex;
+  std::map<std::string, std::string> cache;
+  std::vector<std::string> handed;  // the exchanged token each request got
+  std::vector<std::string> keys;
+  options.exchange_token = [&](const codemode::config::TokenExchange&, const std::string& key,
+                               const CallerAccessToken& token, ExchangeDone done) {
+    std::string value;
+    {
+      std::lock_guard lock(mutex);
+      keys.push_back(key);
+      auto [it, fresh] = cache.emplace(key, "downstream-for-" + token.value);
+      value = it->second;
+      handed.push_back(value);
+    }
+    done(ExchangedToken{value});
+  };
+  const auto gateway = make_gateway(io, std::move(options));
+  CallBudget budget(100);
+  const auto alice_with = [](std::string token) {
+    Caller who{"sub:alice", std::nullopt, ""};
+    who.access_token =
+        std::make_shared<const CallerAccessToken>(CallerAccessToken{std::move(token), 0});
+    return who;
+  };
+  // Alice's admin console token, then her plugin's low-scope token, then the admin one again.
+  for (const char* token :
+       {"alice-admin-console-token", "alice-plugin-token", "alice-admin-console-token"}) {
+    CHECK(outcome_of(fetch(*gateway, budget, get("/echo"), 5s, alice_with(token))) == "200");
+  }
+  std::lock_guard lock(mutex);
+  CHECK(handed == std::vector<std::string>{"downstream-for-alice-admin-console-token",
+                                           "downstream-for-alice-plugin-token",
+                                           "downstream-for-alice-admin-console-token"});
+  CHECK(cache.size() == 2);
+  for (const auto& key : keys) {
+    CHECK(key.find("alice-") == std::string::npos);  // a hash names the token, never the token
+    CHECK(key.ends_with(" " + upstream.origin()));
+  }
 }

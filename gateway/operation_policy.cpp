@@ -2,61 +2,26 @@
 
 #include <algorithm>
 
-#include "net/ascii.h"
+#include "gateway/path_match.h"
 
 namespace codemode::gateway {
-
-namespace {
-
-std::vector<std::string> segments(std::string_view path, bool loose) {
-  std::vector<std::string> out;
-  std::size_t start = path.empty() || path[0] != '/' ? 0 : 1;
-  while (start <= path.size()) {
-    const std::size_t end = std::min(path.find('/', start), path.size());
-    if (!loose || end > start) out.emplace_back(path.substr(start, end - start));
-    start = end + 1;
-  }
-  return out;
-}
-
-bool same(std::string_view a, std::string_view b, bool loose) {
-  return loose ? net::iequals(a, b) : a == b;
-}
-
-bool is_parameter(std::string_view segment) {
-  return segment.size() >= 2 && segment.front() == '{' && segment.back() == '}';
-}
-
-// A template segment matches a request segment: literally, or as a whole-segment parameter
-// ({id}) that matches any non-empty segment, or a segment mixing both ("{name}.json").
-bool segment_matches(std::string_view pattern, std::string_view segment, bool loose) {
-  if (is_parameter(pattern) && pattern.find('}') == pattern.size() - 1) return !segment.empty();
-  const std::size_t open = pattern.find('{');
-  if (open == std::string_view::npos) return same(pattern, segment, loose);
-  const std::size_t close = pattern.find('}', open);
-  if (close == std::string_view::npos) return same(pattern, segment, loose);
-  const std::string_view prefix = pattern.substr(0, open);
-  const std::string_view suffix = pattern.substr(close + 1);
-  return segment.size() > prefix.size() + suffix.size() &&
-         same(segment.substr(0, prefix.size()), prefix, loose) &&
-         same(segment.substr(segment.size() - suffix.size()), suffix, loose);
-}
-
-}  // namespace
 
 OperationPolicy::OperationPolicy(OperationPolicyOptions options) : options_(std::move(options)) {
   if (options_.operations) {
     for (const auto& operation : *options_.operations) {
-      templates_.push_back(segments(operation.path_template, options_.loose));
+      templates_.push_back(declared_segments(operation.path_template));
     }
   }
-  for (auto& base : options_.base_paths) {
-    while (!base.empty() && base.back() == '/') base.pop_back();
+  for (const auto& base : options_.base_paths) {
+    auto segments = declared_segments(base);
+    if (!segments.empty()) bases_.push_back(std::move(segments));
   }
-  if (std::find(options_.base_paths.begin(), options_.base_paths.end(), "") ==
-      options_.base_paths.end()) {
-    options_.base_paths.emplace_back();
-  }
+  bases_.emplace_back();  // the root is always tried, last
+}
+
+const std::vector<Operation>& OperationPolicy::operations() const {
+  static const std::vector<Operation> kNone;
+  return options_.operations ? *options_.operations : kNone;
 }
 
 std::optional<std::string> OperationPolicy::check(Method method, std::string_view target) const {
@@ -83,25 +48,47 @@ std::optional<std::string> OperationPolicy::operation_of(Method method,
 }
 
 const Operation* OperationPolicy::match(Method method, std::string_view path) const {
-  for (const auto& base : options_.base_paths) {
-    if (path.size() < base.size() || !same(path.substr(0, base.size()), base, options_.loose)) {
-      continue;
+  const std::vector<std::string> request = route_segments(path);
+  for (const auto& base : bases_) {
+    if (request.size() < base.size()) continue;
+    bool under = true;
+    for (std::size_t s = 0; s < base.size() && under; ++s) {
+      under = match_segment(base[s], request[s], false) == SegmentMatch::literal;
     }
-    const std::string_view rest = path.substr(base.size());
-    if (!base.empty() && !rest.empty() && rest[0] != '/') continue;
-    const auto request = segments(rest.empty() ? "/" : rest, options_.loose);
+    if (!under) continue;
+    const std::size_t first = base.size();
+    // The most specific declared paths the rest matches: each segment's match, left to right.
+    std::vector<SegmentMatch> best;
+    std::vector<std::size_t> tied;  // operations of the paths that match as well as `best`
     for (std::size_t i = 0; i < templates_.size(); ++i) {
-      // HEAD is allowed wherever GET is, as HTTP defines it.
-      const Method declared = (*options_.operations)[i].method;
-      if (declared != method && !(method == Method::head && declared == Method::get)) continue;
       const auto& pattern = templates_[i];
-      if (pattern.size() != request.size()) continue;
-      bool all = true;
-      for (std::size_t s = 0; s < pattern.size() && all; ++s) {
-        all = segment_matches(pattern[s], request[s], options_.loose);
+      if (pattern.size() != request.size() - first) continue;
+      std::vector<SegmentMatch> rank;
+      rank.reserve(pattern.size());
+      for (std::size_t s = 0; s < pattern.size(); ++s) {
+        rank.push_back(match_segment(pattern[s], request[first + s], s + 1 == pattern.size()));
+        if (rank.back() == SegmentMatch::none) break;
       }
-      if (all) return &(*options_.operations)[i];
+      if (!rank.empty() && rank.back() == SegmentMatch::none) continue;
+      if (tied.empty() || rank > best) {
+        best = std::move(rank);
+        tied = {i};
+      } else if (rank == best) {
+        tied.push_back(i);
+      }
     }
+    if (tied.empty()) continue;
+    const auto& operations = *options_.operations;
+    for (const std::size_t i : tied) {
+      if (operations[i].method == method) return &operations[i];
+    }
+    // HEAD is allowed wherever GET is, as HTTP defines it.
+    if (method == Method::head) {
+      for (const std::size_t i : tied) {
+        if (operations[i].method == Method::get) return &operations[i];
+      }
+    }
+    return nullptr;  // the path is declared, without this method
   }
   return nullptr;
 }

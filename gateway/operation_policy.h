@@ -1,4 +1,6 @@
 // Spec-aware policy: which method + path combinations `execute` may call, and which methods.
+// Also the one matcher of a request to a declared operation: the scopes a request needs
+// (`request_scopes.spec`), the approval rules and the audit trail ask it too.
 //
 // Off by default (every path, every method the gateway knows). A deployment can narrow it to
 // the operations its API description declares (`policy.operations: "spec"` in the config) and
@@ -38,11 +40,6 @@ struct OperationPolicyOptions {
   std::vector<std::string> base_paths;
   // Allowed methods; empty means all.
   std::set<Method> methods;
-  // Match as loosely as servers route: literal segments ignoring ASCII case, and empty segments
-  // (a trailing or doubled '/') skipped. For approvals, where a missed match lets a write
-  // through unasked (`/Orders/` for `/orders`); the operations policy, which refuses what does
-  // not match, stays exact.
-  bool loose = false;
 };
 
 class OperationPolicy {
@@ -58,7 +55,11 @@ class OperationPolicy {
   std::optional<std::string> operation_of(Method method, std::string_view target) const;
 
   // The declared operation `method` and `target` match; nullptr when none does or no operations
-  // are given.
+  // are given. The path is read as loosely as servers route it (path_match.h); of the declared
+  // paths it matches, the most specific wins, segment by segment from the left (concrete before
+  // templated, as OpenAPI says), then the first in document order; that path's operation for
+  // `method` is the match (HEAD: its GET when it declares no HEAD), and none when it has no such
+  // method, even if a less specific path does.
   const Operation* find(Method method, std::string_view target) const {
     if (!options_.operations) return nullptr;
     return match(method, target.substr(0, target.find('?')));
@@ -66,6 +67,9 @@ class OperationPolicy {
 
   // Whether any method or operation is refused (what makes override headers worth dropping).
   bool restricts() const { return options_.operations.has_value() || !options_.methods.empty(); }
+
+  // The declared operations; empty when none are given.
+  const std::vector<Operation>& operations() const;
 
  private:
   bool matches(Method method, std::string_view path) const {
@@ -75,6 +79,7 @@ class OperationPolicy {
 
   OperationPolicyOptions options_;
   std::vector<std::vector<std::string>> templates_;  // segments of each operation's template
+  std::vector<std::vector<std::string>> bases_;      // segments of each base path; {} last
 };
 
 }  // namespace codemode::gateway

@@ -9,7 +9,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { BIN, run } from './harness.mjs';
@@ -195,6 +195,30 @@ for (const [name, start] of transports()) {
       assert.ok(upstream.seen.some((r) => r.path === '/orders/o1/cancel'));
     });
 
+    test('every spelling a router sends to createOrder is asked about too', async () => {
+      // Spring, Tomcat and Rails route all of these to POST /orders (issue 34).
+      const spellings = ['/Orders', '/orders/', '/orders;x=1', '/orders.json'];
+      const before = upstream.seen.length;
+      const asked = user.asked.length;
+      user.answers.push(...spellings.map(() => 'decline'));
+      try {
+        const result = await call(client, `async () => {
+          const out = [];
+          for (const path of ${JSON.stringify(spellings)}) {
+            try { out.push((await fetch(path, { method: 'POST', body: '{}' })).status); } catch (e) { out.push(e.message); }
+          }
+          return out;
+        }`);
+        assert.deepEqual(JSON.parse(result.content[0].text),
+          spellings.map((path) => `the user declined it: POST ${upstream.origin}${path}`));
+        assert.equal(user.asked.length, asked + spellings.length);
+        for (const question of user.asked.slice(asked)) assert.match(question.params.message, /\(createOrder\)/);
+        assert.equal(upstream.seen.length, before, 'none left');
+      } finally {
+        user.answers.length = 0;
+      }
+    });
+
     test('a client without elicitation: such writes fail closed', async () => {
       const before = posts().length;
       const result = await call(bare, createOrder);
@@ -263,3 +287,48 @@ for (const [name, start] of transports()) {
     }
   });
 }
+
+test('approvals: a concrete path matches before a template declared ahead of it', async () => {
+  // /orders/{orderId} (updateOrder, not guarded) is declared before /orders/purge (purgeOrders,
+  // guarded): POST /orders/purge is purgeOrders, as OpenAPI says, and is asked about; so is a
+  // write that matches no declared operation, which may be any of them upstream.
+  const upstream = await recordingUpstream();
+  const spec = {
+    openapi: '3.0.3', info: { title: 'Orders', version: '1' },
+    paths: {
+      '/orders/{orderId}': { post: { operationId: 'updateOrder', summary: 'Update an order' } },
+      '/orders/purge': { post: { operationId: 'purgeOrders', summary: 'Delete every order' } },
+    },
+  };
+  const specFile = join(mkdtempSync(join(tmpdir(), 'codemode-approvals-spec-')), 'openapi.json');
+  writeFileSync(specFile, JSON.stringify(spec));
+  const config = writeConfig({
+    openapi: specFile,
+    upstreams: [{ origin: upstream.origin }],
+    policy: { approve: { operations: ['purgeOrders'] }, approval_timeout_ms: TIMEOUT_MS },
+  });
+  const { client, user } = userClient();
+  await client.connect(new StdioClientTransport({ command: BIN, args: ['--config', config], stderr: 'pipe' }));
+  try {
+    user.answers.push('decline', 'decline', 'decline');
+    const result = await client.callTool({ name: 'execute', arguments: { code: `async () => {
+      const out = [];
+      for (const path of ['/orders/purge', '/Orders/Purge.json', '/orders/o1/notes', '/orders/o1']) {
+        try { out.push((await fetch(path, { method: 'POST', body: '{}' })).status); } catch (e) { out.push(e.message); }
+      }
+      return out;
+    }` } });
+    assert.deepEqual(JSON.parse(result.content[0].text), [
+      `the user declined it: POST ${upstream.origin}/orders/purge`,
+      `the user declined it: POST ${upstream.origin}/Orders/Purge.json`,
+      `the user declined it: POST ${upstream.origin}/orders/o1/notes`,
+      201,
+    ]);
+    assert.match(user.asked[0].params.message, /Delete every order \(purgeOrders\)/);
+    assert.equal(user.asked.length, 3);
+    assert.deepEqual(upstream.seen.map((r) => `${r.method} ${r.path}`), ['POST /orders/o1']);
+  } finally {
+    await client.close();
+    await upstream.close();
+  }
+});

@@ -505,6 +505,88 @@ test('with request_scopes.spec, a request needs the scopes its operation\'s secu
   }
 });
 
+test('request_scopes.spec holds in every spelling a router takes, for templates and redirects', async () => {
+  // Issue 34: a path's spelling (case, trailing '/', ';' parameters, a format suffix), a template
+  // declared ahead of a concrete path, or a same-origin redirect must not take a request past the
+  // scope its operation's security names.
+  const seen = [];
+  const upstream = createServer((req, res) => {
+    seen.push(`${req.method} ${req.url}`);
+    const to = new URL(req.url, 'http://x').searchParams.get('to');
+    if (req.url.startsWith('/go') && to) {
+      res.writeHead(302, { location: to });
+      res.end();
+      return;
+    }
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end('{"secret":"only for mcp:execute"}');
+  });
+  upstream.listen(0, '127.0.0.1');
+  await once(upstream, 'listening');
+  const origin = `http://127.0.0.1:${upstream.address().port}`;
+  const execute = [{ oauth: ['mcp:execute'] }];
+  const spec = {
+    openapi: '3.0.3', info: { title: 'Orders', version: '1' },
+    security: [{ oauth: ['mcp:read'] }],
+    components: { securitySchemes: { oauth: { type: 'oauth2', flows: { clientCredentials: { tokenUrl: `${as.issuer}/token`, scopes: {} } } } } },
+    paths: {
+      '/orders': { get: {}, post: { operationId: 'createOrder', security: execute } },
+      // Declared before the concrete path it also matches: the concrete one wins (OpenAPI).
+      '/orders/{orderId}': { post: { operationId: 'updateOrder', security: [] } },
+      '/orders/purge': { post: { operationId: 'purgeOrders', security: execute } },
+      '/go': { get: { security: [] } },
+      '/secret': { get: { security: execute } },
+    },
+  };
+  const specFile = join(mkdtempSync(join(tmpdir(), 'codemode-oauth-spec-')), 'openapi.json');
+  writeFileSync(specFile, JSON.stringify(spec));
+  const config = writeConfig({
+    openapi: specFile,
+    upstreams: [{ origin }],
+    http: { oauth: { issuer: as.issuer, resource: as.resource, jwks_min_interval_s: 0, request_scopes: { spec: true } } },
+  });
+  const server = await startHttpServer(['--http', `127.0.0.1:${as.mcpPort}`, '--config', config]);
+  try {
+    await server.waitFor(/oauth: \d+ signing key\(s\) from/);
+    const run = async (token, code) => {
+      const result = await (await openSession(server.port, bearer(token)))('execute', code);
+      assert.equal(result.isError, undefined, JSON.stringify(result));
+      return JSON.parse(result.content[0].text);
+    };
+    const spellings = ['/Orders', '/orders/', '/orders;x=1', '/orders.json', '/orders/purge', '/Orders/Purge.json'];
+    const code = `async () => {
+      const out = {};
+      for (const path of ${JSON.stringify(spellings)}) {
+        try { out[path] = (await fetch(path, { method: 'POST', body: '{}' })).status; } catch (e) { out[path] = e.message; }
+      }
+      out.update = (await fetch('/orders/o1', { method: 'POST', body: '{}' })).status;
+      const go = await fetch('/go?to=/secret');
+      out.go = [go.status, go.redirected, (await go.text()).includes('secret')];
+      return out;
+    }`;
+    const reader = await issue('reader', 'reader-secret', { scope: 'mcp:read' });
+    const lacks = (operation) =>
+      `POST ${operation} needs scope mcp:execute (the API description's security), which the caller's access token lacks`;
+    assert.deepEqual(await run(reader, code), {
+      ...Object.fromEntries(spellings.map((path) =>
+        [path, lacks(path.toLowerCase().includes('purge') ? '/orders/purge' : '/orders')])),
+      update: 200,  // updateOrder names no scope
+      go: [302, false, false],  // the redirect to /secret is not followed
+    });
+    assert.deepEqual(seen, ['POST /orders/o1', 'GET /go?to=/secret'], 'no refused request left');
+    // The same code with the scope: every spelling goes, the redirect is followed.
+    seen.length = 0;
+    const app = await issue('app', 'app-secret');
+    const allowed = await run(app, code);
+    for (const path of spellings) assert.equal(allowed[path], 200, path);
+    assert.deepEqual(allowed.go, [200, true, true]);
+    assert.deepEqual(seen.slice(-2), ['GET /go?to=/secret', 'GET /secret']);
+  } finally {
+    await server.stop();
+    upstream.close();
+  }
+});
+
 test('without static tokens, /metrics stays shut on an OAuth server', async () => {
   const server = await startHttpServer(['--http', `127.0.0.1:${as.mcpPort}`, '--config', writeConfig({
     http: { oauth: { issuer: as.issuer, resource: as.resource } },

@@ -417,3 +417,33 @@ test('an exchanged token is reused until it expires, then exchanged again', asyn
     upstream.close();
   }
 });
+
+test('token exchange: two tokens of one principal never share an exchanged token', async () => {
+  // Issue 34 #8: Alice's low-scope plugin token must not reach the upstream with the token
+  // exchanged for her admin console's token; the authorization server decides per subject token.
+  const upstream = await recordingUpstream();
+  const server = await startServer(writeConfig({
+    upstreams: [{ origin: upstream.origin, token_exchange: { audience: 'orders-api', client_id: SERVER_CLIENT.id, client_secret: SERVER_CLIENT.secret } }],
+    http: { oauth: { issuer: as.issuer, resource: as.resource, leeway_s: 0, introspection } },
+  }));
+  try {
+    as.exchangeTtl = 300;
+    const tokens = { console: await issue('app', 'app-secret'), plugin: await issue('app', 'app-secret', { scope: 'mcp:read' }) };
+    const before = as.exchanges;
+    for (const name of ['console', 'plugin', 'console', 'plugin']) {
+      const call = await openSession(server.port, bearer(tokens[name]));
+      const result = await call('execute', `async () => (await fetch('/as/${name}')).status`);
+      assert.equal(result.content[0].text, '200', JSON.stringify(result));
+    }
+    assert.equal(upstream.seen.length, 4);
+    for (const { path, exchanged } of upstream.seen) {
+      const name = path.split('/')[2];
+      assert.equal(exchanged?.principal, 'client:app', path);
+      assert.equal(exchanged.subject, tokens[name], `${path} carried the token exchanged for another token`);
+    }
+    assert.equal(as.exchanges, before + 2, 'one exchange per subject token, then cached');
+  } finally {
+    await server.stop();
+    upstream.close();
+  }
+});

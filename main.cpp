@@ -18,11 +18,11 @@
 
 #include "config/config.h"
 #include "fixtures/markethub/fixture_server.h"
+#include "isolate/child.h"
+#include "isolate/v8_platform.h"
 #include "openapi/document.h"
-#include "sandbox/child.h"
 #include "sandbox/layers.h"
 #include "sandbox/sandbox.h"
-#include "sandbox/v8_platform.h"
 #include "server/cli.h"
 #include "server/daemon.h"
 #include "server/health_probe.h"
@@ -108,9 +108,9 @@ std::string random_token() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // The sandbox-process role (sandbox/child.h): started by the daemon itself, never by users.
+  // The sandbox-process role (isolate/child.h): started by the daemon itself, never by users.
   if (argc == 2 && std::string_view(argv[1]) == "--sandbox-child") {
-    ::_exit(codemode::sandbox::child_main());
+    ::_exit(codemode::isolate::child_main());
   }
   const std::vector<std::string_view> words(argv + 1, argv + argc);
   const codemode::server::CommandLine command = codemode::server::parse_command_line(words);
@@ -124,7 +124,7 @@ int main(int argc, char** argv) {
         return 0;
       case codemode::server::CliAction::version:
         std::cout << "codemode-mcp " << CODEMODE_VERSION << "\n"
-                  << "V8 " << codemode::sandbox::v8_version() << " (Debian's libnode108)\n";
+                  << "V8 " << codemode::isolate::v8_version() << " (Debian's libnode108)\n";
         return 0;
     }
   }
@@ -191,7 +191,7 @@ int main(int argc, char** argv) {
   spdlog::info("serving {} {}: {} paths, {} $refs ({} circular)", api.document->title,
                api.document->version, api.document->path_count, api.document->refs.size(),
                api.document->refs.circular_count());
-  spdlog::info("code runs on V8 {}{}", codemode::sandbox::v8_version(),
+  spdlog::info("code runs on V8 {}{}", codemode::isolate::v8_version(),
                config.sandbox.jitless ? " without its JIT (sandbox.jitless)" : "");
 
   const bool serve_stdio = !args.http || args.stdio_too;
@@ -243,7 +243,5 @@ int main(int argc, char** argv) {
                             ? codemode::sandbox::ChildStderr::inherit
                             : codemode::sandbox::ChildStderr::discard,
   });
-  const int status = daemon.run();
-  codemode::sandbox::shutdown_v8();  // every sandbox worker has been joined by now
-  return status;
+  return daemon.run();
 }

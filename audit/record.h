@@ -33,7 +33,7 @@ struct CallRecord {
   std::string tool;                // "search", "execute", or the unknown name asked for
   std::string code;                // the `code` argument, as received
   std::string code_sha256;         // of `code`'s UTF-8 bytes, 64 lower-case hex digits
-  std::string outcome;             // "ok", or the failure kind (sandbox::ErrorKind's wire name)
+  std::string outcome;             // "ok", or the failure kind (channel::ErrorKind's wire name)
   std::string message;             // the failure's one-line fact; empty when ok
   std::uint64_t result_chars = 0;  // characters of the result's JSON text before any cut
   bool result_cut = false;         // the text the client got was cut at limits.result_chars

@@ -23,9 +23,9 @@
 #include <vector>
 
 #include "fixtures/markethub/fixture_server.h"
+#include "isolate/isolate_runner.h"
+#include "isolate/v8_platform.h"
 #include "openapi/document.h"
-#include "sandbox/isolate_runner.h"
-#include "sandbox/v8_platform.h"
 
 using namespace codemode;
 
@@ -40,19 +40,19 @@ int main(int argc, char** argv) {
   const std::string code = argc > 2 ? argv[2] : "async () => 1 + 1";
   // NOLINTNEXTLINE(concurrency-mt-unsafe): before any thread starts
   if (const char* flags = std::getenv("V8_EXTRA_FLAGS")) v8::V8::SetFlagsFromString(flags);
-  sandbox::ensure_v8_initialized();
+  isolate::ensure_v8_initialized();
   auto loaded = openapi::parse_json(fixtures::markethub_openapi_json());
   const auto image =
       std::get<openapi::DocumentImage>(openapi::DocumentImage::build(*loaded.document));
   config::Limits limits;
   limits.cpu_ms = 5000;
-  const sandbox::PrepareRequest search{sandbox::Tool::search, limits, &image,
-                                       sandbox::FetchGlobal::absent, nullptr};
-  const sandbox::PrepareRequest execute{sandbox::Tool::execute, limits, nullptr,
-                                        sandbox::FetchGlobal::present, nullptr};
+  const isolate::PrepareRequest search{channel::Tool::search, limits, &image,
+                                       isolate::FetchGlobal::absent, nullptr};
+  const isolate::PrepareRequest execute{channel::Tool::execute, limits, nullptr,
+                                        isolate::FetchGlobal::present, nullptr};
   const bool executing = argc > 3 && std::string_view(argv[3]) == "execute";
-  const sandbox::PrepareRequest& each = executing ? execute : search;
-  sandbox::PreparedIsolate other(executing ? search : execute);
+  const isolate::PrepareRequest& each = executing ? execute : search;
+  isolate::PreparedIsolate other(executing ? search : execute);
 
   std::vector<double> wall, running;
   wall.reserve(n);
@@ -61,9 +61,9 @@ int main(int argc, char** argv) {
   getrusage(RUSAGE_SELF, &before);
   for (int i = 0; i < n; ++i) {
     const auto start = std::chrono::steady_clock::now();
-    sandbox::Outcome outcome;
+    channel::Outcome outcome;
     {
-      sandbox::PreparedIsolate isolate(each);
+      isolate::PreparedIsolate isolate(each);
       const auto run_start = std::chrono::steady_clock::now();
       outcome = isolate.run(code, nullptr, nullptr);
       running.push_back(
@@ -81,7 +81,7 @@ int main(int argc, char** argv) {
   getrusage(RUSAGE_SELF, &after);
   std::sort(wall.begin(), wall.end());
   std::sort(running.begin(), running.end());
-  const sandbox::PagePoolStats pool = sandbox::page_pool_stats();
+  const isolate::PagePoolStats pool = isolate::page_pool_stats();
   std::printf(
       "n=%d wall p50=%.3f p90=%.3f p99=%.3f ms (the call's run() p50=%.3f) | cpu/call "
       "user=%.3f sys=%.3f ms | faults/call %.1f | pool reused=%zu mapped=%zu released=%zu\n",

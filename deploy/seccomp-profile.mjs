@@ -11,7 +11,7 @@ import { isDeepStrictEqual } from 'node:util';
 
 const PROFILE = fileURLToPath(new URL('./seccomp.json', import.meta.url));
 
-// What sandbox/lockdown.cpp calls that the default refuses, each narrowed to the arguments it
+// What isolate/lockdown.cpp calls that the default refuses, each narrowed to the arguments it
 // passes. The flags are Linux's (sched.h, sys/mount.h).
 const CLONE_NEWNS = 0x00020000;
 const CLONE_NEWIPC = 0x08000000;

@@ -1,4 +1,4 @@
-// Fuzzes the channel the daemon reads from its sandbox processes (sandbox/channel.h): the byte
+// Fuzzes the channel the daemon reads from its sandbox processes (channel/frames.h): the byte
 // stream a compromised process controls completely. The input is cut into frames by a
 // FrameReader with the daemon's limits, in pieces whose sizes come from the input's first
 // byte, and every body is decoded.
@@ -13,8 +13,8 @@
 #include <string>
 #include <string_view>
 
+#include "channel/frames.h"
 #include "fuzz/check.h"
-#include "sandbox/channel.h"
 
 using namespace codemode::sandbox;
 

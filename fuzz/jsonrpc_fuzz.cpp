@@ -1,7 +1,8 @@
 // Fuzzes what a JSON-RPC peer controls: the framing (parse_message) and the MCP session behind
-// it. An input is a conversation, one message per line, fed to a fresh McpSession wired to an
-// in-process sandbox, as the stdio transport would feed it. tools/call reaches the sandbox with
-// a 5 ms CPU budget, so arguments checks, check_input and result shaping are all covered.
+// it. An input is a conversation, one message per line, fed to a fresh McpSession wired to a
+// real Sandbox and its processes, as the stdio transport would feed it. tools/call reaches the
+// sandbox with a 5 ms CPU budget, so arguments checks, check_input and result shaping are all
+// covered.
 //
 // Invariants: parse_message never throws and classifies consistently; the session never
 // throws; everything it sends is one JSON-RPC 2.0 object on one line; no request is answered
@@ -23,6 +24,7 @@
 
 #include "fuzz/check.h"
 #include "sandbox/sandbox.h"
+#include "sandbox/test_child.h"
 #include "server/json_rpc.h"
 #include "server/mcp_session.h"
 #include "server/tools.h"
@@ -40,15 +42,10 @@ config::Limits fuzz_limits() {
   return limits;
 }
 
-// Process-lifetime: one sandbox worker serves every input. Never destroyed (libFuzzer leaves
-// through exit(), and joining the worker from a static destructor buys nothing).
-// Calls run on the worker thread of this process (no child_command), as in mcp_session_test.
-sandbox::SandboxOptions sandbox_options() {
-  sandbox::SandboxOptions options;
-  options.limits = fuzz_limits();
-  options.workers = 1;
-  return options;
-}
+// Process-lifetime: one Sandbox, with its sandbox processes, serves every input. Never destroyed
+// (libFuzzer leaves through exit(), and draining the pool from a static destructor buys nothing).
+// Calls run in real sandbox processes (the binary's sandbox role), as in mcp_session_test.
+sandbox::SandboxOptions sandbox_options() { return sandbox::test_sandbox_options(fuzz_limits()); }
 
 struct World {
   boost::asio::io_context io;
@@ -142,7 +139,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     start = end + 1;
   }
 
-  // Runs until every call is answered; completions arrive from the sandbox worker.
+  // Runs until every call is answered; completions arrive from the Sandbox's own I/O thread.
   auto work = boost::asio::make_work_guard(w.io);
   bool idle = false;
   session->when_idle([&idle] { idle = true; });

@@ -7,29 +7,25 @@
 #include <string_view>
 #include <vector>
 
+#include "channel/call_control.h"
+#include "channel/tool.h"
+#include "config/config.h"
 #include "gateway/request.h"
+
 namespace codemode::gateway {
 class Approver;
 }  // namespace codemode::gateway
 
 namespace codemode::sandbox {
 
-enum class Tool { search, execute };
-
-constexpr std::string_view to_string(Tool tool) {
-  return tool == Tool::search ? "search" : "execute";
-}
-
-class CancelToken;
-
 struct Call {
-  Tool tool = Tool::search;
+  channel::Tool tool = channel::Tool::search;
   std::string code;
   // Who calls (a token's name, an MCP session, the stdio client). Calls of different principals
   // never share a sandbox process, and the pool shares processes and turns fairly between them.
   std::string principal;
   // Lets the submitter stop the call from its own thread (notifications/cancelled, shutdown).
-  std::shared_ptr<CancelToken> cancel;
+  std::shared_ptr<channel::CancelToken> cancel;
   // The call's id in the audit trail (audit::CallRecord::id), which the records of its fetches
   // name; empty when there is no audit trail. The sandbox only passes it to its FetcherFactory.
   std::string audit_id;
@@ -53,5 +49,13 @@ struct Call {
   // daemon: never sent to a sandbox process (channel::Run holds the tool, code and limits only).
   std::shared_ptr<const gateway::CallerAccessToken> access_token;
 };
+
+// Makes one execute call's Fetcher as the call starts, with `limits` in force: the call's own
+// subrequest budget and fetch deadline live in what it returns. `call` says whose call it is
+// (its principal and audit id, for the audit trail's request records). The daemon builds one over
+// its gateway (server/daemon.cpp); the sandbox knows the gateway only through it. Called on the
+// thread that starts calls (the pool's executor).
+using FetcherFactory =
+    std::function<channel::Fetcher(const config::Limits& limits, const Call& call)>;
 
 }  // namespace codemode::sandbox

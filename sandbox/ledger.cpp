@@ -41,7 +41,7 @@ std::string printable(std::string_view text, std::string_view stop, std::size_t 
 
 }  // namespace
 
-void RequestLedger::move_into(Outcome& outcome) {
+void RequestLedger::move_into(channel::Outcome& outcome) {
   std::lock_guard lock(mutex_);
   outcome.requests = std::move(kept_);
   outcome.fetches = fetches_;
@@ -49,20 +49,21 @@ void RequestLedger::move_into(Outcome& outcome) {
   kept_.clear();
 }
 
-Fetcher record_requests(Fetcher inner, std::shared_ptr<RequestLedger> ledger) {
+channel::Fetcher record_requests(channel::Fetcher inner, std::shared_ptr<RequestLedger> ledger) {
   return [inner = std::move(inner), ledger = std::move(ledger)](gateway::OutboundRequest request,
-                                                                const FetchDone& done) {
+                                                                const channel::FetchDone& done) {
     std::size_t slot = RequestLedger::kMaxKept;
     {
       std::lock_guard lock(ledger->mutex_);
       ++ledger->fetches_;
       if (ledger->kept_.size() < RequestLedger::kMaxKept) {
         slot = ledger->kept_.size();
-        ledger->kept_.push_back(RequestRecord{printable(request.method, "", kMaxMethodBytes),
-                                              printable(request.url, "?#", kMaxPathBytes),
-                                              0,
-                                              {},
-                                              0});
+        ledger->kept_.push_back(
+            channel::RequestRecord{printable(request.method, "", kMaxMethodBytes),
+                                   printable(request.url, "?#", kMaxPathBytes),
+                                   0,
+                                   {},
+                                   0});
       }
     }
     const auto started = std::chrono::steady_clock::now();
@@ -72,7 +73,7 @@ Fetcher record_requests(Fetcher inner, std::shared_ptr<RequestLedger> ledger) {
         const auto* error = std::get_if<gateway::GatewayError>(&result);
         if (error != nullptr && error->kind == gateway::ErrorKind::policy) ++ledger->refused_;
         if (slot < ledger->kept_.size()) {  // not yet moved into the outcome
-          RequestRecord& record = ledger->kept_[slot];
+          channel::RequestRecord& record = ledger->kept_[slot];
           record.ms =
               std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
                   .count();

@@ -8,8 +8,8 @@
 #include <mutex>
 #include <vector>
 
-#include "sandbox/call_control.h"
-#include "sandbox/outcome.h"
+#include "channel/call_control.h"
+#include "channel/outcome.h"
 
 namespace codemode::sandbox {
 
@@ -22,18 +22,19 @@ class RequestLedger {
   static constexpr std::size_t kMaxKept = 50;
 
   // Moves the records into `outcome` (requests, fetches, subrequests).
-  void move_into(Outcome& outcome);
+  void move_into(channel::Outcome& outcome);
 
  private:
-  friend Fetcher record_requests(Fetcher inner, std::shared_ptr<RequestLedger> ledger);
+  friend channel::Fetcher record_requests(channel::Fetcher inner,
+                                          std::shared_ptr<RequestLedger> ledger);
   std::mutex mutex_;
-  std::vector<RequestRecord> kept_;
+  std::vector<channel::RequestRecord> kept_;
   std::uint32_t fetches_ = 0;
   std::uint32_t refused_ = 0;  // answered with the gateway's policy refusal
 };
 
 // `inner`, with each request and its answer (status, or the refusal or failure) noted in
 // `ledger`: method, the URL as the code wrote it without its query, milliseconds.
-Fetcher record_requests(Fetcher inner, std::shared_ptr<RequestLedger> ledger);
+channel::Fetcher record_requests(channel::Fetcher inner, std::shared_ptr<RequestLedger> ledger);
 
 }  // namespace codemode::sandbox

@@ -24,8 +24,8 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
 
-#include "sandbox/channel.h"
-#include "sandbox/child.h"
+#include "channel/frames.h"
+#include "channel/process_contract.h"
 
 namespace codemode::sandbox {
 namespace {
@@ -103,8 +103,8 @@ struct SandboxProcess::Channel {
 };
 
 struct SandboxProcess::RunningCall {
-  RunningCall(std::uint64_t id, Completion done, Fetcher fetch, const config::Limits& limits,
-              const boost::asio::any_io_executor& executor)
+  RunningCall(std::uint64_t id, Completion done, channel::Fetcher fetch,
+              const config::Limits& limits, const boost::asio::any_io_executor& executor)
       : id(id),
         done(std::move(done)),
         fetch(std::move(fetch)),
@@ -112,9 +112,9 @@ struct SandboxProcess::RunningCall {
         deadline_timer(executor) {}
   std::uint64_t id;
   Completion done;
-  Fetcher fetch;
+  channel::Fetcher fetch;
   config::Limits limits;
-  std::optional<CancelRegistration> cancel;  // reset before the call ends
+  std::optional<channel::CancelRegistration> cancel;  // reset before the call ends
   bool cancel_sent = false;
   Clock::time_point deadline;
   // Fetches waiting for a person (FetchDone::waiting): the wall clock stands still, and the
@@ -176,11 +176,13 @@ std::variant<std::shared_ptr<SandboxProcess>, std::string> SandboxProcess::start
     const int null_copy = ::fcntl(devnull, F_DUPFD, 10);
     const int image_copy = image_fd >= 0 ? ::fcntl(image_fd, F_DUPFD, 10) : -1;
     if (channel_copy < 0 || null_copy < 0 || ::dup2(null_copy, 0) < 0 || ::dup2(null_copy, 1) < 0 ||
-        (!keep_stderr && ::dup2(null_copy, 2) < 0) || ::dup2(channel_copy, kChannelFd) < 0 ||
-        (image_fd >= 0 && (image_copy < 0 || ::dup2(image_copy, kImageFd) < 0))) {
+        (!keep_stderr && ::dup2(null_copy, 2) < 0) ||
+        ::dup2(channel_copy, channel::kChannelFd) < 0 ||
+        (image_fd >= 0 && (image_copy < 0 || ::dup2(image_copy, channel::kImageFd) < 0))) {
       ::_exit(126);
     }
-    ::syscall(SYS_close_range, image_fd >= 0 ? kImageFd + 1 : kChannelFd + 1, ~0U, 0);
+    ::syscall(SYS_close_range, image_fd >= 0 ? channel::kImageFd + 1 : channel::kChannelFd + 1, ~0U,
+              0);
     sigset_t none;
     ::sigemptyset(&none);
     // NOLINTNEXTLINE(concurrency-mt-unsafe): a forked child has one thread until execve
@@ -227,39 +229,43 @@ std::variant<std::shared_ptr<SandboxProcess>, std::string> SandboxProcess::start
   }
 }
 
-Outcome SandboxProcess::died() {
+channel::Outcome SandboxProcess::died() {
   usable_ = false;
   // The channel closed, so the process is gone or going; SIGKILL settles which.
   const int status = kill_and_reap();
   constexpr std::string_view kReplaced = "; it was replaced";
   if (WIFEXITED(status)) {
     const int code = WEXITSTATUS(status);
-    if (code == kExitOutOfMemory) {
-      return Outcome::failure(ErrorKind::memory,
-                              "the sandbox process ran out of memory" + std::string(kReplaced));
+    if (code == channel::kExitOutOfMemory) {
+      return channel::Outcome::failure(
+          channel::ErrorKind::memory,
+          "the sandbox process ran out of memory" + std::string(kReplaced));
     }
-    if (code == kExitRunaway) {
-      return Outcome::failure(ErrorKind::runtime,
-                              "the sandbox process was ended: another call in it ran past its CPU "
-                              "limit where it could not be stopped" +
-                                  std::string(kReplaced));
+    if (code == channel::kExitRunaway) {
+      return channel::Outcome::failure(
+          channel::ErrorKind::runtime,
+          "the sandbox process was ended: another call in it ran past its CPU "
+          "limit where it could not be stopped" +
+              std::string(kReplaced));
     }
-    return Outcome::failure(ErrorKind::runtime, "the sandbox process exited with status " +
-                                                    std::to_string(code) + std::string(kReplaced));
+    return channel::Outcome::failure(
+        channel::ErrorKind::runtime,
+        "the sandbox process exited with status " + std::to_string(code) + std::string(kReplaced));
   }
   const int signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
   if (signal == SIGXCPU) {
-    return Outcome::failure(ErrorKind::timeout, "the sandbox process used up its CPU allowance" +
-                                                    std::string(kReplaced));
+    return channel::Outcome::failure(
+        channel::ErrorKind::timeout,
+        "the sandbox process used up its CPU allowance" + std::string(kReplaced));
   }
   if (signal == SIGSYS) {
-    return Outcome::failure(
-        ErrorKind::runtime,
+    return channel::Outcome::failure(
+        channel::ErrorKind::runtime,
         "the sandbox process made a forbidden system call and was killed" + std::string(kReplaced));
   }
-  return Outcome::failure(ErrorKind::runtime, "the sandbox process was killed by " +
-                                                  signal_name(signal) + " during the call" +
-                                                  std::string(kReplaced));
+  return channel::Outcome::failure(channel::ErrorKind::runtime,
+                                   "the sandbox process was killed by " + signal_name(signal) +
+                                       " during the call" + std::string(kReplaced));
 }
 
 void SandboxProcess::watch() {
@@ -268,11 +274,12 @@ void SandboxProcess::watch() {
   read_more();
 }
 
-void SandboxProcess::run(const Call& call, const config::Limits& limits, Fetcher fetch,
+void SandboxProcess::run(const Call& call, const config::Limits& limits, channel::Fetcher fetch,
                          Completion done) {
   if (!usable()) {
     boost::asio::post(channel_->executor, [done = std::move(done)] {
-      done(Outcome::failure(ErrorKind::runtime, "the sandbox process is not usable"));
+      done(channel::Outcome::failure(channel::ErrorKind::runtime,
+                                     "the sandbox process is not usable"));
     });
     return;
   }
@@ -298,7 +305,7 @@ void SandboxProcess::run(const Call& call, const config::Limits& limits, Fetcher
   send(channel::encode_frame(channel::Run{id, call.tool, call.code, limits}));
 }
 
-void SandboxProcess::kill(ErrorKind kind, std::string message) {
+void SandboxProcess::kill(channel::ErrorKind kind, std::string message) {
   if (!calls_running_.empty()) {
     fail(kind, std::move(message));
   } else {
@@ -334,7 +341,8 @@ void SandboxProcess::read_more() {
 
 void SandboxProcess::on_frames() {
   auto malformed = [this](const std::string& what) {
-    fail(ErrorKind::runtime, "the sandbox process sent " + what + "; it was killed and replaced");
+    fail(channel::ErrorKind::runtime,
+         "the sandbox process sent " + what + "; it was killed and replaced");
   };
   while (usable_ && !calls_running_.empty()) {
     auto next = channel_->reader->next();
@@ -362,7 +370,7 @@ void SandboxProcess::on_frames() {
     }
     call->second->fetch(
         std::move(request->request),
-        FetchDone(
+        channel::FetchDone(
             [weak = weak_from_this(), executor = channel_->executor, id = call->first,
              fetch_id = request->fetch_id](gateway::FetchResult result) {
               // The gateway completes on its I/O thread: this one in the daemon.
@@ -399,7 +407,7 @@ void SandboxProcess::on_closed() {
     auto* message = std::get_if<channel::Message>(&decoded);
     auto* result = message ? std::get_if<channel::Result>(message) : nullptr;
     if (result == nullptr || !calls_running_.contains(result->id)) continue;
-    const Outcome ended = died();
+    const channel::Outcome ended = died();
     finish(result->id, std::move(result->outcome));
     fail_all(ended);
     return;
@@ -477,25 +485,26 @@ void SandboxProcess::arm_deadline(RunningCall& call, Clock::time_point deadline)
         if (call.deadline > Clock::now()) return;  // re-armed for a later time
         // The process did not answer one of its calls in time: it is stuck or compromised, and
         // every call in it ends with it (they are all of one principal).
-        const Outcome outcome =
-            call.cancel_sent
-                ? Outcome::failure(ErrorKind::runtime,
+        const channel::Outcome outcome =
+            call.cancel_sent ? channel::Outcome::failure(
+                                   channel::ErrorKind::runtime,
                                    "cancelled; the sandbox process did not stop and was killed and "
                                    "replaced")
-                : Outcome::failure(ErrorKind::timeout,
+                             : channel::Outcome::failure(
+                                   channel::ErrorKind::timeout,
                                    "wall limit " + std::to_string(call.limits.wall_ms) +
                                        " ms exceeded; the sandbox process did not stop and was "
                                        "killed and replaced");
         self->usable_ = false;
         self->kill_and_reap();
         self->finish(id, outcome);
-        self->fail_all(Outcome::failure(
-            ErrorKind::runtime,
+        self->fail_all(channel::Outcome::failure(
+            channel::ErrorKind::runtime,
             "the sandbox process was killed and replaced: another call in it did not stop"));
       });
 }
 
-void SandboxProcess::finish(std::uint64_t id, Outcome outcome) {
+void SandboxProcess::finish(std::uint64_t id, channel::Outcome outcome) {
   auto node = calls_running_.extract(id);
   if (node.empty()) return;
   std::unique_ptr<RunningCall> call = std::move(node.mapped());
@@ -504,13 +513,13 @@ void SandboxProcess::finish(std::uint64_t id, Outcome outcome) {
   call->done(std::move(outcome));
 }
 
-void SandboxProcess::fail(ErrorKind kind, std::string message) {
+void SandboxProcess::fail(channel::ErrorKind kind, std::string message) {
   usable_ = false;
   kill_and_reap();
-  fail_all(Outcome::failure(kind, std::move(message)));
+  fail_all(channel::Outcome::failure(kind, std::move(message)));
 }
 
-void SandboxProcess::fail_all(const Outcome& outcome) {
+void SandboxProcess::fail_all(const channel::Outcome& outcome) {
   usable_ = false;
   while (!calls_running_.empty()) finish(calls_running_.begin()->first, outcome);
 }

@@ -25,11 +25,11 @@
 
 #include <boost/asio/any_io_executor.hpp>
 
+#include "channel/call_control.h"
+#include "channel/outcome.h"
 #include "config/config.h"
 #include "gateway/request.h"
 #include "sandbox/call.h"
-#include "sandbox/call_control.h"
-#include "sandbox/outcome.h"
 
 namespace codemode::sandbox {
 
@@ -56,7 +56,7 @@ struct ProcessOptions {
 
 class SandboxProcess : public std::enable_shared_from_this<SandboxProcess> {
  public:
-  using Completion = std::function<void(Outcome)>;
+  using Completion = std::function<void(channel::Outcome)>;
 
   // Starts a process and waits for its Ready (blocking); the error says why there is none. The
   // process then lives on `executor`.
@@ -70,13 +70,13 @@ class SandboxProcess : public std::enable_shared_from_this<SandboxProcess> {
   // may be null: no fetch in this call; it is called on the executor and may complete on it.
   // `done` is invoked exactly once, on the executor, never from inside run(). After an Outcome
   // that says the process failed, usable() is false.
-  void run(const Call& call, const config::Limits& limits, Fetcher fetch, Completion done);
+  void run(const Call& call, const config::Limits& limits, channel::Fetcher fetch, Completion done);
 
   // On the executor: starts reading the channel, so that a process that dies or talks while idle
   // is noticed (run() does it too).
   void watch();
   // On the executor: kills the process now; every running call completes with `message`.
-  void kill(ErrorKind kind, std::string message);
+  void kill(channel::ErrorKind kind, std::string message);
   // On the executor, with no call running: stops using the process and hands over its pid, for a
   // thread that may block to kill and reap it (the destructor then does neither). -1: already
   // gone.
@@ -105,14 +105,14 @@ class SandboxProcess : public std::enable_shared_from_this<SandboxProcess> {
   void fetch_waiting(std::uint64_t id, std::uint64_t fetch_id, bool waiting);
   void arm_deadline(RunningCall& call, std::chrono::steady_clock::time_point deadline);
   // Ends call `id` with `outcome`.
-  void finish(std::uint64_t id, Outcome outcome);
+  void finish(std::uint64_t id, channel::Outcome outcome);
   // Kills the process; every running call ends with the failure.
-  void fail(ErrorKind kind, std::string message);
-  void fail_all(const Outcome& outcome);
+  void fail(channel::ErrorKind kind, std::string message);
+  void fail_all(const channel::Outcome& outcome);
   // sandbox::kill_and_reap() of this process, once; then there is no process left.
   int kill_and_reap();
   // Kills, reaps, and describes how the process ended (for the call's error).
-  Outcome died();
+  channel::Outcome died();
 
   pid_t pid_;
   bool usable_ = true;

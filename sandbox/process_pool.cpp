@@ -31,7 +31,9 @@ constexpr auto kMemorySampleEvery = 20ms;
 // How often idle processes are looked at for retirement.
 constexpr auto kSweepEvery = 1s;
 
-Outcome cancelled() { return Outcome::failure(ErrorKind::runtime, "cancelled"); }
+channel::Outcome cancelled() {
+  return channel::Outcome::failure(channel::ErrorKind::runtime, "cancelled");
+}
 
 std::uint64_t microseconds_since(Clock::time_point then) {
   return static_cast<std::uint64_t>(
@@ -149,11 +151,11 @@ struct ProcessPool::State : std::enable_shared_from_this<State> {
 
   void submit(Job job) {
     if (stopped) {
-      return job.done(
-          Outcome::failure(ErrorKind::runtime, stop_message + "; the call did not start"));
+      return job.done(channel::Outcome::failure(channel::ErrorKind::runtime,
+                                                stop_message + "; the call did not start"));
     }
     if (closed) return job.done(cancelled());
-    if (!job.call.cancel) job.call.cancel = std::make_shared<CancelToken>();
+    if (!job.call.cancel) job.call.cancel = std::make_shared<channel::CancelToken>();
     job.seq = ++last_seq;
     job.queued_at = Clock::now();
     Principal& principal = principals[job.call.principal];
@@ -184,11 +186,11 @@ struct ProcessPool::State : std::enable_shared_from_this<State> {
       queue.erase(it);
       const auto waited =
           std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - job.queued_at);
-      Outcome outcome = Outcome::failure(
-          ErrorKind::timeout, "wall limit " + std::to_string(self->options.limits.wall_ms) +
-                                  " ms exceeded before the call started: it waited " +
-                                  std::to_string(waited.count()) +
-                                  " ms for room in a sandbox process and never ran");
+      channel::Outcome outcome = channel::Outcome::failure(
+          channel::ErrorKind::timeout,
+          "wall limit " + std::to_string(self->options.limits.wall_ms) +
+              " ms exceeded before the call started: it waited " + std::to_string(waited.count()) +
+              " ms for room in a sandbox process and never ran");
       outcome.queued_us = microseconds_since(job.queued_at);
       job.done(std::move(outcome));
       self->dispatch();
@@ -279,9 +281,9 @@ struct ProcessPool::State : std::enable_shared_from_this<State> {
 
   void run(Proc& proc, Principal& principal, Job job) {
     ++principal.running;
-    Fetcher fetch;
+    channel::Fetcher fetch;
     std::shared_ptr<RequestLedger> ledger;
-    if (job.call.tool == Tool::execute && options.fetch) {
+    if (job.call.tool == channel::Tool::execute && options.fetch) {
       ledger = std::make_shared<RequestLedger>();
       fetch = record_requests(options.fetch(options.limits, job.call), ledger);
     }
@@ -291,7 +293,7 @@ struct ProcessPool::State : std::enable_shared_from_this<State> {
     process->run(job.call, options.limits, std::move(fetch),
                  [self = shared_from_this(), process, pid = process->pid(),
                   name = job.call.principal, seq = job.seq, queued_us, ledger = std::move(ledger),
-                  done = std::move(job.done)](Outcome outcome) mutable {
+                  done = std::move(job.done)](channel::Outcome outcome) mutable {
                    if (ledger) ledger->move_into(outcome);
                    self->running_tokens.erase(seq);
                    if (auto it = self->principals.find(name); it != self->principals.end()) {
@@ -411,8 +413,9 @@ struct ProcessPool::State : std::enable_shared_from_this<State> {
       spdlog::error("sandbox: a sandbox process could not start: {}", *error);
       if (procs.empty() && starting == 0) {
         // Nothing can serve what waits; a later call tries again.
-        answer_queued(Outcome::failure(
-            ErrorKind::runtime, "the sandbox process could not start (the server log says why)"));
+        answer_queued(channel::Outcome::failure(
+            channel::ErrorKind::runtime,
+            "the sandbox process could not start (the server log says why)"));
       }
       return;
     }
@@ -504,7 +507,7 @@ struct ProcessPool::State : std::enable_shared_from_this<State> {
   }
 
   // Every queued call, of every principal, ends with `outcome` without having started.
-  void answer_queued(const Outcome& outcome) {
+  void answer_queued(const channel::Outcome& outcome) {
     for (auto& [name, principal] : principals) {
       for (auto& job : std::exchange(principal.queue, {})) {
         job.expiry->cancel();
@@ -521,9 +524,10 @@ struct ProcessPool::State : std::enable_shared_from_this<State> {
   void stop_all(const std::string& message) {
     stopped = true;
     stop_message = message;
-    answer_queued(Outcome::failure(ErrorKind::runtime, message + "; the call did not start"));
+    answer_queued(channel::Outcome::failure(channel::ErrorKind::runtime,
+                                            message + "; the call did not start"));
     for (const auto& proc : std::vector<std::shared_ptr<Proc>>(procs)) {
-      proc->process->kill(ErrorKind::runtime, message + "; the call was stopped");
+      proc->process->kill(channel::ErrorKind::runtime, message + "; the call was stopped");
     }
   }
 
@@ -544,7 +548,7 @@ struct ProcessPool::State : std::enable_shared_from_this<State> {
     closed = true;
     cancel_all();
     sweep_timer.cancel();
-    for (const auto& proc : procs) proc->process->kill(ErrorKind::runtime, "cancelled");
+    for (const auto& proc : procs) proc->process->kill(channel::ErrorKind::runtime, "cancelled");
     for (const auto& proc : std::exchange(procs, {})) reap(proc->process->release());
     if (drained) std::exchange(drained, nullptr)();
   }
@@ -555,7 +559,7 @@ struct ProcessPool::State : std::enable_shared_from_this<State> {
   std::vector<std::shared_ptr<Proc>> procs;
   std::map<std::string, Principal> principals;
   std::deque<std::string> turn;  // principals with queued calls, whose turn is next first
-  std::map<std::uint64_t, std::shared_ptr<CancelToken>> running_tokens;
+  std::map<std::uint64_t, std::shared_ptr<channel::CancelToken>> running_tokens;
   std::uint64_t last_seq = 0;
   unsigned starting = 0;
   std::uint64_t started_total = 0;               // processes ever adopted

@@ -31,10 +31,10 @@
 
 #include <boost/asio/any_io_executor.hpp>
 
+#include "channel/call_control.h"
+#include "channel/outcome.h"
 #include "config/config.h"
 #include "sandbox/call.h"
-#include "sandbox/call_control.h"
-#include "sandbox/outcome.h"
 #include "sandbox/process.h"
 
 namespace codemode::sandbox {
@@ -66,7 +66,7 @@ struct PoolStats {
 
 class ProcessPool {
  public:
-  using Completion = std::function<void(Outcome)>;
+  using Completion = std::function<void(channel::Outcome)>;
 
   ProcessPool(ProcessPoolOptions options, boost::asio::any_io_executor executor);
   // Stops the launcher. Call close() first, on the executor or once it no longer runs.

@@ -29,11 +29,10 @@
 #include <sstream>
 #include <thread>
 
+#include "channel/frames.h"
+#include "channel/process_contract.h"
 #include "fixtures/markethub/fixture_server.h"
 #include "openapi/document.h"
-#include "sandbox/channel.h"
-#include "sandbox/child.h"
-#include "sandbox/isolate_runner.h"
 #include "sandbox/process_pool.h"
 #include "sandbox/sandbox.h"
 
@@ -96,19 +95,21 @@ std::unique_ptr<TestProcess> start(const ProcessOptions& options) {
   return test;
 }
 
-Outcome run(TestProcess& test, std::string code, const config::Limits& limits,
-            const Fetcher* fetch = nullptr, std::shared_ptr<CancelToken> cancel = nullptr) {
-  if (!cancel) cancel = std::make_shared<CancelToken>();
-  const Tool tool = fetch ? Tool::execute : Tool::search;
-  std::optional<Outcome> outcome;
-  test.process->run(Call{tool, std::move(code), "", cancel}, limits, fetch ? *fetch : Fetcher{},
-                    [&](Outcome done) { outcome = std::move(done); });
+channel::Outcome run(TestProcess& test, std::string code, const config::Limits& limits,
+                     const channel::Fetcher* fetch = nullptr,
+                     std::shared_ptr<channel::CancelToken> cancel = nullptr) {
+  if (!cancel) cancel = std::make_shared<channel::CancelToken>();
+  const channel::Tool tool = fetch ? channel::Tool::execute : channel::Tool::search;
+  std::optional<channel::Outcome> outcome;
+  test.process->run(Call{tool, std::move(code), "", cancel}, limits,
+                    fetch ? *fetch : channel::Fetcher{},
+                    [&](channel::Outcome done) { outcome = std::move(done); });
   test.io.restart();
   while (!outcome) test.io.run_one();
   return std::move(*outcome);
 }
 
-nlohmann::json result_of(const Outcome& outcome) {
+nlohmann::json result_of(const channel::Outcome& outcome) {
   INFO(to_string(outcome.error_kind) << ": " << outcome.error_message);
   REQUIRE(outcome.ok);
   return nlohmann::json::parse(outcome.result_json);
@@ -202,7 +203,7 @@ TEST_CASE("code that escaped V8 still cannot open a file, a socket or a process"
   CHECK(process->usable());
 
   // execve is not refused but punished: the process dies, the call says why.
-  const Outcome exec = run(*process, "async () => __native.exec()", limits);
+  const channel::Outcome exec = run(*process, "async () => __native.exec()", limits);
   CHECK_FALSE(exec.ok);
   CHECK(exec.error_message ==
         "the sandbox process made a forbidden system call and was killed; it was replaced");
@@ -225,7 +226,7 @@ TEST_CASE("a sandbox process sees no environment and no inherited descriptor",
   CHECK(got[0] == nlohmann::json::array());
   const auto fds = got[1].get<std::vector<int>>();
   CHECK(std::find(fds.begin(), fds.end(), leaked) == fds.end());
-  CHECK(std::find(fds.begin(), fds.end(), kChannelFd) != fds.end());
+  CHECK(std::find(fds.begin(), fds.end(), channel::kChannelFd) != fds.end());
   if (has_layer(*process, "empty root: on")) {
     CHECK(result_of(run(*process, "async () => __native.open('/')", limits)) == "EPERM");
   }
@@ -239,16 +240,16 @@ TEST_CASE("a process that crashes, hangs in native code or sends garbage costs o
 
   SECTION("crash") {
     auto process = start(options);
-    const Outcome outcome = run(*process, "async () => __native.crash()", limits);
-    CHECK(outcome.error_kind == ErrorKind::runtime);
+    const channel::Outcome outcome = run(*process, "async () => __native.crash()", limits);
+    CHECK(outcome.error_kind == channel::ErrorKind::runtime);
     CHECK(outcome.error_message ==
           "the sandbox process was killed by SIGSEGV during the call; it was replaced");
     CHECK_FALSE(process->usable());
   }
   SECTION("hang where no interrupt reaches") {
     auto process = start(options);
-    const Outcome outcome = run(*process, "async () => __native.hang()", limits);
-    CHECK(outcome.error_kind == ErrorKind::timeout);
+    const channel::Outcome outcome = run(*process, "async () => __native.hang()", limits);
+    CHECK(outcome.error_kind == channel::ErrorKind::timeout);
     CHECK(outcome.error_message ==
           "wall limit 300 ms exceeded; the sandbox process did not stop and was killed and "
           "replaced");
@@ -256,7 +257,7 @@ TEST_CASE("a process that crashes, hangs in native code or sends garbage costs o
   }
   SECTION("a frame longer than any answer") {
     auto process = start(options);
-    const Outcome outcome =
+    const channel::Outcome outcome =
         run(*process, "async () => __native.writeChannel('\\xff\\xff\\xff\\x7f')", limits);
     CHECK(outcome.error_message.rfind("the sandbox process sent a frame of 2147483647 bytes", 0) ==
           0);
@@ -264,7 +265,7 @@ TEST_CASE("a process that crashes, hangs in native code or sends garbage costs o
   }
   SECTION("a frame that is not MessagePack") {
     auto process = start(options);
-    const Outcome outcome = run(
+    const channel::Outcome outcome = run(
         *process, "async () => __native.writeChannel('\\x02\\x00\\x00\\x00\\xc1\\xc1')", limits);
     CHECK(outcome.error_message ==
           "the sandbox process sent a message that is not valid MessagePack; it was killed and "
@@ -272,14 +273,15 @@ TEST_CASE("a process that crashes, hangs in native code or sends garbage costs o
   }
   SECTION("a result for another call") {
     auto process = start(options);
-    const std::string frame = channel::encode_frame(channel::Result{999, Outcome::success("1")});
+    const std::string frame =
+        channel::encode_frame(channel::Result{999, channel::Outcome::success("1")});
     std::string literal;
     for (unsigned char c : frame) {
       char hex[8];
       std::snprintf(hex, sizeof hex, "\\x%02x", c);
       literal += hex;
     }
-    const Outcome outcome =
+    const channel::Outcome outcome =
         run(*process, "async () => __native.writeChannel('" + literal + "')", limits);
     CHECK(outcome.error_message ==
           "the sandbox process sent a result for a call it does not run; it was killed and "
@@ -294,8 +296,8 @@ TEST_CASE("fetch() crosses the channel to the parent and back", "[sandbox][proce
   const auto limits = test_limits();
   auto process = start(options_for(limits, true));
   std::vector<gateway::OutboundRequest> seen;
-  const Fetcher fetch = [&](gateway::OutboundRequest request,
-                            std::function<void(gateway::FetchResult)> done) {
+  const channel::Fetcher fetch = [&](gateway::OutboundRequest request,
+                                     std::function<void(gateway::FetchResult)> done) {
     seen.push_back(request);
     if (request.url == "/fail") {
       done(gateway::GatewayError{gateway::ErrorKind::policy, "origin not allowed"});
@@ -334,7 +336,7 @@ TEST_CASE("time a fetch waits for a person does not count against wall_ms", "[sa
   // The fetch's answer comes after 700 ms, longer than wall_ms; with `held` those 700 ms are
   // spent waiting for a person (FetchDone::waiting), as a request awaiting approval is.
   const auto answered_late = [&](bool held) {
-    return Fetcher([&answer, held](gateway::OutboundRequest, FetchDone done) {
+    return channel::Fetcher([&answer, held](gateway::OutboundRequest, channel::FetchDone done) {
       if (held) done.waiting()(true);
       answer.expires_after(std::chrono::milliseconds(700));
       answer.async_wait([done, held](boost::system::error_code) {
@@ -345,18 +347,18 @@ TEST_CASE("time a fetch waits for a person does not count against wall_ms", "[sa
       });
     });
   };
-  const Fetcher held = answered_late(true);
-  const Fetcher not_held = answered_late(false);
+  const channel::Fetcher held = answered_late(true);
+  const channel::Fetcher not_held = answered_late(false);
   const std::string code = "async () => (await fetch('/orders', {method: 'POST'})).status";
   CHECK(result_of(run(*process, code, limits, &held)) == 201);
-  const Outcome timed_out = run(*process, code, limits, &not_held);
-  CHECK(timed_out.error_kind == ErrorKind::timeout);
+  const channel::Outcome timed_out = run(*process, code, limits, &not_held);
+  CHECK(timed_out.error_kind == channel::ErrorKind::timeout);
   CHECK(timed_out.error_message == "wall limit 400 ms exceeded");
   // The clock runs again once the wait is over: what is left of wall_ms still bounds the call.
-  const Outcome after = run(*process,
-                            "async () => { await fetch('/orders', {method: 'POST'}); "
-                            "await new Promise(r => setTimeout(r, 2000)); }",
-                            limits, &held);
+  const channel::Outcome after = run(*process,
+                                     "async () => { await fetch('/orders', {method: 'POST'}); "
+                                     "await new Promise(r => setTimeout(r, 2000)); }",
+                                     limits, &held);
   CHECK(after.error_message == "wall limit 400 ms exceeded");
   CHECK(result_of(run(*process, "async () => 'next'", limits, &held)) == "next");
 }
@@ -365,11 +367,13 @@ TEST_CASE("SIGKILL in the middle of a call is that call's error", "[sandbox][pro
   const auto limits = test_limits();
   auto process = start(options_for(limits, true));
   // The fetch proves the call is running; the kill arrives while it waits for the answer.
-  const Fetcher kill_it = [&](gateway::OutboundRequest, std::function<void(gateway::FetchResult)>) {
+  const channel::Fetcher kill_it = [&](gateway::OutboundRequest,
+                                       std::function<void(gateway::FetchResult)>) {
     ::kill(process->pid(), SIGKILL);
   };
-  const Outcome outcome = run(*process, "async () => (await fetch('/x')).status", limits, &kill_it);
-  CHECK(outcome.error_kind == ErrorKind::runtime);
+  const channel::Outcome outcome =
+      run(*process, "async () => (await fetch('/x')).status", limits, &kill_it);
+  CHECK(outcome.error_kind == channel::ErrorKind::runtime);
   CHECK(outcome.error_message ==
         "the sandbox process was killed by SIGKILL during the call; it was replaced");
   CHECK_FALSE(process->usable());
@@ -378,12 +382,14 @@ TEST_CASE("SIGKILL in the middle of a call is that call's error", "[sandbox][pro
 TEST_CASE("cancel reaches the isolate in the process", "[sandbox][process]") {
   const auto limits = test_limits();
   auto process = start(options_for(limits, true));
-  auto cancel = std::make_shared<CancelToken>();
-  const Fetcher cancel_it = [&](gateway::OutboundRequest,
-                                std::function<void(gateway::FetchResult)>) { cancel->cancel(); };
-  const Outcome outcome =
+  auto cancel = std::make_shared<channel::CancelToken>();
+  const channel::Fetcher cancel_it = [&](gateway::OutboundRequest,
+                                         std::function<void(gateway::FetchResult)>) {
+    cancel->cancel();
+  };
+  const channel::Outcome outcome =
       run(*process, "async () => (await fetch('/x')).status", limits, &cancel_it, cancel);
-  CHECK(outcome.error_kind == ErrorKind::runtime);
+  CHECK(outcome.error_kind == channel::ErrorKind::runtime);
   CHECK(outcome.error_message == "cancelled");
   CHECK(process->usable());  // the process answered; it serves on
   CHECK(result_of(run(*process, "async () => 3", limits)) == 3);
@@ -400,10 +406,11 @@ TEST_CASE("a cancel that overtakes its call's start still stops it", "[sandbox][
   for (int i = 0; i < 20; ++i) {
     INFO("round " << i);
     CHECK(result_of(run(*process, "async () => 5", limits)) == 5);
-    auto cancel = std::make_shared<CancelToken>();
-    std::optional<Outcome> outcome;
-    process->process->run(Call{Tool::search, "async () => { for (;;) {} }", "", cancel}, limits,
-                          Fetcher{}, [&](Outcome done) { outcome = std::move(done); });
+    auto cancel = std::make_shared<channel::CancelToken>();
+    std::optional<channel::Outcome> outcome;
+    process->process->run(Call{channel::Tool::search, "async () => { for (;;) {} }", "", cancel},
+                          limits, channel::Fetcher{},
+                          [&](channel::Outcome done) { outcome = std::move(done); });
     cancel->cancel();
     process->io.restart();
     while (!outcome) process->io.run_one();
@@ -431,12 +438,12 @@ TEST_CASE("cancel stops code that never waits for anything", "[sandbox][process]
   limits.cpu_ms = 20000;
   limits.wall_ms = 30000;
   auto process = start(options_for(limits, true));
-  auto cancel = std::make_shared<CancelToken>();
+  auto cancel = std::make_shared<channel::CancelToken>();
   std::thread canceller;
   // Answer the fetch, then cancel once the process has spun for 100 ms of CPU: by then the code
   // is in its loop and never reads the channel again, so only the cancel signal can reach it.
-  const Fetcher answer_then_cancel = [&](gateway::OutboundRequest,
-                                         std::function<void(gateway::FetchResult)> done) {
+  const channel::Fetcher answer_then_cancel = [&](gateway::OutboundRequest,
+                                                  std::function<void(gateway::FetchResult)> done) {
     gateway::InboundResponse response;
     response.status = 200;
     done(std::move(response));
@@ -447,8 +454,8 @@ TEST_CASE("cancel stops code that never waits for anything", "[sandbox][process]
     });
   };
   const auto started = std::chrono::steady_clock::now();
-  const Outcome outcome = run(*process, "async () => { await fetch('/x'); for (;;) {} }", limits,
-                              &answer_then_cancel, cancel);
+  const channel::Outcome outcome = run(*process, "async () => { await fetch('/x'); for (;;) {} }",
+                                       limits, &answer_then_cancel, cancel);
   if (canceller.joinable()) canceller.join();
   CHECK(outcome.error_message == "cancelled");
   CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(10));
@@ -471,9 +478,9 @@ TEST_CASE("memory no isolate limit can stop ends the process, not the daemon",
     return;
   }
   // One builtin grows the array without an interrupt check (see sandbox/README.md).
-  const Outcome outcome =
+  const channel::Outcome outcome =
       run(*process, "async () => { const a = []; a.length = 1e8; a.fill(1.5); return 1 }", limits);
-  CHECK(outcome.error_kind == ErrorKind::memory);
+  CHECK(outcome.error_kind == channel::ErrorKind::memory);
   CHECK(outcome.error_message == "the sandbox process ran out of memory; it was replaced");
 }
 
@@ -486,9 +493,9 @@ TEST_CASE("a builtin past V8's own size limits is memory, not a crash, and the n
   limits.wall_ms = 20000;
   limits.cpu_ms = 20000;
   auto process = start(options_for(limits));
-  const Outcome outcome =
+  const channel::Outcome outcome =
       run(*process, "async () => 'x'.repeat(2 ** 29 - 24).split('').length", limits);
-  CHECK(outcome.error_kind == ErrorKind::memory);
+  CHECK(outcome.error_kind == channel::ErrorKind::memory);
   CHECK(outcome.error_message == "the sandbox process ran out of memory; it was replaced");
   CHECK_FALSE(process->usable());
   auto next = start(options_for(limits));
@@ -507,22 +514,23 @@ SandboxOptions pool_options(unsigned calls_per_process = SandboxOptions{}.calls_
 }
 
 // Submits a search call of `principal` and waits for its outcome.
-Outcome call(Sandbox& sandbox, std::string code, std::string principal = "") {
-  std::promise<Outcome> promise;
-  sandbox.submit(Call{Tool::search, std::move(code), std::move(principal), nullptr},
-                 [&](Outcome outcome) { promise.set_value(std::move(outcome)); });
+channel::Outcome call(Sandbox& sandbox, std::string code, std::string principal = "") {
+  std::promise<channel::Outcome> promise;
+  sandbox.submit(Call{channel::Tool::search, std::move(code), std::move(principal), nullptr},
+                 [&](channel::Outcome outcome) { promise.set_value(std::move(outcome)); });
   return promise.get_future().get();
 }
 
 // Submits calls at once and waits for all their outcomes, in submission order.
-std::vector<Outcome> call_all(Sandbox& sandbox,
-                              const std::vector<std::pair<std::string, std::string>>& calls) {
-  std::vector<std::promise<Outcome>> promises(calls.size());
+std::vector<channel::Outcome> call_all(
+    Sandbox& sandbox, const std::vector<std::pair<std::string, std::string>>& calls) {
+  std::vector<std::promise<channel::Outcome>> promises(calls.size());
   for (std::size_t i = 0; i < calls.size(); ++i) {
-    sandbox.submit(Call{Tool::search, calls[i].second, calls[i].first, nullptr},
-                   [&promises, i](Outcome outcome) { promises[i].set_value(std::move(outcome)); });
+    sandbox.submit(
+        Call{channel::Tool::search, calls[i].second, calls[i].first, nullptr},
+        [&promises, i](channel::Outcome outcome) { promises[i].set_value(std::move(outcome)); });
   }
-  std::vector<Outcome> outcomes;
+  std::vector<channel::Outcome> outcomes;
   for (auto& promise : promises) outcomes.push_back(promise.get_future().get());
   return outcomes;
 }
@@ -542,7 +550,7 @@ std::size_t children_of_this_process() {
 TEST_CASE("the Sandbox replaces a failed process and serves the next call",
           "[sandbox][process][pool]") {
   Sandbox sandbox(pool_options(3));
-  CHECK(call(sandbox, "async () => __native.crash()").error_kind == ErrorKind::runtime);
+  CHECK(call(sandbox, "async () => __native.crash()").error_kind == channel::ErrorKind::runtime);
   // A new process serves; after calls_per_process calls, another one.
   std::vector<int> pids;
   for (int i = 0; i < 7; ++i) {
@@ -564,7 +572,7 @@ TEST_CASE("a process that dies between calls is replaced before the next call re
   while (::access(entry.c_str(), F_OK) == 0) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
-  const Outcome next = call(sandbox, "async () => __native.pid()");
+  const channel::Outcome next = call(sandbox, "async () => __native.pid()");
   REQUIRE(next.ok);  // not "killed by SIGKILL": the dead process never got the call
   CHECK(result_of(next) != first);
 }
@@ -620,7 +628,7 @@ TEST_CASE("a queued call that cannot start within wall_ms ends as a timeout that
       sandbox, {{"alice", kSlow}, {"alice", kSlow}, {"alice", "async () => 2"}, {"bob", kSlow}});
   CHECK(outcomes[0].ok);
   CHECK(outcomes[1].ok);
-  CHECK(outcomes[2].error_kind == ErrorKind::timeout);
+  CHECK(outcomes[2].error_kind == channel::ErrorKind::timeout);
   CHECK_THAT(outcomes[2].error_message,
              Catch::StartsWith("wall limit 2000 ms exceeded before the call started") &&
                  Catch::Contains("never ran"));
@@ -633,16 +641,16 @@ TEST_CASE("stop_all answers queued and running calls with its message",
   options.processes.principal_calls = 1;
   Sandbox sandbox(options);
   REQUIRE(call(sandbox, "async () => 0", "a").ok);  // a's process is up
-  std::vector<std::promise<Outcome>> promises(2);
-  sandbox.submit(
-      Call{Tool::search, "async () => new Promise(r => setTimeout(r, 2500))", "a", nullptr},
-      [&](Outcome outcome) { promises[0].set_value(std::move(outcome)); });
-  sandbox.submit(Call{Tool::search, "async () => 1", "a", nullptr},
-                 [&](Outcome outcome) { promises[1].set_value(std::move(outcome)); });
+  std::vector<std::promise<channel::Outcome>> promises(2);
+  sandbox.submit(Call{channel::Tool::search, "async () => new Promise(r => setTimeout(r, 2500))",
+                      "a", nullptr},
+                 [&](channel::Outcome outcome) { promises[0].set_value(std::move(outcome)); });
+  sandbox.submit(Call{channel::Tool::search, "async () => 1", "a", nullptr},
+                 [&](channel::Outcome outcome) { promises[1].set_value(std::move(outcome)); });
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   sandbox.stop_all("the server is shutting down");
-  const Outcome running = promises[0].get_future().get();
-  const Outcome queued = promises[1].get_future().get();
+  const channel::Outcome running = promises[0].get_future().get();
+  const channel::Outcome queued = promises[1].get_future().get();
   CHECK(running.error_message == "the server is shutting down; the call was stopped");
   CHECK(queued.error_message == "the server is shutting down; the call did not start");
   CHECK(call(sandbox, "async () => 1").error_message ==
@@ -711,8 +719,8 @@ TEST_CASE("a call's OAuth access token never reaches the sandbox process",
   std::optional<bool> token_seen;
   std::optional<bool> control_seen;
   // Checked while the call waits for its fetch: the child holds everything of the call then.
-  const Fetcher fetch = [&](gateway::OutboundRequest request,
-                            std::function<void(gateway::FetchResult)> done) {
+  const channel::Fetcher fetch = [&](gateway::OutboundRequest request,
+                                     std::function<void(gateway::FetchResult)> done) {
     const std::vector<bool> seen = memory_holds(process->pid(), {token, control});
     token_seen = seen[0];
     control_seen = seen[1];
@@ -721,14 +729,15 @@ TEST_CASE("a call's OAuth access token never reaches the sandbox process",
     response.final_url = "http://127.0.0.1:1" + request.url;
     done(std::move(response));
   };
-  Call call{Tool::execute,
+  Call call{channel::Tool::execute,
             "async () => { const marker = '" + control + "'; return [marker.length, (await " +
                 "fetch('/x')).status] }",
-            "sub:alice", std::make_shared<CancelToken>()};
+            "sub:alice", std::make_shared<channel::CancelToken>()};
   call.access_token =
       std::make_shared<const gateway::CallerAccessToken>(gateway::CallerAccessToken{token, 0});
-  std::optional<Outcome> outcome;
-  process->process->run(call, limits, fetch, [&](Outcome done) { outcome = std::move(done); });
+  std::optional<channel::Outcome> outcome;
+  process->process->run(call, limits, fetch,
+                        [&](channel::Outcome done) { outcome = std::move(done); });
   process->io.restart();
   while (!outcome) process->io.run_one();
   CHECK(result_of(*outcome) == nlohmann::json::array({control.size(), 200}));

@@ -11,9 +11,9 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 
-#include "sandbox/channel.h"
+#include "base/check.h"
+#include "channel/frames.h"
 #include "sandbox/process_pool.h"
-#include "sandbox/thread_runner.h"
 
 namespace codemode::sandbox {
 
@@ -23,19 +23,20 @@ std::size_t count_code_points(std::string_view utf8) {
   }));
 }
 
-std::optional<Outcome> check_input(std::string_view code, const config::Limits& limits) {
+std::optional<channel::Outcome> check_input(std::string_view code, const config::Limits& limits) {
   const std::size_t chars = count_code_points(code);
   if (chars > limits.code_chars) {
-    return Outcome::failure(ErrorKind::input, "code is " + std::to_string(chars) +
-                                                  " characters; the limit is " +
-                                                  std::to_string(limits.code_chars));
+    return channel::Outcome::failure(channel::ErrorKind::input,
+                                     "code is " + std::to_string(chars) +
+                                         " characters; the limit is " +
+                                         std::to_string(limits.code_chars));
   }
   const bool blank = std::all_of(
       code.begin(), code.end(), [](char c) { return std::isspace(static_cast<unsigned char>(c)); });
   if (blank) {
-    return Outcome::failure(ErrorKind::input,
-                            "code is empty; send an async arrow function such as "
-                            "async () => Object.keys(spec.paths)");
+    return channel::Outcome::failure(channel::ErrorKind::input,
+                                     "code is empty; send an async arrow function such as "
+                                     "async () => Object.keys(spec.paths)");
   }
   return std::nullopt;
 }
@@ -58,7 +59,7 @@ std::shared_ptr<const std::string> init_frame(const SandboxOptions& options) {
   init.fetch = static_cast<bool>(options.fetch);
   init.limits = options.limits;
   init.cpu_seconds = cpu_allowance_seconds(options.limits, options.calls_per_process);
-  init.jitless = options.jit == JitMode::jitless;
+  init.jitless = options.jit == channel::JitMode::jitless;
   init.concurrency = std::max(1u, options.processes.process_calls);
   init.fetch_base = options.fetch_base;
   return std::make_shared<const std::string>(channel::encode_frame(init));
@@ -72,10 +73,14 @@ std::uint64_t half_of_memory() {
   return static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page) / 2;
 }
 
+}  // namespace
+
 // Calls in sandbox processes (process_pool.h), on the given executor or an I/O thread of its own.
-class ProcessRunner final : public Sandbox::Runner {
+class Sandbox::Processes {
  public:
-  explicit ProcessRunner(const SandboxOptions& options) {
+  explicit Processes(const SandboxOptions& options) {
+    CODEMODE_CHECK(!options.child_command.empty(),
+                   "a Sandbox runs calls in sandbox processes, so it needs their command");
     const config::SandboxSettings& settings = options.processes;
     ProcessPoolOptions pool;
     pool.process.command = options.child_command;
@@ -106,7 +111,7 @@ class ProcessRunner final : public Sandbox::Runner {
     }
   }
 
-  ~ProcessRunner() override {
+  ~Processes() {
     if (own_io_) {
       // Let what is queued and running finish, then close, on the pool's own thread.
       std::promise<void> closed;
@@ -124,20 +129,17 @@ class ProcessRunner final : public Sandbox::Runner {
     }
   }
 
-  void submit(Call call, Sandbox::Completion done) override {
+  void submit(Call call, Sandbox::Completion done) {
     pool_->submit(std::move(call), std::move(done));
   }
-  void cancel_all() override { pool_->cancel_all(); }
-  void stop_all(std::string message) override { pool_->stop_all(std::move(message)); }
-  PoolStats stats() const override { return pool_->stats(); }
+  void stop_all(std::string message) { pool_->stop_all(std::move(message)); }
+  PoolStats stats() const { return pool_->stats(); }
 
  private:
   std::unique_ptr<boost::asio::io_context> own_io_;
   std::thread own_io_thread_;
   std::unique_ptr<ProcessPool> pool_;
 };
-
-}  // namespace
 
 std::variant<std::vector<std::string>, std::string> probe_layers(
     const std::vector<std::string>& child_command) {
@@ -151,22 +153,17 @@ std::variant<std::vector<std::string>, std::string> probe_layers(
   return std::get<std::shared_ptr<SandboxProcess>>(started)->layers();
 }
 
-Sandbox::Sandbox(const SandboxOptions& options) : limits_(options.limits) {
-  if (options.child_command.empty()) {
-    runner_ = make_thread_runner(options);
-  } else {
-    runner_ = std::make_unique<ProcessRunner>(options);
-  }
-}
+Sandbox::Sandbox(const SandboxOptions& options)
+    : limits_(options.limits), processes_(std::make_unique<Processes>(options)) {}
 
 Sandbox::~Sandbox() = default;
 
 void Sandbox::submit(Call call, Completion done) {
-  runner_->submit(std::move(call), std::move(done));
+  processes_->submit(std::move(call), std::move(done));
 }
 
-void Sandbox::cancel_all() { runner_->cancel_all(); }
+void Sandbox::stop_all(std::string message) { processes_->stop_all(std::move(message)); }
 
-void Sandbox::stop_all(std::string message) { runner_->stop_all(std::move(message)); }
+PoolStats Sandbox::stats() const { return processes_->stats(); }
 
 }  // namespace codemode::sandbox

@@ -1,21 +1,18 @@
-// The sandbox: where a tool call's code runs: in the daemon, in sandbox processes (process.h,
-// child.h) that never hold a credential or a socket; in tests of the layers above, in isolates
-// on worker threads of this process.
+// The sandbox: where a tool call's code runs, as the daemon sees it: in sandbox processes
+// (process.h; the process side is isolate/child.h) that never hold a credential or a socket.
 //
 // The server hands a Call to submit() on its I/O thread and gets the Outcome back through the
-// completion: with processes it runs on the executor given in SandboxOptions (the daemon's I/O
-// thread, so a call crosses no thread of the daemon; without one the Sandbox runs an I/O thread
-// of its own), without them on a worker thread. Callers run check_input() first, on their own
-// thread, so a call refused for its input never occupies a process and submit() receives only
-// code that may run.
+// completion, which runs on the executor given in SandboxOptions (the daemon's I/O thread, so a
+// call crosses no thread of the daemon; without one the Sandbox runs an I/O thread of its own).
+// Callers run check_input() first, on their own thread, so a call refused for its input never
+// occupies a process and submit() receives only code that may run.
 //
 // Lifetime: every accepted completion is invoked exactly once. The destructor stops taking
-// calls; with workers or an I/O thread of its own it finishes the queued and running calls
-// first; with the daemon's executor it must run after that executor stopped, and completes
-// what is left with `runtime: cancelled`.
+// calls; with an I/O thread of its own it finishes the queued and running calls first; with the
+// daemon's executor it must run after that executor stopped, and completes what is left with
+// `runtime: cancelled`.
 //
-// Two implementations of Runner (sandbox.cpp): ProcessRunner (the pool of sandbox processes)
-// and ThreadRunner (worker threads, for tests of the layers above).
+// This side links no V8: the two processes share only channel/.
 #pragma once
 
 #include <cstdint>
@@ -29,27 +26,25 @@
 
 #include <boost/asio/any_io_executor.hpp>
 
+#include "channel/call_control.h"
+#include "channel/jit_mode.h"
+#include "channel/outcome.h"
 #include "config/config.h"
 #include "openapi/image.h"
 #include "sandbox/call.h"
-#include "sandbox/call_control.h"
-#include "sandbox/jit_mode.h"
-#include "sandbox/outcome.h"
 #include "sandbox/process.h"
 #include "sandbox/process_pool.h"
 
 namespace codemode::sandbox {
 
 // Refuses code that must never reach an isolate. nullopt: the code may run.
-std::optional<Outcome> check_input(std::string_view code, const config::Limits& limits);
+std::optional<channel::Outcome> check_input(std::string_view code, const config::Limits& limits);
 
 // Number of Unicode code points in valid UTF-8 text (what `code_chars` counts).
 std::size_t count_code_points(std::string_view utf8);
 
 struct SandboxOptions {
   config::Limits limits;
-  // Without child_command: the worker threads calls run on (0: one per hardware thread).
-  unsigned workers = 0;
   // The document `search` code sees as `spec`; must outlive the Sandbox. Null: no `spec`.
   const openapi::DocumentImage* api = nullptr;
   // Where `execute` code's fetch() goes: a Fetcher made per call (call_control.h); what it
@@ -60,21 +55,20 @@ struct SandboxOptions {
   // fetch() sends it. Empty: a relative URL is a TypeError, as in node. A process-wide setting of
   // the sandbox processes (set_fetch_base in globals_snapshot.h).
   std::string fetch_base;
-  // The sandbox process program (child.h); the daemon passes daemon_child_command(). Calls run in
-  // sandbox processes, each of one principal (process_pool.h). Empty: calls run on `workers`
-  // worker threads of this process, which only tests of the layers above the sandbox do.
+  // The sandbox process program (isolate/child.h); the daemon passes daemon_child_command(),
+  // tests test_child_command() (test_child.h). Calls run in sandbox processes, each of one
+  // principal (process_pool.h). Must not be empty.
   std::vector<std::string> child_command;
-  // With child_command: where the processes' channels are served and completions run. Empty:
-  // an I/O thread of the Sandbox's own.
+  // Where the processes' channels are served and completions run. Empty: an I/O thread of the
+  // Sandbox's own.
   boost::asio::any_io_executor executor;
   ChildStderr child_stderr = ChildStderr::discard;
-  // With child_command: how processes are shared (config's sandbox section; process_pool.h).
+  // How processes are shared (config's sandbox section; process_pool.h).
   config::SandboxSettings processes;
   // A process retires after this many calls (a fresh one replaces it).
   unsigned calls_per_process = 10000;
-  // config's sandbox.jitless. In-process workers (no child_command) share the process's V8,
-  // whose mode the first initialisation fixed.
-  JitMode jit = JitMode::enabled;
+  // config's sandbox.jitless: the processes start V8 with --jitless.
+  channel::JitMode jit = channel::JitMode::enabled;
 };
 
 // {"/proc/self/exe", "--sandbox-child"}: the running binary in its sandbox-process role.
@@ -87,7 +81,7 @@ std::variant<std::vector<std::string>, std::string> probe_layers(
 
 class Sandbox {
  public:
-  using Completion = std::function<void(Outcome)>;
+  using Completion = std::function<void(channel::Outcome)>;
 
   explicit Sandbox(const SandboxOptions& options);
   ~Sandbox();
@@ -98,10 +92,6 @@ class Sandbox {
   // cancelled completes with `runtime: cancelled`, at once if it has not started.
   void submit(Call call, Completion done);
 
-  // Cancels every queued and running call; their callers hear nothing of them (the tokens say
-  // why).
-  void cancel_all();
-
   // Answers every queued call, and ends every running one, with `runtime: <message>`, and answers
   // every later call the same way (shutdown when the grace period is over: every accepted call
   // gets an answer).
@@ -110,22 +100,13 @@ class Sandbox {
   const config::Limits& limits() const { return limits_; }
 
   // What the sandbox processes hold and have done, for metrics. On the executor the Sandbox was
-  // given (the daemon's I/O thread). Zero for worker threads (tests).
-  PoolStats stats() const { return runner_->stats(); }
-
-  // Where calls run: sandbox processes, or (tests of the layers above) worker threads.
-  class Runner {
-   public:
-    virtual ~Runner() = default;
-    virtual void submit(Call call, Completion done) = 0;
-    virtual void cancel_all() = 0;
-    virtual void stop_all(std::string message) = 0;
-    virtual PoolStats stats() const { return {}; }
-  };
+  // given (the daemon's I/O thread).
+  PoolStats stats() const;
 
  private:
+  class Processes;
   config::Limits limits_;
-  std::unique_ptr<Runner> runner_;
+  std::unique_ptr<Processes> processes_;
 };
 
 }  // namespace codemode::sandbox

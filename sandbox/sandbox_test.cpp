@@ -4,6 +4,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "sandbox/test_child.h"
+
 using namespace codemode;
 using namespace codemode::sandbox;
 
@@ -15,25 +17,23 @@ TEST_CASE("code_chars counts code points, not bytes", "[sandbox][input]") {
   CHECK_FALSE(check_input("äö€😀", limits));
   auto refused = check_input("abcde", limits);
   REQUIRE(refused);
-  CHECK(refused->error_kind == ErrorKind::input);
+  CHECK(refused->error_kind == channel::ErrorKind::input);
   CHECK(refused->error_message == "code is 5 characters; the limit is 4");
 }
 
 TEST_CASE("blank code is refused before any isolate", "[sandbox][input]") {
   auto refused = check_input(" \n\t ", config::Limits{});
   REQUIRE(refused);
-  CHECK(refused->error_kind == ErrorKind::input);
+  CHECK(refused->error_kind == channel::ErrorKind::input);
 }
 
 TEST_CASE("every submitted call completes exactly once, also at shutdown", "[sandbox][pool]") {
   std::atomic<int> completed{0};
   {
-    SandboxOptions options;
-    options.workers = 2;
-    Sandbox sandbox(options);
+    Sandbox sandbox(test_sandbox_options());
     for (int i = 0; i < 50; ++i) {
-      sandbox.submit(Call{Tool::search, "async () => 1", "", nullptr},
-                     [&](Outcome) { ++completed; });
+      sandbox.submit(Call{channel::Tool::search, "async () => 1", "", nullptr},
+                     [&](channel::Outcome) { ++completed; });
     }
   }  // the destructor drains the queue
   CHECK(completed == 50);

@@ -16,9 +16,9 @@
 #include <string>
 
 #include "audit/writer.h"
+#include "channel/call_control.h"
 #include "gateway/operation_policy.h"
 #include "gateway/url_policy.h"
-#include "sandbox/call_control.h"
 #include "server/fetch_observer.h"
 
 namespace codemode::server {

@@ -10,6 +10,8 @@
 #include <boost/asio/io_context.hpp>
 #include <catch2/catch.hpp>
 
+#include "sandbox/test_child.h"
+
 #include "server/mcp_session.h"
 
 using namespace codemode;
@@ -46,12 +48,6 @@ void sql(const fs::path& file, const char* text) {
   REQUIRE(status == SQLITE_OK);
 }
 
-sandbox::SandboxOptions one_worker() {
-  sandbox::SandboxOptions options;
-  options.workers = 1;
-  return options;
-}
-
 std::unique_ptr<audit::Writer> writer_on(const fs::path& file, config::Audit::OnFailure mode) {
   auto store = audit::open_sqlite(file, audit::OpenMode::write);
   REQUIRE(std::holds_alternative<std::unique_ptr<audit::Store>>(store));
@@ -68,7 +64,7 @@ std::unique_ptr<audit::Writer> writer_on(const fs::path& file, config::Audit::On
 struct Harness {
   boost::asio::io_context io;
   ToolCatalog tools{ApiSummary{"Search.", "Call."}, config::Limits{}};
-  sandbox::Sandbox sandbox{one_worker()};
+  sandbox::Sandbox sandbox{sandbox::test_sandbox_options()};
   gateway::UrlPolicy urls{std::vector<config::Upstream>{}};
   std::unique_ptr<audit::Writer> writer;
   std::optional<CallAudit> trail;

@@ -16,13 +16,13 @@
 #include "audit/store.h"
 #include "audit/writer.h"
 #include "auth/token_exchanger.h"
+#include "channel/call_control.h"
 #include "gateway/gateway.h"
 #include "gateway/operation_policy.h"
 #include "gateway/request_check.h"
 #include "openapi/describe.h"
 #include "openapi/image.h"
 #include "openapi/operations.h"
-#include "sandbox/call_control.h"
 #include "sandbox/sandbox.h"
 #include "server/call_audit.h"
 #include "server/metrics.h"
@@ -47,14 +47,14 @@ constexpr std::chrono::milliseconds kFetchDeadlineSlack{500};
 // its fetcher; the gateway spends it inside fetch()), a deadline past its own wall deadline, and
 // its principal's profile (config `principals`: that principal's headers and policy).
 sandbox::FetcherFactory gateway_fetch(gateway::Gateway& gateway) {
-  return [&gateway](const config::Limits& limits, const sandbox::Call& call) -> sandbox::Fetcher {
+  return [&gateway](const config::Limits& limits, const sandbox::Call& call) -> channel::Fetcher {
     auto budget = std::make_shared<gateway::CallBudget>(limits.subrequests);
     const auto deadline =
         gateway::Clock::now() + std::chrono::milliseconds(limits.wall_ms) + kFetchDeadlineSlack;
     return [&gateway, budget = std::move(budget), deadline,
             caller = gateway::Caller{call.principal, call.scopes, call.profile, call.approver,
                                      call.access_token}](gateway::OutboundRequest outbound,
-                                                         sandbox::FetchDone done) {
+                                                         channel::FetchDone done) {
       gateway::WaitHook waiting = done.waiting();
       gateway.fetch(std::move(outbound), *budget, deadline, std::move(done), caller, waiting);
     };
@@ -347,8 +347,8 @@ int Daemon::run() {
                                                    .child_stderr = options_.sandbox_stderr,
                                                    .processes = options_.config.sandbox,
                                                    .jit = options_.config.sandbox.jitless
-                                                              ? sandbox::JitMode::jitless
-                                                              : sandbox::JitMode::enabled});
+                                                              ? channel::JitMode::jitless
+                                                              : channel::JitMode::enabled});
 
   // One principal's tool calls in flight, running or queued.
   const std::size_t max_calls = std::size_t{options_.config.sandbox.principal_calls} +

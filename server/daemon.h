@@ -35,7 +35,7 @@ struct DaemonOptions {
   std::optional<HttpEndpoint> metrics;
   // How long a shutdown signal waits for running calls before giving up on them.
   std::chrono::milliseconds shutdown_grace{5000};
-  // Where tool code runs: sandbox processes started with this command (sandbox/child.h).
+  // Where tool code runs: sandbox processes started with this command (isolate/child.h).
   std::vector<std::string> sandbox_command = sandbox::daemon_child_command();
   sandbox::ChildStderr sandbox_stderr = sandbox::ChildStderr::discard;
 };

@@ -1,6 +1,8 @@
 // The daemon as main() runs it, on HTTP only (stdin stays untouched): what run() returns, and
-// the shutdown rule for a signal. In-process sandbox workers; real sockets on 127.0.0.1.
+// the shutdown rule for a signal. Real sandbox processes; real sockets on 127.0.0.1.
 #include "server/daemon.h"
+
+#include "sandbox/test_child.h"
 
 #include <chrono>
 #include <csignal>
@@ -15,6 +17,8 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <catch2/catch.hpp>
+
+#include "sandbox/test_child.h"
 
 #include "fixtures/markethub/fixture_server.h"
 #include "openapi/document.h"
@@ -36,7 +40,7 @@ DaemonOptions http_only(std::uint16_t port) {
   options.info = ServerInfo{"codemode-mcp", "9.9.9", ""};
   options.serve_stdio = false;
   options.http = HttpOptions{.endpoint = HttpEndpoint{"127.0.0.1", port}};
-  options.sandbox_command = {};  // in-process workers
+  options.sandbox_command = sandbox::test_child_command();
   options.shutdown_grace = 2s;
   return options;
 }

@@ -14,13 +14,13 @@ sandbox::FetcherFactory observe_fetches(sandbox::FetcherFactory inner,
                                         std::vector<FetchObserver*> observers) {
   observers.erase(std::remove(observers.begin(), observers.end(), nullptr), observers.end());
   return [inner = std::move(inner), observers = std::move(observers)](
-             const config::Limits& limits, const sandbox::Call& call) -> sandbox::Fetcher {
-    sandbox::Fetcher fetch = inner(limits, call);
+             const config::Limits& limits, const sandbox::Call& call) -> channel::Fetcher {
+    channel::Fetcher fetch = inner(limits, call);
     if (!fetch || observers.empty()) return fetch;
     auto observed = std::make_shared<const ObservedCall>(
         ObservedCall{call.audit_id, call.principal, call.traceparent, call.tracestate});
     return [observers, observed, fetch = std::move(fetch)](gateway::OutboundRequest request,
-                                                           const sandbox::FetchDone& done) {
+                                                           const channel::FetchDone& done) {
       auto seen = std::make_shared<ObservedFetch>();
       seen->method = request.method;
       seen->url = request.url;

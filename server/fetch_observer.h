@@ -18,9 +18,9 @@
 #include <string>
 #include <vector>
 
+#include "channel/call_control.h"
 #include "gateway/request.h"
 #include "sandbox/call.h"
-#include "sandbox/call_control.h"
 
 namespace codemode::server {
 

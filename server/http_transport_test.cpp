@@ -20,6 +20,8 @@
 #include <boost/beast/http.hpp>
 #include <catch2/catch.hpp>
 
+#include "sandbox/test_child.h"
+
 #include "server/test_http_client.h"
 
 using namespace codemode;
@@ -32,17 +34,11 @@ using tcp = asio::ip::tcp;
 
 namespace {
 
-sandbox::SandboxOptions one_worker() {
-  sandbox::SandboxOptions options;
-  options.workers = 1;
-  return options;
-}
-
 // A server on its own I/O thread; destroyed on that thread, after the work guard goes.
 struct Server {
   asio::io_context io;
   ToolCatalog tools{ApiSummary{"Search the Test API.", "Call the Test API."}, config::Limits{}};
-  sandbox::Sandbox sandbox{one_worker()};
+  sandbox::Sandbox sandbox{sandbox::test_sandbox_options()};
   std::optional<HttpServer> http;
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work;
   std::thread thread;

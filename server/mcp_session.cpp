@@ -312,8 +312,8 @@ void McpSession::call_tool(const Json& id, const Json& params, const Send& out, 
   // Argument problems are tool results, not protocol errors, so the model can correct itself.
   const Json arguments = params.value("arguments", Json::object());
   if (!arguments.is_object() || !arguments.contains("code") || !arguments["code"].is_string()) {
-    const auto refused = sandbox::Outcome::failure(
-        sandbox::ErrorKind::input,
+    const auto refused = channel::Outcome::failure(
+        channel::ErrorKind::input,
         "arguments must be an object with \"code\", a string holding an async arrow function");
     record_call(std::move(record), refused);
     end_span(span, facts, refused);
@@ -329,9 +329,9 @@ void McpSession::call_tool(const Json& id, const Json& params, const Send& out, 
     return reply(out, id, shaped(tools_.result(*refused, *tool), era));
   }
 
-  auto cancel = std::make_shared<sandbox::CancelToken>();
+  auto cancel = std::make_shared<channel::CancelToken>();
   std::shared_ptr<RetryApprover> retry;
-  if (*tool == sandbox::Tool::execute && era == Era::stateless && request_states_ &&
+  if (*tool == channel::Tool::execute && era == Era::stateless && request_states_ &&
       stateless_client_can_ask(params)) {
     // MCP 2026-07-28 (multi round-trip requests): a retry brings its state and the answers.
     Json opened;
@@ -361,7 +361,7 @@ void McpSession::call_tool(const Json& id, const Json& params, const Send& out, 
   auto& state =
       calls_.emplace(key, CallState{cancel, out, route, era, nullptr, *tool, nullptr, retry})
           .first->second;
-  if (*tool == sandbox::Tool::execute && era == Era::negotiated && elicitation_ &&
+  if (*tool == channel::Tool::execute && era == Era::negotiated && elicitation_ &&
       context.can_ask) {
     state.approver = std::make_shared<ElicitingApprover>(
         executor_, server_requests_, notify,
@@ -381,7 +381,7 @@ void McpSession::call_tool(const Json& id, const Json& params, const Send& out, 
                                 : std::shared_ptr<gateway::Approver>(state.approver),
                     context.access_token},
       [self = shared_from_this(), id, name, tool = *tool, started, record = std::move(record), span,
-       facts](sandbox::Outcome outcome) mutable {
+       facts](channel::Outcome outcome) mutable {
         boost::asio::post(self->executor_, [self, id, name, tool, started,
                                             outcome = std::move(outcome),
                                             record = std::move(record), span = std::move(span),
@@ -392,8 +392,8 @@ void McpSession::call_tool(const Json& id, const Json& params, const Send& out, 
           if (const auto call = self->calls_.find(id_key(id));
               call != self->calls_.end() && call->second.retry &&
               call->second.retry->stopped_for_input()) {
-            outcome = sandbox::Outcome::failure(
-                sandbox::ErrorKind::policy,
+            outcome = channel::Outcome::failure(
+                channel::ErrorKind::policy,
                 "stopped for the user's approval; the client is to call again with the answer");
           }
           // The answer first: the log line is a write to stderr, which the client often reads
@@ -407,18 +407,18 @@ void McpSession::call_tool(const Json& id, const Json& params, const Send& out, 
                 "tools/call {} id={}: {} in {:.2f} ms (queued {:.2f} ms, sandbox process {:.2f} "
                 "ms)",
                 name, net::escape_text(dump(id)),
-                outcome.ok ? "ok" : sandbox::to_string(outcome.error_kind), ms,
+                outcome.ok ? "ok" : channel::to_string(outcome.error_kind), ms,
                 static_cast<double>(outcome.queued_us) / 1000,
                 static_cast<double>(outcome.sandbox_us) / 1000);
           } else {
             spdlog::info("tools/call {} id={}: {} in {:.2f} ms", name, net::escape_text(dump(id)),
-                         outcome.ok ? "ok" : sandbox::to_string(outcome.error_kind), ms);
+                         outcome.ok ? "ok" : channel::to_string(outcome.error_kind), ms);
           }
         });
       });
 }
 
-void McpSession::finish_call(const Json& id, const sandbox::Outcome& outcome) {
+void McpSession::finish_call(const Json& id, const channel::Outcome& outcome) {
   auto call = calls_.find(id_key(id));
   CODEMODE_CHECK(call != calls_.end(), "a call stays in calls_ until its one completion arrives");
   CallState state = std::move(call->second);
@@ -465,13 +465,13 @@ CallFacts McpSession::call_facts(const Json& id, const std::string& tool, const 
 }
 
 void McpSession::end_span(const CallSpan& span, const CallFacts& facts,
-                          const sandbox::Outcome& outcome) const {
+                          const channel::Outcome& outcome) const {
   if (audit_.tracer) audit_.tracer->end_call(span, facts, outcome);
 }
 
-void McpSession::record_call(audit::CallRecord record, const sandbox::Outcome& outcome) const {
+void McpSession::record_call(audit::CallRecord record, const channel::Outcome& outcome) const {
   if (!audit_.trail) return;
-  record.outcome = outcome.ok ? "ok" : std::string(sandbox::to_string(outcome.error_kind));
+  record.outcome = outcome.ok ? "ok" : std::string(channel::to_string(outcome.error_kind));
   if (!outcome.ok) record.message = outcome.error_message;
   if (outcome.ok) {
     record.result_chars = sandbox::count_code_points(outcome.result_json);

@@ -154,12 +154,12 @@ class McpSession : public std::enable_shared_from_this<McpSession> {
 
  private:
   struct CallState {
-    std::shared_ptr<sandbox::CancelToken> cancel;
+    std::shared_ptr<channel::CancelToken> cancel;
     Send reply_to;
     ReplyRoute route = ReplyRoute::session;
     Era era = Era::negotiated;
     std::shared_ptr<boost::asio::steady_timer> progress;  // set when the call has a token
-    sandbox::Tool tool = sandbox::Tool::search;
+    channel::Tool tool = channel::Tool::search;
     std::shared_ptr<ElicitingApprover> approver;  // set when the call's user can be asked
     std::shared_ptr<RetryApprover> retry;         // 2026-07-28: asks by stopping the call (MRTR)
   };
@@ -182,13 +182,13 @@ class McpSession : public std::enable_shared_from_this<McpSession> {
   // The facts of a call's span (tracing.h).
   CallFacts call_facts(const Json& id, const std::string& tool, const Json& params, Era era) const;
   void end_span(const CallSpan& span, const CallFacts& facts,
-                const sandbox::Outcome& outcome) const;
+                const channel::Outcome& outcome) const;
   // Arms the next progress tick (number `n`, due `n` seconds after `started`) of call `key`.
   void schedule_progress(const std::string& key, Json token, Send notify,
                          std::chrono::steady_clock::time_point started, int n);
-  void finish_call(const Json& id, const sandbox::Outcome& outcome);
+  void finish_call(const Json& id, const channel::Outcome& outcome);
   // The audit record of a call that reached a tool result; no-op without a trail.
-  void record_call(audit::CallRecord record, const sandbox::Outcome& outcome) const;
+  void record_call(audit::CallRecord record, const channel::Outcome& outcome) const;
   // A result as `era` shapes it: 2026-07-28 adds resultType and the serverInfo `_meta`.
   Json shaped(Json result, Era era) const;
   void reply(const Send& out, const Json& id, const Json& result);

@@ -4,22 +4,18 @@
 #include <boost/asio/io_context.hpp>
 #include <catch2/catch.hpp>
 
+#include "sandbox/test_child.h"
+
 using namespace codemode;
 using namespace codemode::server;
 
 namespace {
 
-sandbox::SandboxOptions one_worker() {
-  sandbox::SandboxOptions options;
-  options.workers = 1;
-  return options;
-}
-
 // A session wired to a real sandbox, with every outgoing message collected in order.
 struct Harness {
   boost::asio::io_context io;
   ToolCatalog tools{ApiSummary{"Search the Test API.", "Call the Test API."}, config::Limits{}};
-  sandbox::Sandbox sandbox{one_worker()};
+  sandbox::Sandbox sandbox{sandbox::test_sandbox_options()};
   std::vector<Json> sent;
   std::shared_ptr<McpSession> session = std::make_shared<McpSession>(
       io.get_executor(), tools, sandbox, ServerInfo{"codemode-mcp", "9.9.9", ""},
@@ -31,7 +27,7 @@ struct Harness {
     settle();
   }
   void settle() {
-    // The work guard keeps run_one() waiting for completions posted by sandbox workers.
+    // The work guard keeps run_one() waiting for completions the Sandbox posts from its thread.
     auto work = boost::asio::make_work_guard(io);
     bool idle = false;
     session->when_idle([&] { idle = true; });

@@ -182,9 +182,9 @@ Metrics::Metrics(std::vector<std::string> upstreams)
 
 Metrics::~Metrics() = default;
 
-void Metrics::call_finished(sandbox::Tool tool, const sandbox::Outcome& outcome, double seconds) {
-  const std::string name(sandbox::to_string(tool));
-  const std::string kind(outcome.ok ? "ok" : sandbox::to_string(outcome.error_kind));
+void Metrics::call_finished(channel::Tool tool, const channel::Outcome& outcome, double seconds) {
+  const std::string name(channel::to_string(tool));
+  const std::string kind(outcome.ok ? "ok" : channel::to_string(outcome.error_kind));
   families_->calls.Add({{"tool", name}, {"outcome", kind}}).Increment();
   families_->duration.Add({{"tool", name}}, call_seconds).Observe(seconds);
   if (outcome.sandbox_us > 0 || outcome.queued_us > 0) {

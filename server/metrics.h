@@ -31,10 +31,10 @@
 #include <string_view>
 #include <vector>
 
+#include "channel/call_control.h"
+#include "channel/outcome.h"
 #include "gateway/request.h"
 #include "sandbox/call.h"
-#include "sandbox/call_control.h"
-#include "sandbox/outcome.h"
 #include "sandbox/process_pool.h"
 #include "server/fetch_observer.h"
 
@@ -54,7 +54,7 @@ class Metrics : public FetchObserver {
   Metrics& operator=(const Metrics&) = delete;
 
   // One tools/call answered: its tool, its outcome and its time in the server.
-  void call_finished(sandbox::Tool tool, const sandbox::Outcome& outcome, double seconds);
+  void call_finished(channel::Tool tool, const channel::Outcome& outcome, double seconds);
 
   // One fetch() of an execute call answered by the gateway: the URL the code asked for, the
   // bytes of its body, the answer.

@@ -15,14 +15,14 @@ bool has_line(const std::string& text, const std::string& line) {
 
 TEST_CASE("calls are counted by tool and outcome, with their times", "[server][metrics]") {
   Metrics metrics({"http://127.0.0.1:8788"});
-  sandbox::Outcome ok = sandbox::Outcome::success("1");
+  channel::Outcome ok = channel::Outcome::success("1");
   ok.sandbox_us = 2000;
   ok.cpu_us = 300;
   ok.queued_us = 50;
-  metrics.call_finished(sandbox::Tool::search, ok, 0.004);
-  metrics.call_finished(sandbox::Tool::search, ok, 0.004);
-  metrics.call_finished(sandbox::Tool::execute,
-                        sandbox::Outcome::failure(sandbox::ErrorKind::timeout, "wall"), 2.0);
+  metrics.call_finished(channel::Tool::search, ok, 0.004);
+  metrics.call_finished(channel::Tool::search, ok, 0.004);
+  metrics.call_finished(channel::Tool::execute,
+                        channel::Outcome::failure(channel::ErrorKind::timeout, "wall"), 2.0);
   const std::string text = metrics.exposition();
   CHECK(has_line(text, R"(codemode_tool_calls_total{outcome="ok",tool="search"} 2)"));
   CHECK(has_line(text, R"(codemode_tool_calls_total{outcome="timeout",tool="execute"} 1)"));

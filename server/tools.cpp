@@ -34,14 +34,14 @@ double rounded(double ms) { return std::round(ms * 100) / 100; }
 double ms_of(std::uint64_t us) { return rounded(static_cast<double>(us) / 1000); }
 
 // What a call used of its limits. A call refused before it ran used nothing and has no times.
-Json usage(const sandbox::Outcome& outcome, sandbox::Tool tool, const config::Limits& limits) {
+Json usage(const channel::Outcome& outcome, channel::Tool tool, const config::Limits& limits) {
   Json out = Json::object();
   if (outcome.sandbox_us > 0) {
     out["cpu_ms"] = ms_of(outcome.cpu_us);
     out["wall_ms"] = ms_of(outcome.sandbox_us);
   }
   if (outcome.sandbox_us > 0 || outcome.queued_us > 0) out["queued_ms"] = ms_of(outcome.queued_us);
-  if (tool == sandbox::Tool::execute) {
+  if (tool == channel::Tool::execute) {
     out["subrequests"] = {{"used", outcome.subrequests}, {"limit", limits.subrequests}};
   }
   return out;
@@ -90,13 +90,13 @@ ToolCatalog::ToolCatalog(ApiSummary api, config::Limits limits) : limits_(limits
                          {"openWorldHint", true}}}});
 }
 
-std::optional<sandbox::Tool> ToolCatalog::find(std::string_view name) const {
-  if (name == "search") return sandbox::Tool::search;
-  if (name == "execute") return sandbox::Tool::execute;
+std::optional<channel::Tool> ToolCatalog::find(std::string_view name) const {
+  if (name == "search") return channel::Tool::search;
+  if (name == "execute") return channel::Tool::execute;
   return std::nullopt;
 }
 
-Json ToolCatalog::result(const sandbox::Outcome& outcome, sandbox::Tool tool) const {
+Json ToolCatalog::result(const channel::Outcome& outcome, channel::Tool tool) const {
   Json content = Json::array();
   Json structured = Json::object();
   if (outcome.ok) {
@@ -113,13 +113,13 @@ Json ToolCatalog::result(const sandbox::Outcome& outcome, sandbox::Tool tool) co
       structured["cut"] = {{"total_chars", chars}, {"shown_chars", limits_.result_chars}};
     }
   } else {
-    const std::string kind(sandbox::to_string(outcome.error_kind));
+    const std::string kind(channel::to_string(outcome.error_kind));
     content.push_back(text_item(kind + ": " + outcome.error_message));
     structured["error"] = {{"type", kind}, {"message", outcome.error_message}};
   }
   structured["logs"] = outcome.logs;
   structured["usage"] = usage(outcome, tool, limits_);
-  if (tool == sandbox::Tool::execute) {
+  if (tool == channel::Tool::execute) {
     Json requests = Json::array();
     for (const auto& request : outcome.requests) {
       Json item{{"method", request.method}, {"path", request.path}};

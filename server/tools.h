@@ -8,8 +8,8 @@
 #include <string>
 #include <string_view>
 
+#include "channel/outcome.h"
 #include "config/config.h"
-#include "sandbox/outcome.h"
 #include "sandbox/sandbox.h"
 #include "server/json_rpc.h"
 
@@ -29,13 +29,13 @@ class ToolCatalog {
   const Json& list() const { return list_; }
 
   // nullopt: no tool of that name.
-  std::optional<sandbox::Tool> find(std::string_view name) const;
+  std::optional<channel::Tool> find(std::string_view name) const;
 
   // An MCP CallToolResult for an outcome of `tool`. Its structuredContent carries the result (or
   // error) and logs, `usage` (cpu_ms, wall_ms and queued_ms of a call that ran; for execute the
   // subrequests the gateway let through, of the limit) and, for execute, `requests`: method,
   // path, status or error, ms of each fetch (the first 50). The text content stays compact.
-  Json result(const sandbox::Outcome& outcome, sandbox::Tool tool) const;
+  Json result(const channel::Outcome& outcome, channel::Tool tool) const;
 
   const config::Limits& limits() const { return limits_; }
 

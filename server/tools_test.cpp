@@ -26,8 +26,8 @@ TEST_CASE("the catalog declares search and execute with a code argument", "[serv
     CHECK(tool["description"].get<std::string>().find("MarketHub API") != std::string::npos);
   }
   CHECK(list[1]["description"].get<std::string>().find("http://127.0.0.1:9") != std::string::npos);
-  CHECK(tools.find("search") == sandbox::Tool::search);
-  CHECK(tools.find("execute") == sandbox::Tool::execute);
+  CHECK(tools.find("search") == channel::Tool::search);
+  CHECK(tools.find("execute") == channel::Tool::execute);
   CHECK_FALSE(tools.find("eval"));
 }
 
@@ -42,7 +42,7 @@ TEST_CASE("cut_text keeps short text and marks what it drops", "[server][tools]"
 TEST_CASE("a success result carries the JSON text and structuredContent", "[server][tools]") {
   const auto tools = catalog();
   const Json result =
-      tools.result(sandbox::Outcome::success(R"({"a":[1,2]})", {"hello"}), sandbox::Tool::search);
+      tools.result(channel::Outcome::success(R"({"a":[1,2]})", {"hello"}), channel::Tool::search);
   CHECK_FALSE(result.contains("isError"));
   CHECK(result["content"][0]["text"] == R"({"a":[1,2]})");
   CHECK(result["content"][1]["text"] == "console:\nhello");
@@ -55,15 +55,15 @@ TEST_CASE("a result nested past the bound keeps its text but no structured copy"
   const auto tools = catalog();
   // 5,000 levels fit in the default 12,000 characters; a sandbox process could send them.
   const std::string deep = std::string(5000, '[') + std::string(5000, ']');
-  const Json result = tools.result(sandbox::Outcome::success(deep), sandbox::Tool::search);
+  const Json result = tools.result(channel::Outcome::success(deep), channel::Tool::search);
   CHECK(result["content"][0]["text"] == deep);
   CHECK(result["structuredContent"]["result"].is_null());
   CHECK_NOTHROW(dump(result));
 
   const std::string shallow = std::string(900, '[') + std::string(900, ']');
   CHECK(tools
-            .result(sandbox::Outcome::success(shallow),
-                    sandbox::Tool::search)["structuredContent"]["result"]
+            .result(channel::Outcome::success(shallow),
+                    channel::Tool::search)["structuredContent"]["result"]
             .is_array());
 }
 
@@ -73,7 +73,7 @@ TEST_CASE("a result over result_chars is cut and left out of structuredContent",
   limits.result_chars = 100;
   const auto tools = catalog(limits);
   const std::string big = "\"" + std::string(300, 'x') + "\"";
-  const Json result = tools.result(sandbox::Outcome::success(big), sandbox::Tool::search);
+  const Json result = tools.result(channel::Outcome::success(big), channel::Tool::search);
   const std::string text = result["content"][0]["text"];
   CHECK(text.rfind(big.substr(0, 100) + "\n…[cut: 202 more characters", 0) == 0);
   CHECK_FALSE(result["structuredContent"].contains("result"));
@@ -83,8 +83,8 @@ TEST_CASE("a result over result_chars is cut and left out of structuredContent",
 TEST_CASE("a failure is isError with the kind first", "[server][tools]") {
   const auto tools = catalog();
   const Json result = tools.result(
-      sandbox::Outcome::failure(sandbox::ErrorKind::timeout, "cpu limit 50 ms exceeded"),
-      sandbox::Tool::search);
+      channel::Outcome::failure(channel::ErrorKind::timeout, "cpu limit 50 ms exceeded"),
+      channel::Tool::search);
   CHECK(result["isError"] == true);
   CHECK(result["content"][0]["text"] == "timeout: cpu limit 50 ms exceeded");
   CHECK(result["structuredContent"]["error"] ==
@@ -96,7 +96,7 @@ TEST_CASE("structuredContent carries the call's usage and, for execute, its requ
   config::Limits limits;
   limits.subrequests = 7;
   const auto tools = catalog(limits);
-  sandbox::Outcome outcome = sandbox::Outcome::success("1");
+  channel::Outcome outcome = channel::Outcome::success("1");
   outcome.sandbox_us = 12345;
   outcome.cpu_us = 2500;
   outcome.queued_us = 1000;
@@ -105,7 +105,7 @@ TEST_CASE("structuredContent carries the call's usage and, for execute, its requ
   outcome.requests.push_back({"GET", "/products", 200, "", 3.14159});
   outcome.requests.push_back(
       {"POST", "http://evil.example/x", 0, "policy: origin not allowed", 0.2});
-  const Json result = tools.result(outcome, sandbox::Tool::execute);
+  const Json result = tools.result(outcome, channel::Tool::execute);
   const Json& structured = result["structuredContent"];
   CHECK(structured["usage"] == Json{{"cpu_ms", 2.5},
                                     {"wall_ms", 12.35},
@@ -123,11 +123,11 @@ TEST_CASE("structuredContent carries the call's usage and, for execute, its requ
   CHECK(result["content"][0]["text"] == "1");
 
   // search has no requests and no subrequests; a call refused before it ran has no times.
-  const Json search = tools.result(sandbox::Outcome::success("1"), sandbox::Tool::search);
+  const Json search = tools.result(channel::Outcome::success("1"), channel::Tool::search);
   CHECK(search["structuredContent"]["usage"] == Json::object());
   CHECK_FALSE(search["structuredContent"].contains("requests"));
   const Json refused = tools.result(
-      sandbox::Outcome::failure(sandbox::ErrorKind::input, "too long"), sandbox::Tool::execute);
+      channel::Outcome::failure(channel::ErrorKind::input, "too long"), channel::Tool::execute);
   CHECK(refused["structuredContent"]["usage"] ==
         Json{{"subrequests", {{"used", 0}, {"limit", 7}}}});
   CHECK(refused["structuredContent"]["requests"] == Json::array());

@@ -278,7 +278,7 @@ CallSpan begin_call_span(const IncomingTrace& from_meta, const IncomingTrace& fr
 }
 
 Span Tracer::call_span(const CallSpan& call, const CallFacts& facts,
-                       const sandbox::Outcome& outcome, std::int64_t end_unix_us) {
+                       const channel::Outcome& outcome, std::int64_t end_unix_us) {
   Span span;
   span.trace_id = call.trace_id;
   span.span_id = call.span_id;
@@ -312,16 +312,16 @@ Span Tracer::call_span(const CallSpan& call, const CallFacts& facts,
   if (!outcome.ok) {
     // MCP semconv: a result with isError is a tool_error; our kind says which.
     a.emplace_back("error.type", std::string("tool_error"));
-    a.emplace_back("codemode.error.kind", std::string(sandbox::to_string(outcome.error_kind)));
+    a.emplace_back("codemode.error.kind", std::string(channel::to_string(outcome.error_kind)));
     span.error = true;
-    span.status_message = std::string(sandbox::to_string(outcome.error_kind)) + ": " +
+    span.status_message = std::string(channel::to_string(outcome.error_kind)) + ": " +
                           cut(outcome.error_message, kMaxStatusMessage);
   }
   return span;
 }
 
 void Tracer::end_call(const CallSpan& span, const CallFacts& facts,
-                      const sandbox::Outcome& outcome) const {
+                      const channel::Outcome& outcome) const {
   if (exporter_ == nullptr || !span.traced() || !span.sampled) return;
   exporter_->add(call_span(span, facts, outcome, audit::now_us()));
 }

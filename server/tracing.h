@@ -31,9 +31,9 @@
 #include <variant>
 #include <vector>
 
+#include "channel/outcome.h"
 #include "config/config.h"
 #include "gateway/url_policy.h"
-#include "sandbox/outcome.h"
 #include "server/fetch_observer.h"
 #include "server/trace_context.h"
 
@@ -164,11 +164,11 @@ class Tracer : public FetchObserver {
 
   // The call answered with `outcome`: its SERVER span is exported when traced and sampled.
   void end_call(const CallSpan& span, const CallFacts& facts,
-                const sandbox::Outcome& outcome) const;
+                const channel::Outcome& outcome) const;
 
   // The SERVER span end_call exports (for tests).
   static Span call_span(const CallSpan& span, const CallFacts& facts,
-                        const sandbox::Outcome& outcome, std::int64_t end_unix_us);
+                        const channel::Outcome& outcome, std::int64_t end_unix_us);
 
   // Each request carries the host's traceparent (and the call's tracestate) instead of any the
   // code set; it gets a CLIENT span, exported when the call's is.

@@ -176,7 +176,7 @@ TEST_CASE(
 TEST_CASE("the tools/call span follows the MCP and GenAI conventions", "[server][tracing][otlp]") {
   CallSpan call = begin_call_span({kParent, std::nullopt}, {}, NewTraces::none);
   CallFacts facts{"execute", "7", "http-3", "2025-11-25", "http", "alice"};
-  const auto failed = sandbox::Outcome::failure(sandbox::ErrorKind::timeout, "cpu limit 50 ms");
+  const auto failed = channel::Outcome::failure(channel::ErrorKind::timeout, "cpu limit 50 ms");
   const Span span = Tracer::call_span(call, facts, failed, call.start_unix_us + 1500);
   const Json body = Json::parse(otlp_json({span}, "svc", "1.2.3"));
 
@@ -203,7 +203,7 @@ TEST_CASE("the tools/call span follows the MCP and GenAI conventions", "[server]
   CHECK(out["status"]["code"] == 2);
   CHECK(out["status"]["message"] == "timeout: cpu limit 50 ms");
 
-  sandbox::Outcome ok;
+  channel::Outcome ok;
   ok.ok = true;
   const Json fine = Json::parse(otlp_json({Tracer::call_span(call, facts, ok, 0)}, "s", "v"));
   const Json& fine_span = fine["resourceSpans"][0]["scopeSpans"][0]["spans"][0];

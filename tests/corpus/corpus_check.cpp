@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
+#include "isolate/isolate_runner.h"
+#include "isolate/v8_platform.h"
 #include "openapi/document.h"
-#include "sandbox/isolate_runner.h"
-#include "sandbox/v8_platform.h"
 
 namespace fs = std::filesystem;
 using namespace codemode;
@@ -32,7 +32,7 @@ int main(int argc, char** argv) {
     }
   }
   std::sort(files.begin(), files.end());
-  sandbox::ensure_v8_initialized();
+  isolate::ensure_v8_initialized();
   config::Limits limits;
   limits.cpu_ms = 2000;
   limits.wall_ms = 10000;
@@ -75,8 +75,8 @@ int main(int argc, char** argv) {
       std::cout << "NO IMAGE: " << file << ": " << *error << "\n";
       continue;
     }
-    sandbox::Outcome outcome = sandbox::run_in_fresh_isolate(
-        sandbox::RunRequest{sandbox::Tool::search, code, &limits,
+    channel::Outcome outcome = isolate::run_in_fresh_isolate(
+        isolate::RunRequest{channel::Tool::search, code, &limits,
                             &std::get<openapi::DocumentImage>(image), nullptr, nullptr});
     const std::string expected = "[" + std::to_string(result.document->path_count) + ",true]";
     if (!outcome.ok || outcome.result_json != expected) {
@@ -97,6 +97,6 @@ int main(int argc, char** argv) {
             << loaded << " of " << files.size() << " descriptions loaded; " << files.size() - loaded
             << " refused with a reason; " << unexplained << " refused without one; " << mismatched
             << " disagreed in the sandbox\n";
-  sandbox::shutdown_v8();
+  isolate::shutdown_v8();
   return unexplained == 0 && mismatched == 0 ? 0 : 1;
 }

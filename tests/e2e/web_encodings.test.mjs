@@ -98,7 +98,7 @@ function encodingCases({ label, multiByte }, Decoder = TextDecoder) {
 // context of its own, behind a TextDecoder with the standard's steps for a legacy encoding.
 function referenceDecoder() {
   const context = vm.createContext({});
-  const factory = vm.runInContext(readFileSync(join(SOURCE_DIR, 'sandbox/js/vendor/encodings.js'), 'utf8'), context);
+  const factory = vm.runInContext(readFileSync(join(SOURCE_DIR, 'isolate/js/vendor/encodings.js'), 'utf8'), context);
   const { encodingOf, makeDecoder } = factory(Object.freeze({ __proto__: null }));
   const ContextUint8Array = vm.runInContext('Uint8Array', context);
   return class ReferenceTextDecoder {

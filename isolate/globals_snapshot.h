@@ -1,0 +1,63 @@
+// The sandbox's globals as a V8 startup snapshot, made once per process. Internal to sandbox/.
+#pragma once
+
+#include <v8.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "isolate/isolate_runner.h"
+
+namespace codemode::isolate::detail {
+
+// The bundles under js/vendor/ that a call compiles on first use; the values are what
+// js/bootstrap.js passes host.loadVendor.
+enum class Vendor { whatwg_url = 0, tr46 = 1, encodings = 2 };
+
+// The sandbox's globals, made once per process into a V8 startup snapshot: one context with
+// install_globals() done without fetch, one with. An isolate created from it deserialises its
+// context with the scripts already run and their functions compiled, instead of compiling and
+// running them (callgrind, isolate_bench: see bench/README.md). Built on first use, before
+// any isolate of the process runs code; the blob lives as long as the process.
+//
+// The URL classes (js/vendor/whatwg-url.js), their IDNA part (js/vendor/tr46.js) and
+// TextDecoder's legacy encodings (js/vendor/encodings.js) are not in it: V8 keeps compiled
+// functions with the isolate's part of a snapshot, so every isolate of both tools would deserialise
+// them, and most calls use no URL. A call compiles them on first use (run_vendor_script),
+// whatwg-url.js from a V8 code cache made here after one run of the usual paths, so that it
+// deserialises their compiled functions instead of compiling them.
+class GlobalsSnapshot {
+ public:
+  static const GlobalsSnapshot& get();
+  // Non-const only because CreateParams says so; V8 reads it.
+  v8::StartupData* blob() const { return const_cast<v8::StartupData*>(&blob_); }
+  // The context index for Context::FromSnapshot; `serialize` is that context's data 0.
+  static std::size_t context_index(FetchGlobal fetch) {
+    return fetch == FetchGlobal::present ? 1 : 0;
+  }
+  // The bundle's code cache; empty while it is being made (and if V8 made none).
+  const std::vector<std::uint8_t>& code_cache(Vendor which) const {
+    return which == Vendor::whatwg_url ? whatwg_url_cache_ : no_cache_;
+  }
+
+ private:
+  GlobalsSnapshot();
+  void make_code_caches();
+  v8::StartupData blob_{};
+  std::vector<std::uint8_t> whatwg_url_cache_;  // empty until made, and if V8 made none
+  std::vector<std::uint8_t> no_cache_;  // tr46.js, encodings.js: none (make_code_caches says why)
+};
+
+// Sets what js/fetch.js's Request resolves a relative URL against (SandboxOptions::fetch_base)
+// for the snapshot this process makes; once made, the snapshot keeps the value it was made with,
+// and later calls change nothing. Called before the first isolate of the process.
+void set_fetch_base(std::string base);
+
+// Compiles `which` into `context` (with its code cache, once the process has made it) and runs
+// it: the value is the bundle's factory function. Empty with an exception pending on failure
+// (a termination, the heap cap).
+v8::MaybeLocal<v8::Value> run_vendor_script(v8::Local<v8::Context> context, Vendor which);
+
+}  // namespace codemode::isolate::detail

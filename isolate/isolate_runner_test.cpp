@@ -1,0 +1,447 @@
+#include "isolate/isolate_runner.h"
+
+#include <chrono>
+#include <thread>
+
+#include <catch2/catch.hpp>
+
+using namespace codemode;
+using namespace codemode::isolate;
+
+namespace {
+
+config::Limits test_limits() {
+  config::Limits limits;
+  limits.cpu_ms = 200;
+  limits.wall_ms = 2000;
+  limits.heap_mb = 32;
+  return limits;
+}
+
+channel::Outcome run(std::string_view code, const config::Limits& limits = test_limits(),
+                     channel::Tool tool = channel::Tool::execute,
+                     const openapi::Document* api = nullptr) {
+  std::optional<openapi::DocumentImage> image;
+  if (api != nullptr) image = std::get<openapi::DocumentImage>(openapi::DocumentImage::build(*api));
+  return run_in_fresh_isolate(RunRequest{tool, code, &limits, image ? &*image : nullptr, nullptr});
+}
+
+// A Document straight from JSON text, without the checks a served API must pass.
+openapi::Document document(std::string_view text) {
+  return openapi::make_document(nlohmann::ordered_json::parse(text));
+}
+
+std::string ok(std::string_view code) {
+  channel::Outcome o = run(code);
+  INFO(code << " -> " << to_string(o.error_kind) << ": " << o.error_message);
+  REQUIRE(o.ok);
+  return o.result_json;
+}
+
+std::string failure(std::string_view code, const config::Limits& limits = test_limits()) {
+  channel::Outcome o = run(code, limits);
+  INFO(code << " -> " << o.result_json);
+  REQUIRE_FALSE(o.ok);
+  return std::string(to_string(o.error_kind)) + ": " + o.error_message;
+}
+
+}  // namespace
+
+TEST_CASE("the value of the async function is the JSON result", "[sandbox][result]") {
+  CHECK(ok("async () => ({a: [1, 2], b: await Promise.resolve('x')})") == R"({"a":[1,2],"b":"x"})");
+  CHECK(ok("async function () { return 7; }") == "7");
+  CHECK(ok("() => 'sync functions work too'") == R"("sync functions work too")");
+  CHECK(ok("async () => {}") == "null");
+  CHECK(ok("async () => undefined") == "null");
+  CHECK(ok("async () => 12345678901234567890n") == R"("12345678901234567890")");
+  CHECK(ok("async () => ({n: 1n, f() {}, s: Symbol('x')})") == R"({"n":"1"})");
+  CHECK(ok("async () => () => 1") == "null");
+  CHECK(ok("async () => 'ünï😀'") == R"("ünï😀")");
+  CHECK(
+      failure("async () => { const a = {}; a.self = a; return a; }")
+          .starts_with("runtime: result is not JSON-serialisable: TypeError: Converting circular"));
+  CHECK(failure("async () => ({toJSON() { throw new RangeError('nope'); }})") ==
+        "runtime: result is not JSON-serialisable: RangeError: nope");
+}
+
+TEST_CASE("the set-up's rehearsal leaves nothing a call can see", "[sandbox][result]") {
+  // Every prepared isolate runs `async () => 0` through a call's path before its call comes.
+  const auto spec = document(R"({"openapi":"3.0.0","paths":{"/a":{}}})");
+  for (channel::Tool tool : {channel::Tool::execute, channel::Tool::search}) {
+    channel::Outcome same = run("async () => 0", test_limits(), tool, &spec);
+    CHECK(same.ok);
+    CHECK(same.result_json == "0");
+    CHECK(same.logs.empty());
+    channel::Outcome globals =
+        run("async () => [Object.keys(globalThis), await Promise.resolve(1), JSON.stringify(0)]",
+            test_limits(), tool, &spec);
+    CHECK(globals.result_json ==
+          (tool == channel::Tool::search ? R"([["spec"],1,"0"])" : R"([[],1,"0"])"));
+  }
+  CHECK(failure("async () => 0); (1") == "compile: SyntaxError: Unexpected token ')'");
+}
+
+TEST_CASE("errors carry the JS name and message, no host stack", "[sandbox][runtime]") {
+  CHECK(failure("async () => { const x = 1; x(); }") == "runtime: TypeError: x is not a function");
+  CHECK(failure("async () => { throw new Error('boom'); }") == "runtime: Error: boom");
+  CHECK(failure("async () => Promise.reject(new RangeError('r'))") == "runtime: RangeError: r");
+  CHECK(failure("async () => { throw 42; }") == "runtime: 42");
+  CHECK(failure("() => { throw new SyntaxError('sync'); }") == "runtime: SyntaxError: sync");
+  // A getter on the error is not run while reporting it.
+  CHECK(failure("async () => { const e = new Error('m'); Object.defineProperty(e, 'message', "
+                "{get() { for(;;){} }}); throw e; }")
+            .starts_with("runtime: "));
+  CHECK(failure("async () => { throw new Error('a\\nb'); }") == "runtime: Error: a b");
+}
+
+TEST_CASE("exactly one expression: statement smuggling is a compile error", "[sandbox][compile]") {
+  const char* smuggled[] = {
+      "async () => 1); globalThis.ran = 1; (async () => 2",
+      "async () => 1), (globalThis.ran = 1), (async () => 2",
+      "async () => 1]: 0}); globalThis.ran = 1; ({[async () => 2",
+      "async () => 1 /*",
+      "async () => 1 */ ); globalThis.ran = 1; /*",
+      "async () => `${1}",
+      "async () => 1)\n;globalThis.ran = 1;\n(0",
+      "async () => { return 1 }); globalThis.ran = 1; ((",
+      "async () => 1, globalThis.ran = 1",
+      "async () => 1; globalThis.ran = 1",
+      "async () => 1\nglobalThis.ran = 1",
+      "(async () => 1",
+      "async () => 1)",
+      "}",
+      "async () => '\\",
+      "",
+  };
+  for (const char* code : smuggled) {
+    channel::Outcome o = run(code);
+    INFO(code);
+    CHECK_FALSE(o.ok);
+    CHECK(o.error_kind == channel::ErrorKind::compile);
+  }
+  CHECK(failure("async () => 1); (2") == "compile: SyntaxError: Unexpected token ')'");
+  // Comments, strings and regexes that contain brackets are fine.
+  CHECK(ok("async () => 1 // trailing comment )]}") == "1");
+  CHECK(ok("async () => 1 <!-- an HTML-like comment )") == "1");
+  CHECK(ok("/* leading ) */ async () => ')]}' + `${'}'}` + /[)\\]]/.source") == R"(")]}}[)\\]]")");
+  CHECK(ok("async () => {\n  const a = [1, 2];\n  return a.length;\n}\n") == "2");
+}
+
+TEST_CASE("the code must evaluate to a function", "[sandbox][compile]") {
+  CHECK(failure("42") ==
+        "compile: the code must be a function expression such as async () => …; it evaluated "
+        "to number");
+  CHECK(failure("Promise.resolve(1)").ends_with("evaluated to object"));
+}
+
+TEST_CASE("cpu limit stops busy loops, microtask loops and catastrophic regexes",
+          "[sandbox][limits]") {
+  config::Limits limits = test_limits();
+  limits.cpu_ms = 50;
+  for (const char* code : {
+           "async () => { while (true) {} }",
+           "async () => { for (;;) await null; }",
+           "async () => /(a+)+$/.test('a'.repeat(40) + 'b')",
+           "async () => { await null; for(;;){try{while(true){}}catch{}finally{continue}} }",
+           "async () => { const p = () => Promise.resolve().then(p); p(); return new Promise(() => "
+           "{}); }",
+       }) {
+    INFO(code);
+    const auto start = std::chrono::steady_clock::now();
+    CHECK(failure(code, limits) == "timeout: cpu limit 50 ms exceeded");
+    CHECK(std::chrono::steady_clock::now() - start < std::chrono::milliseconds(1000));
+  }
+}
+
+TEST_CASE("wall limit covers time spent waiting on timers", "[sandbox][limits]") {
+  config::Limits limits = test_limits();
+  limits.wall_ms = 100;
+  const auto start = std::chrono::steady_clock::now();
+  CHECK(failure("async () => new Promise(r => setTimeout(r, 5000))", limits) ==
+        "timeout: wall limit 100 ms exceeded");
+  const auto took = std::chrono::steady_clock::now() - start;
+  CHECK(took >= std::chrono::milliseconds(90));
+  CHECK(took < std::chrono::milliseconds(1000));
+  CHECK(failure("async () => { for (;;) await new Promise(r => setTimeout(r, 1)); }", limits) ==
+        "timeout: wall limit 100 ms exceeded");
+}
+
+TEST_CASE("a promise that can never settle is reported at once", "[sandbox][limits]") {
+  const auto start = std::chrono::steady_clock::now();
+  CHECK(failure("async () => new Promise(() => {})") ==
+        "runtime: the promise never settled (nothing left that could settle it)");
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::milliseconds(500));
+  CHECK(failure("async () => new Promise(r => { const t = setTimeout(r, 10); clearTimeout(t); })")
+            .starts_with("runtime: the promise never settled"));
+}
+
+TEST_CASE("heap and ArrayBuffer bombs are memory errors, and the next call works",
+          "[sandbox][limits][memory]") {
+  config::Limits limits = test_limits();
+  limits.cpu_ms = 5000;
+  limits.wall_ms = 10000;
+  limits.heap_mb = 16;
+  CHECK(failure("async () => { const a = []; for (;;) a.push(new Array(1e5).fill(1)); }", limits) ==
+        "memory: heap limit 16 MB exceeded");
+  CHECK(run("async () => 1", limits).result_json == "1");
+  CHECK(failure("async () => { const a = []; for (;;) a.push(new ArrayBuffer(4 << 20)); }",
+                limits) == "memory: ArrayBuffer limit 16 MB exceeded");
+  CHECK(run("async () => new ArrayBuffer(1 << 20).byteLength", limits).result_json == "1048576");
+  // Caught by the code: then it is just a RangeError the code handled.
+  CHECK(
+      run("async () => { try { new ArrayBuffer(64 << 20); } catch (e) { return e.name; } }", limits)
+          .result_json == R"("RangeError")");
+}
+
+TEST_CASE("cancel from another thread stops the call", "[sandbox][cancel]") {
+  config::Limits limits = test_limits();
+  limits.cpu_ms = 60000;
+  limits.wall_ms = 60000;
+  channel::CancelToken token;
+  std::thread canceller([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    token.cancel();
+  });
+  channel::Outcome o = run_in_fresh_isolate(
+      RunRequest{channel::Tool::execute, "async () => { for(;;){} }", &limits, nullptr, &token});
+  canceller.join();
+  CHECK(o.error_kind == channel::ErrorKind::runtime);
+  CHECK(o.error_message == "cancelled");
+
+  channel::CancelToken waiting;
+  std::thread canceller2([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    waiting.cancel();
+  });
+  o = run_in_fresh_isolate(RunRequest{channel::Tool::execute,
+                                      "async () => new Promise(r => setTimeout(r, 30000))", &limits,
+                                      nullptr, &waiting});
+  canceller2.join();
+  CHECK(o.error_message == "cancelled");
+
+  channel::CancelToken early;
+  early.cancel();
+  o = run_in_fresh_isolate(
+      RunRequest{channel::Tool::execute, "async () => 1", &limits, nullptr, &early});
+  CHECK(o.error_message == "cancelled");
+}
+
+TEST_CASE("console output is captured and bounded", "[sandbox][globals]") {
+  channel::Outcome o =
+      run("async () => { console.log('a', 1, {b: [2, 'c']}, null, undefined); "
+          "console.info('i'); console.warn('w'); console.error(new TypeError('e')); "
+          "console.debug(1n, Symbol('s'), () => 1); const c = {}; c.c = c; console.log(c); "
+          "console.log(new Map([[1, 2]]), new Set([3]), [1, [2, [3, [4]]]]); }");
+  REQUIRE(o.ok);
+  REQUIRE(o.logs.size() == 7);
+  CHECK(o.logs[0] == R"(a 1 { b: [ 2, "c" ] } null undefined)");
+  CHECK(o.logs[1] == "[info] i");
+  CHECK(o.logs[2] == "[warn] w");
+  CHECK(o.logs[3] == "[error] TypeError: e");
+  CHECK(o.logs[4] == "[debug] 1n Symbol(s) [Function: (anonymous)]");
+  CHECK(o.logs[5] == "{ c: [Circular] }");
+  CHECK(o.logs[6] == "Map(1) { 1 => 2 } Set(1) { 3 } [ 1, [ 2, [ 3, [Array] ] ] ]");
+
+  o = run("async () => { for (let i = 0; i < 500; ++i) console.log('line', i); }");
+  REQUIRE(o.logs.size() == 101);
+  CHECK(o.logs.back() == "…[400 more lines dropped]");
+  o =
+      run("async () => { console.log('x'.repeat(5000)); console.log('y'.repeat(5000)); "
+          "console.log('z'); }");
+  std::size_t total = 0;
+  for (auto& line : o.logs) total += line.size();
+  CHECK(total < 8100);
+  CHECK(o.logs.back() == "…[1 more lines dropped]");
+  // Logs survive a failure.
+  o = run("async () => { console.log('before'); throw new Error('x'); }");
+  CHECK(o.logs == std::vector<std::string>{"before"});
+}
+
+TEST_CASE("timers and microtasks run in order", "[sandbox][globals]") {
+  CHECK(ok(R"(async () => {
+    const order = [];
+    setTimeout(() => order.push('t20'), 20);
+    setTimeout(() => order.push('t0a'), 0);
+    const id = setTimeout(() => order.push('cleared'), 5);
+    setTimeout((a, b) => order.push('t0b' + a + b), 0, 1, 2);
+    clearTimeout(id);
+    queueMicrotask(() => order.push('micro'));
+    Promise.resolve().then(() => order.push('then'));
+    order.push('sync');
+    await new Promise(r => setTimeout(r, 30));
+    return order;
+  })") == R"(["sync","micro","then","t0a","t0b12","t20"])");
+  CHECK(failure("async () => { setTimeout('1 + 1', 0); }") ==
+        "runtime: TypeError: setTimeout: callback must be a function");
+  CHECK(failure("async () => { setTimeout(() => { throw new Error('in timer'); }, 0); "
+                "await new Promise(r => setTimeout(r, 10)); }") == "runtime: Error: in timer");
+}
+
+TEST_CASE("web globals: structuredClone, atob/btoa, TextEncoder/TextDecoder",
+          "[sandbox][globals]") {
+  CHECK(ok("async () => { const o = {d: new Date(0), m: new Map([[1, {x: 1}]]), a: [1n]}; "
+           "const c = structuredClone(o); return [c !== o, c.d instanceof Date, c.m.get(1).x, "
+           "typeof c.a[0]]; }") == R"([true,true,1,"bigint"])");
+  CHECK(failure("async () => structuredClone({f() {}})") ==
+        "runtime: DataCloneError: f() {} could not be cloned.");
+  CHECK(ok("async () => [btoa('hello'), atob('aGVsbG8='), atob(btoa('\\xff\\x00a'))]") ==
+        R"(["aGVsbG8=","hello","ÿ\u0000a"])");
+  CHECK(failure("async () => btoa('€')").starts_with("runtime: InvalidCharacterError"));
+  CHECK(ok("async () => [...new TextEncoder().encode('é€😀')]") ==
+        "[195,169,226,130,172,240,159,152,128]");
+  CHECK(ok("async () => new TextDecoder().decode(new "
+           "Uint8Array([0xEF,0xBB,0xBF,104,0xC3,0xA9,0xFF]))") == "\"hé\xEF\xBF\xBD\"");
+  CHECK(failure(
+            "async () => new TextDecoder('utf-8', {fatal: true}).decode(new Uint8Array([0xFF]))") ==
+        "runtime: TypeError: TextDecoder.decode: the input is not valid UTF-8");
+  CHECK(ok("async () => { const u = new Uint8Array(3); return new TextEncoder().encodeInto('a€', "
+           "u); }") == R"({"read":1,"written":1})");
+}
+
+TEST_CASE("URL and URLSearchParams", "[sandbox][globals]") {
+  CHECK(
+      ok("async () => { const u = new URL('../d?x=1 2#f', 'HTTPS://User@Ex.COM:443/a/b/c'); "
+         "return [u.href, u.origin, u.host, u.pathname, u.search, u.hash, u.username]; }") ==
+      R"(["https://User@ex.com/a/d?x=1%202#f","https://ex.com","ex.com","/a/d","?x=1%202","#f","User"])");
+  CHECK(
+      ok("async () => { const u = new URL('https://a.test/p?a=1&b=2'); u.searchParams.append('c', "
+         "'x y&z'); u.searchParams.delete('a'); return [u.href, u.searchParams.get('b'), "
+         "[...new URLSearchParams({q: 'é', r: '~'})].length, new "
+         "URLSearchParams('?q=%C3%A9+x').get('q')]; }") ==
+      R"(["https://a.test/p?b=2&c=x+y%26z","2",2,"é x"])");
+  CHECK(ok("async () => [new URL('http://0x7f.1:80/').href, URL.canParse('nope'), "
+           "JSON.stringify({u: new URL('mailto:a@b.c')})]") ==
+        R"(["http://127.0.0.1/",false,"{\"u\":\"mailto:a@b.c\"}"])");
+  CHECK(failure("async () => new URL('relative/only')") ==
+        "runtime: TypeError: Invalid URL: relative/only");
+}
+
+TEST_CASE("code that tampers with the scripts' regular expressions changes no later answer",
+          "[sandbox][globals]") {
+  // whatwg-url.js and fetch.js keep their regular expressions for the whole call (in the execute
+  // context they come compiled from the snapshot). Code can reach them through RegExp.prototype
+  // and leave their lastIndex anywhere; the URL and Headers it builds next are as before, in
+  // both contexts (with fetch: the one the snapshot made them in; without: made on first use).
+  const config::Limits limits = test_limits();
+  const channel::Fetcher never_called = [](gateway::OutboundRequest,
+                                           std::function<void(gateway::FetchResult)>) {};
+  for (const channel::Fetcher* fetcher :
+       {static_cast<const channel::Fetcher*>(nullptr), &never_called}) {
+    // Headers is fetch.js's: the execute context with fetch only.
+    const std::string build = std::string(
+                                  "[new URL('/a%20b/../c?q=1+2', 'HTTP://Ex.test:80/x').href,"
+                                  " new URLSearchParams('q=1+2%21').get('q')") +
+                              (fetcher ? ", new Headers([['x-a', ' b ']]).get('x-a')]" : "]");
+    const std::string code =
+        "async () => { const seen = new Set(); const exec = RegExp.prototype.exec;"
+        " RegExp.prototype.exec = function (s) { seen.add(this); return exec.call(this, s); };"
+        " const before = " +
+        build +
+        "; RegExp.prototype.exec = exec;"
+        " for (const re of seen) re.lastIndex = 7;"
+        " return [seen.size >= 4, before, " +
+        build + "]; }";
+    const channel::Outcome o = run_in_fresh_isolate(
+        RunRequest{channel::Tool::execute, code, &limits, nullptr, nullptr, fetcher});
+    INFO((fetcher ? "with fetch: " : "without fetch: ") << o.error_message);
+    REQUIRE(o.ok);
+    const std::string once = fetcher ? R"(["http://ex.test/c?q=1+2","1 2!","b"])"
+                                     : R"(["http://ex.test/c?q=1+2","1 2!"])";
+    CHECK(o.result_json == "[true," + once + "," + once + "]");
+  }
+}
+
+TEST_CASE("nothing of the host is reachable", "[sandbox][escape]") {
+  CHECK(ok("async () => ['process', 'require', 'WebAssembly', 'SharedArrayBuffer', 'Atomics', "
+           "'fetch', 'module', 'global', 'Deno', 'Bun'].filter(n => n in globalThis)") == "[]");
+  const char* code_generation[] = {
+      "async () => this.constructor.constructor('return process')()",
+      "async function () { return this.constructor.constructor('return process')(); }",
+      "async () => console.log.constructor('return process')()",
+      "async () => setTimeout.constructor('return 1')()",
+      "async () => eval('1')",
+      "async () => (0, eval)('1')",
+      "async () => new Function('return 1')()",
+      "async () => (async function(){}).constructor('return 1')()",
+      "async () => (function*(){}).constructor('yield 1')().next()",
+      ("async () => { try { null.x } catch (e) { return e.constructor.constructor('return 1')(); "
+       "} }"),
+  };
+  for (const char* code : code_generation) {
+    INFO(code);
+    CHECK(failure(code).starts_with("runtime: EvalError: Code generation from strings disallowed"));
+  }
+  // Error.prepareStackTrace sees the code's frames and the strict-mode bootstrap's, whose
+  // functions and receivers V8 withholds; no host frame exists.
+  CHECK(ok("async () => { Error.prepareStackTrace = (e, frames) => frames.map(f => "
+           "[f.getFileName(), typeof f.getThis(), typeof f.getFunction()].join()); let s; "
+           "console.log({get x() { s = new Error('g').stack; return 1; }}); return s; }") ==
+        R"(["code.js,object,function","bootstrap.js,undefined,undefined",)"
+        R"("bootstrap.js,undefined,undefined","bootstrap.js,undefined,undefined",)"
+        R"("code.js,undefined,undefined"])");
+  // Errors thrown by host functions belong to the isolate.
+  CHECK(ok("async () => { try { new TextDecoder('utf-8', {fatal: true}).decode(new "
+           "Uint8Array([255])); } catch (e) { return [e instanceof Error, e.constructor === "
+           "TypeError]; } }") == "[true,true]");
+  // structuredClone's (V8's) error becomes the isolate's DOMException.
+  CHECK(ok("async () => { try { structuredClone(() => 1); } catch (e) { "
+           "return [e instanceof Error, e.constructor === DOMException]; } }") == "[true,true]");
+  CHECK(ok("async () => { try { new TextDecoder().decode(1) } catch (e) { return e instanceof "
+           "TypeError } }") == "true");
+  // Host functions are not constructors and have no prototype to climb.
+  CHECK(ok("async () => [typeof console.log.prototype, Object.getPrototypeOf(console.log) === "
+           "Function.prototype]") == R"(["undefined",true])");
+  // Proxy / Symbol.species tricks only ever meet isolate objects.
+  CHECK(ok("async () => { class A extends Array { static get [Symbol.species]() { return "
+           "function() { "
+           "return new Proxy({}, {get: (t, k) => k}); }; } } const a = new A(1, 2, 3); const r = "
+           "a.map(x => x); return typeof r; }") == R"("object")");
+  CHECK(ok("async () => { const p = new Proxy({}, {get: (t, k) => k === 'then' ? undefined : () => "
+           "'x'}); "
+           "console.log(p); return structuredClone({a: 1}).a; }") == "1");
+  CHECK(failure("async () => { WebAssembly.compile(new Uint8Array([0,97,115,109,1,0,0,0])) }") ==
+        "runtime: ReferenceError: WebAssembly is not defined");
+}
+
+TEST_CASE("spec is fresh in every call", "[sandbox][search]") {
+  const auto spec =
+      document(R"({"openapi":"3.0.0","paths":{"/a":{},"/b":{}},"info":{"title":"T ü"}})");
+  const config::Limits limits = test_limits();
+  channel::Outcome first =
+      run("async () => { const n = Object.keys(spec.paths).length; spec.paths = {}; "
+          "Object.prototype.polluted = 1; globalThis.leak = 1; Array.prototype.push = null; "
+          "JSON.stringify = () => 'hijacked'; return n; }",
+          limits, channel::Tool::search, &spec);
+  CHECK(first.result_json == "2");
+  channel::Outcome second =
+      run("async () => [Object.keys(spec.paths).length, ({}).polluted, typeof leak, "
+          "typeof [].push, spec.info.title]",
+          limits, channel::Tool::search, &spec);
+  CHECK(second.result_json == R"([2,null,"undefined","function","T ü"])");
+  const auto ascii = document(R"({"paths":{"/x":{}}})");
+  CHECK(run("async () => Object.keys(spec.paths)", limits, channel::Tool::search, &ascii)
+            .result_json == R"(["/x"])");
+  CHECK(run("async () => typeof spec", limits, channel::Tool::execute, &ascii).result_json ==
+        R"("undefined")");
+}
+
+TEST_CASE("calls on two threads run side by side", "[sandbox][threads]") {
+  std::vector<std::string> results(2);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 2; ++t) {
+    threads.emplace_back([t, &results] {
+      std::string all;
+      for (int i = 0; i < 20; ++i) {
+        const std::string code =
+            "async () => { globalThis.n = (globalThis.n || 0) + 1; "
+            "await new Promise(r => setTimeout(r, 1)); return n * " +
+            std::to_string(t + 1) + "; }";
+        all += run(code).result_json;
+      }
+      results[static_cast<std::size_t>(t)] = all;
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  CHECK(results[0] == std::string(20, '1'));
+  CHECK(results[1] == std::string(20, '2'));
+}

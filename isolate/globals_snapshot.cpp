@@ -37,7 +37,7 @@ std::string current_fetch_base() {
 
 v8::Local<v8::Function> host_function(v8::Local<v8::Context> context,
                                       v8::FunctionCallback callback) {
-  v8::Isolate* isolate = context->GetIsolate();
+  v8::Isolate* isolate = v8::Isolate::GetCurrent();
   return v8::FunctionTemplate::New(isolate, callback, v8::Local<v8::Value>(),
                                    v8::Local<v8::Signature>(), 0, v8::ConstructorBehavior::kThrow)
       ->GetFunction(context)
@@ -48,12 +48,15 @@ v8::Local<v8::Function> host_function(v8::Local<v8::Context> context,
 // into a context that no code has run in, and returns the `serialize` function the host keeps.
 // Empty, with the exception in `try_catch`, only if the build's own scripts are broken.
 v8::MaybeLocal<v8::Function> install_globals(v8::Local<v8::Context> context, FetchGlobal fetch) {
-  v8::Isolate* isolate = context->GetIsolate();
+  v8::Isolate* isolate = v8::Isolate::GetCurrent();
   // Compiled whole, not lazily: the snapshot keeps every function's bytecode, so no call
   // compiles any of them again (an execute call with one fetch: 1.7 -> 0.6 ms in the isolate).
   constexpr auto kEager = v8::ScriptCompiler::kEagerCompile;
   v8::Local<v8::Object> global = context->Global();
-  for (const char* name : {"WebAssembly", "SharedArrayBuffer", "Atomics"}) {
+  // Not Atomics: a context made from this snapshot gets SharedArrayBuffer installed again, which
+  // adds to the Atomics object and fails V8's bootstrap when it is gone. Each call's context
+  // deletes all three (isolate_runner.cpp).
+  for (const char* name : {"WebAssembly", "SharedArrayBuffer"}) {
     if (global->Delete(context, v8_string(isolate, name)).IsNothing()) return {};
   }
   v8::Local<v8::Script> script;
@@ -144,10 +147,28 @@ const GlobalsSnapshot& GlobalsSnapshot::get() {
 }
 
 GlobalsSnapshot::GlobalsSnapshot() {
-  ensure_v8_initialized();
-  v8::SnapshotCreator creator(external_references());
+  // The creator initialises an isolate registered with node's platform, and leaves it to us.
+  v8::Isolate* isolate = allocate_isolate();
+  std::unique_ptr<v8::ArrayBuffer::Allocator> allocator(
+      v8::ArrayBuffer::Allocator::NewDefaultAllocator());
+  v8::Isolate::CreateParams params;
+  params.external_references = external_references();
+  params.array_buffer_allocator = allocator.get();
+  {
+    v8::SnapshotCreator creator(isolate, params);
+    make_blob(creator);
+  }
+  dispose_isolate(isolate);
+  CODEMODE_CHECK(blob_.data != nullptr && blob_.raw_size > 0 && blob_.IsValid(),
+                 "V8 made the snapshot");
+  make_code_caches();
+}
+
+void GlobalsSnapshot::make_blob(v8::SnapshotCreator& creator) {
   v8::Isolate* isolate = creator.GetIsolate();
   {
+    // The creator does not enter an isolate it did not allocate; the helpers find it current.
+    v8::Isolate::Scope isolate_scope(isolate);
     v8::HandleScope handles(isolate);
     creator.SetDefaultContext(v8::Context::New(isolate));
     for (FetchGlobal fetch : {FetchGlobal::absent, FetchGlobal::present}) {
@@ -168,8 +189,6 @@ GlobalsSnapshot::GlobalsSnapshot() {
     }
   }
   blob_ = creator.CreateBlob(v8::SnapshotCreator::FunctionCodeHandling::kKeep);
-  CODEMODE_CHECK(blob_.data != nullptr && blob_.raw_size > 0, "V8 made the snapshot");
-  make_code_caches();
 }
 
 namespace {
@@ -222,7 +241,8 @@ void GlobalsSnapshot::make_code_caches() {
   params.snapshot_blob = &blob_;
   params.external_references = external_references();
   params.array_buffer_allocator = allocator.get();
-  v8::Isolate* isolate = v8::Isolate::New(params);
+  v8::Isolate* isolate = allocate_isolate();
+  v8::Isolate::Initialize(isolate, params);
   {
     v8::Isolate::Scope isolate_scope(isolate);
     v8::HandleScope handles(isolate);
@@ -251,16 +271,16 @@ void GlobalsSnapshot::make_code_caches() {
       }
     }
   }
-  isolate->Dispose();
+  dispose_isolate(isolate);
 }
 
 v8::MaybeLocal<v8::Value> run_vendor_script(v8::Local<v8::Context> context, Vendor which) {
-  v8::Isolate* isolate = context->GetIsolate();
+  v8::Isolate* isolate = v8::Isolate::GetCurrent();
   const GlobalsSnapshot* snapshot = made.load(std::memory_order_acquire);
   static const std::vector<std::uint8_t> kNone;
   const std::vector<std::uint8_t>& cache =
       snapshot != nullptr ? snapshot->code_cache(which) : kNone;
-  v8::ScriptOrigin origin(isolate, v8_string(isolate, vendor_name(which)), 0);
+  v8::ScriptOrigin origin(v8_string(isolate, vendor_name(which)), 0);
   v8::Local<v8::Script> script;
   if (cache.empty()) {
     v8::ScriptCompiler::Source source(v8_string(isolate, vendor_source(which)), origin);

@@ -44,6 +44,7 @@ class GlobalsSnapshot {
 
  private:
   GlobalsSnapshot();
+  void make_blob(v8::SnapshotCreator& creator);
   void make_code_caches();
   v8::StartupData blob_{};
   std::vector<std::uint8_t> whatwg_url_cache_;  // empty until made, and if V8 made none

@@ -5,12 +5,12 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
-#include <seccomp.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <node.h>
 #include <v8.h>
 
 #include <cerrno>
@@ -18,8 +18,8 @@
 #include <string>
 
 #include "channel/process_contract.h"
+#include "isolate/addon.h"
 #include "isolate/child.h"
-#include "isolate/v8_platform.h"
 
 extern char** environ;
 
@@ -135,19 +135,10 @@ void hang(const v8::FunctionCallbackInfo<v8::Value>&) {
 void write_channel(const v8::FunctionCallbackInfo<v8::Value>& info) {
   v8::Local<v8::String> value = info[0].As<v8::String>();
   std::string bytes(static_cast<std::size_t>(value->Length()), '\0');
-  value->WriteOneByte(info.GetIsolate(), reinterpret_cast<std::uint8_t*>(bytes.data()));
+  value->WriteOneByteV2(info.GetIsolate(), 0, value->Length(),
+                        reinterpret_cast<std::uint8_t*>(bytes.data()));
   const long rc = ::write(codemode::channel::kChannelFd, bytes.data(), bytes.size());
   info.GetReturnValue().Set(text(info.GetIsolate(), outcome_of(rc)));
-}
-
-// What the page pool has done in this process: [reused, kept, released].
-void page_pool(const v8::FunctionCallbackInfo<v8::Value>& info) {
-  v8::Isolate* isolate = info.GetIsolate();
-  const codemode::isolate::PagePoolStats stats = codemode::isolate::page_pool_stats();
-  v8::Local<v8::Value> values[] = {v8::Number::New(isolate, static_cast<double>(stats.reused)),
-                                   v8::Number::New(isolate, static_cast<double>(stats.kept)),
-                                   v8::Number::New(isolate, static_cast<double>(stats.released))};
-  info.GetReturnValue().Set(v8::Array::New(isolate, values, 3));
 }
 
 void install(v8::Isolate* isolate, v8::Local<v8::Context> context) {
@@ -168,25 +159,20 @@ void install(v8::Isolate* isolate, v8::Local<v8::Context> context) {
   add("crash", crash);
   add("hang", hang);
   add("writeChannel", write_channel);
-  add("pagePool", page_pool);
   context->Global()->Set(context, text(isolate, "__native"), native).Check();
-}
-
-// --refuse-unshare plays a kernel (or container runtime) that forbids namespaces: a seccomp
-// filter installed before child_main() makes unshare() fail with EPERM.
-bool refuse_unshare() {
-  scmp_filter_ctx filter = ::seccomp_init(SCMP_ACT_ALLOW);
-  const bool ok = filter != nullptr &&
-                  ::seccomp_rule_add(filter, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(unshare), 0) == 0 &&
-                  ::seccomp_load(filter) == 0;
-  ::seccomp_release(filter);
-  return ok;
 }
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  if (argc < 2 || std::string(argv[1]) != "--sandbox-child") return 2;
-  if (argc == 3 && std::string(argv[2]) == "--refuse-unshare" && !refuse_unshare()) return 3;
-  ::_exit(codemode::isolate::child_main(codemode::isolate::ChildOptions{install}));
+// The hooked sandbox process: the shipped one, plus __native.
+NODE_MODULE_INIT(/* exports, module, context */) {
+  using namespace codemode;
+  if (!isolate::attach_to_node(context)) ::_exit(channel::kExitWrongEngine);
+  isolate::ChildOptions options{.extend_context = install};
+  for (const std::string& argument : isolate::addon_arguments(context)) {
+    if (auto namespaces = channel::parse_namespaces_argument(argument)) {
+      options.namespaces = *namespaces;
+    }
+  }
+  ::_exit(isolate::child_main(options));
 }

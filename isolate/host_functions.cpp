@@ -157,7 +157,7 @@ void host_utf8_length(const v8::FunctionCallbackInfo<v8::Value>& info) {
   v8::Isolate* isolate = info.GetIsolate();
   if (info.Length() < 1 || !info[0]->IsString())
     return throw_type_error(isolate, "expected a string");
-  info.GetReturnValue().Set(info[0].As<v8::String>()->Utf8Length(isolate));
+  info.GetReturnValue().Set(static_cast<double>(info[0].As<v8::String>()->Utf8LengthV2(isolate)));
 }
 
 void host_utf8_write(const v8::FunctionCallbackInfo<v8::Value>& info) {
@@ -168,10 +168,8 @@ void host_utf8_write(const v8::FunctionCallbackInfo<v8::Value>& info) {
   const std::size_t capacity = view->ByteLength();
   if (capacity == 0) return;
   char* data = static_cast<char*>(view->Buffer()->GetBackingStore()->Data()) + view->ByteOffset();
-  info[0].As<v8::String>()->WriteUtf8(
-      isolate, data,
-      static_cast<int>(std::min<std::size_t>(capacity, std::numeric_limits<int>::max())), nullptr,
-      v8::String::NO_NULL_TERMINATION | v8::String::REPLACE_INVALID_UTF8);
+  info[0].As<v8::String>()->WriteUtf8V2(isolate, data, capacity,
+                                        v8::String::WriteFlags::kReplaceInvalidUtf8);
 }
 
 namespace {

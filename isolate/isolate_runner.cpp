@@ -70,12 +70,15 @@ class BudgetAllocator final : public v8::ArrayBuffer::Allocator {
     used_ -= length;
   }
   bool refused() const { return refused_.load(); }
+  // Whether an allocation was refused since the last time this was asked.
+  bool take_refusal() { return refusal_pending_.exchange(false); }
 
  private:
   bool reserve(std::size_t length) {
     if (used_.fetch_add(length) + length > budget_) {
       used_ -= length;
       refused_ = true;
+      refusal_pending_ = true;
       return false;
     }
     return true;
@@ -83,6 +86,13 @@ class BudgetAllocator final : public v8::ArrayBuffer::Allocator {
   const std::size_t budget_;
   std::atomic<std::size_t> used_{0};
   std::atomic<bool> refused_{false};
+  std::atomic<bool> refusal_pending_{false};
+};
+
+// What the near-heap-limit callback needs: the call's interrupts, and its ArrayBuffer budget.
+struct HeapWatch {
+  Interrupts* interrupts;
+  BudgetAllocator* allocator;
 };
 
 std::string stop_message(Stop reason, const config::Limits& limits) {
@@ -129,7 +139,7 @@ channel::ErrorKind stop_kind(Stop reason) {
 // Compiling does not run anything; the first wrapper's script is then run to get the value.
 std::variant<v8::Local<v8::Script>, std::string> compile_one_expression(
     v8::Local<v8::Context> context, std::string_view code) {
-  v8::Isolate* isolate = context->GetIsolate();
+  v8::Isolate* isolate = v8::Isolate::GetCurrent();
   std::string check = "({[\n";
   check += code;
   check += "\n]: 0})";
@@ -152,14 +162,22 @@ std::variant<v8::Local<v8::Script>, std::string> compile_one_expression(
 }
 
 size_t near_heap_limit(void* data, size_t current_limit, size_t initial_limit) {
-  auto* interrupts = static_cast<Interrupts*>(data);
+  auto* watch = static_cast<HeapWatch*>(data);
+  Interrupts* interrupts = watch->interrupts;
+  v8::HeapStatistics stats;
+  interrupts->isolate()->GetHeapStatistics(&stats);
+  // V8 (since 11) also asks when an ArrayBuffer's backing store was refused and its last-resort
+  // collection freed too little, whatever the heap holds. That is the buffer budget's refusal,
+  // which the code sees as a RangeError (and the call as `memory: ArrayBuffer limit` if nothing
+  // catches it), not the heap's limit: the limit stays as it is.
+  if (watch->allocator->take_refusal() && stats.used_heap_size() < current_limit / 2) {
+    return current_limit;
+  }
   interrupts->trip(Stop::heap);
   // V8 aborts the process unless the new limit covers what is already committed (one large
   // object can be admitted past the limit and promoted later) plus the allocation that is
   // waiting, which may be a doubling of something big: so grant twice the heap again. The
   // termination lands at the next interrupt check, and the isolate is then thrown away.
-  v8::HeapStatistics stats;
-  interrupts->isolate()->GetHeapStatistics(&stats);
   const size_t committed = std::max(current_limit, stats.total_heap_size());
   const size_t wanted = committed + std::max<size_t>(2 * stats.total_heap_size(), 64 * kMB);
   return std::max(current_limit, std::min(wanted, initial_limit + kMaxHeapOvershoot));
@@ -439,6 +457,9 @@ class Run {
       const Clock::time_point due =
           state_.timers.empty() ? Clock::time_point::max() : first->first.first;
       if (due > Clock::now()) {
+        // While the code waits, the thread runs what V8 has posted for the isolate (finalisers,
+        // GC steps): no event loop of node's ever will.
+        run_foreground_tasks(isolate_);
         // Time a fetch spends waiting for a person's yes does not count (Mailbox::hold).
         const Clock::time_point wall = interrupts_.mailbox()->deadline(wall_deadline_);
         interrupts_.wait_until(std::min(due, wall));
@@ -484,12 +505,10 @@ class Run {
 }  // namespace
 
 namespace {
-std::atomic<void (*)(const char*, bool)> out_of_memory_handler{nullptr};
+std::atomic<v8::OOMErrorCallback> out_of_memory_handler{nullptr};
 }  // namespace
 
-void set_out_of_memory_handler(void (*handler)(const char* location, bool is_heap_oom)) {
-  out_of_memory_handler = handler;
-}
+void set_out_of_memory_handler(v8::OOMErrorCallback handler) { out_of_memory_handler = handler; }
 
 struct PreparedIsolate::Parts {
   explicit Parts(const PrepareRequest& request)
@@ -497,34 +516,35 @@ struct PreparedIsolate::Parts {
   BudgetAllocator allocator;
   v8::Isolate* isolate = nullptr;
   std::optional<Interrupts> interrupts;
+  HeapWatch heap_watch{};
   std::optional<Run> run;
 };
 
 PreparedIsolate::PreparedIsolate(const PrepareRequest& request)
     : request_(request), parts_(std::make_unique<Parts>(request)) {
-  ensure_v8_initialized();
   const std::size_t heap_bytes = std::size_t{request.limits.heap_mb} * kMB;
   v8::Isolate::CreateParams params;
   params.constraints.ConfigureDefaultsFromHeapSize(0, heap_bytes);
+  params.constraints.set_code_range_size_in_bytes(kCodeRangeBytes);
   params.array_buffer_allocator = &parts_->allocator;
   params.snapshot_blob = GlobalsSnapshot::get().blob();
   params.external_references = external_references();
   params.oom_error_callback = out_of_memory_handler.load();
-  // Made in the background, which is where a prepared isolate is until its call comes: there
-  // V8 answers "optimise for memory?" without adding up its spaces, which it otherwise does on
-  // each of the ~1,400 non-young allocations of a deserialisation, most of them the builtins'
-  // Code objects (-0.2 M of ~8.8 M instructions per call; bench/README.md). run() brings it
-  // to the foreground, so the call itself gets V8's usual heuristics.
-  v8::Isolate* isolate = parts_->isolate = v8::Isolate::Allocate();
-  isolate->IsolateInBackgroundNotification();  // before its heap exists: only sets the flag
+  // Given its context in the background, which is where a prepared isolate is until its call
+  // comes; run() brings it to the foreground, so the call itself gets V8's usual heuristics.
+  // (Before Initialize, where V8 10.2 took it as a flag and saved work on the deserialisation
+  // too, V8 14 reaches for a heap that does not exist yet.)
+  v8::Isolate* isolate = parts_->isolate = allocate_isolate();
   v8::Isolate::Initialize(isolate, params);
+  isolate->IsolateInBackgroundNotification();
   v8::Isolate::Scope isolate_scope(isolate);
   isolate->SetMicrotasksPolicy(v8::MicrotasksPolicy::kExplicit);
   isolate->SetAllowAtomicsWait(false);
   isolate->SetAllowWasmCodeGenerationCallback(
       [](v8::Local<v8::Context>, v8::Local<v8::String>) { return false; });
   Interrupts& interrupts = parts_->interrupts.emplace(isolate);
-  isolate->AddNearHeapLimitCallback(near_heap_limit, &interrupts);
+  parts_->heap_watch = HeapWatch{&interrupts, &parts_->allocator};
+  isolate->AddNearHeapLimitCallback(near_heap_limit, &parts_->heap_watch);
   parts_->run.emplace(isolate, request_, interrupts, parts_->allocator).prepare();
 }
 
@@ -536,7 +556,7 @@ PreparedIsolate::~PreparedIsolate() {
     isolate->RemoveNearHeapLimitCallback(near_heap_limit, 0);
     parts_->interrupts.reset();
   }
-  isolate->Dispose();
+  dispose_isolate(isolate);
 }
 
 bool PreparedIsolate::suits(channel::Tool tool, const config::Limits& limits) const {

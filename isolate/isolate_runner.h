@@ -16,6 +16,7 @@
 // Errors: nothing the code does throws out of here; every failure is an Outcome with its kind.
 #pragma once
 
+#include <cstddef>
 #include <memory>
 #include <string_view>
 
@@ -27,6 +28,7 @@
 
 namespace v8 {
 class Context;
+struct OOMDetails;
 class Isolate;
 template <class T>
 class Local;
@@ -49,6 +51,14 @@ struct RunRequest {
 };
 
 enum class FetchGlobal { absent, present };
+
+// The code range every isolate of ours gets: 64 MiB, V8 10.2's default (V8 14's is 128 MiB, and
+// a call's code uses the first few hundred KiB of it).
+inline constexpr std::size_t kCodeRangeBytes = std::size_t{64} << 20;
+// The address space one isolate reserves, for the sandbox process's cap (child.cpp): V8 14.6
+// reserves the code range and 256 MiB more (measured: 8 isolates of a 64 MiB heap and code range
+// grew a node process's VmSize by 2,570 MiB).
+inline constexpr std::size_t kIsolateAddressSpace = kCodeRangeBytes + (std::size_t{256} << 20);
 
 // What an isolate needs before its call's code is known.
 struct PrepareRequest {
@@ -88,9 +98,10 @@ class PreparedIsolate {
 
 // Sandbox processes only: what V8 calls when an isolate's heap cannot grow any further (by
 // default it prints and aborts the process). Set once, before the first call.
-void set_out_of_memory_handler(void (*handler)(const char* location, bool is_heap_oom));
+void set_out_of_memory_handler(void (*handler)(const char* location,
+                                               const v8::OOMDetails& details));
 
-// Runs on the calling thread; V8 must be initialised (ensure_v8_initialized()).
+// Runs on the calling thread, in a process whose addon has attached to node (v8_platform.h).
 //
 // The code must be one expression evaluating to a function (async or not); the function is
 // called with no arguments and its result, awaited when it is a promise, becomes

@@ -44,27 +44,25 @@ std::size_t mapped_bytes() {
   return pages * static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
 }
 
-bool in_new_user_namespace = false;
 bool in_new_mount_namespace = false;
 
 }  // namespace
 
-void enter_namespaces(Report& report) {
-  constexpr int kOthers = CLONE_NEWNET | CLONE_NEWNS | CLONE_NEWIPC;
-  if (::unshare(CLONE_NEWUSER | kOthers) == 0) {
-    in_new_user_namespace = in_new_mount_namespace = true;
-    report.push_back("namespaces: on (user, network without interfaces, mount, ipc)");
-    return;
+void record_namespaces(channel::Namespaces namespaces, Report& report) {
+  switch (namespaces.entered) {
+    case channel::Namespaces::Entered::all:
+      in_new_mount_namespace = true;
+      report.push_back("namespaces: on (user, network without interfaces, mount, ipc)");
+      return;
+    case channel::Namespaces::Entered::without_user:
+      in_new_mount_namespace = true;
+      report.push_back("namespaces: partial (network, mount, ipc; user refused: " +
+                       errno_text(namespaces.error) + ")");
+      return;
+    case channel::Namespaces::Entered::none:
+      report.push_back("namespaces: off (unshare refused: " + errno_text(namespaces.error) + ")");
+      return;
   }
-  const int user_error = errno;
-  // Without a user namespace the others need privileges (root in a container may have them).
-  if (::unshare(kOthers) == 0) {
-    in_new_mount_namespace = true;
-    report.push_back(
-        "namespaces: partial (network, mount, ipc; user refused: " + errno_text(user_error) + ")");
-    return;
-  }
-  report.push_back("namespaces: off (unshare refused: " + errno_text(user_error) + ")");
 }
 
 void limit_resources(unsigned cpu_seconds, Report& report) {
@@ -146,7 +144,12 @@ void restrict_syscalls(Report& report) {
         SCMP_SYS(membarrier),
         // the watchdog's timers (isolate_runner.cpp): they signal a thread of this process
         SCMP_SYS(timer_create), SCMP_SYS(timer_settime), SCMP_SYS(timer_gettime),
-        SCMP_SYS(timer_delete)}) {
+        SCMP_SYS(timer_delete),
+        // node's threads: its platform's delayed-task thread waits on its own event loop's epoll
+        // descriptor (V8 posts delayed GC work there), and abseil's mutexes read their own
+        // thread's scheduling policy
+        SCMP_SYS(epoll_wait), SCMP_SYS(epoll_pwait), SCMP_SYS(epoll_pwait2), SCMP_SYS(epoll_ctl),
+        SCMP_SYS(sched_getparam), SCMP_SYS(sched_getscheduler)}) {
     allow(syscall);
   }
   // fstat() is newfstatat(fd, "", AT_EMPTY_PATH) in glibc 2.36: descriptors only, never paths.
@@ -174,8 +177,14 @@ void restrict_syscalls(Report& report) {
                               SCMP_A0(SCMP_CMP_EQ, static_cast<scmp_datum_t>(::getpid()), 0));
     }
   }
-  for (int syscall : {SCMP_SYS(execve), SCMP_SYS(execveat), SCMP_SYS(ptrace),
-                      SCMP_SYS(process_vm_readv), SCMP_SYS(process_vm_writev)}) {
+  // io_uring: node's event loops made rings before the lockdown, and an operation submitted
+  // through a ring is not a system call the filter sees (it would open files, connect sockets).
+  // Nothing of ours or node's submits once the addon holds the main thread, so only an attacker
+  // does.
+  for (int syscall :
+       {SCMP_SYS(execve), SCMP_SYS(execveat), SCMP_SYS(ptrace), SCMP_SYS(process_vm_readv),
+        SCMP_SYS(process_vm_writev), SCMP_SYS(io_uring_setup), SCMP_SYS(io_uring_enter),
+        SCMP_SYS(io_uring_register)}) {
     if (rc == 0) rc = ::seccomp_rule_add(filter, SCMP_ACT_KILL_PROCESS, syscall, 0);
   }
   // Threads V8 already started are covered too (TSYNC).
@@ -187,7 +196,8 @@ void restrict_syscalls(Report& report) {
     return;
   }
   report.push_back(
-      "seccomp: on (allow-list; no socket, connect, open, execve, ptrace, fork; others EPERM)");
+      "seccomp: on (allow-list; no socket, connect, open, execve, ptrace, fork, io_uring; others "
+      "EPERM)");
 }
 
 }  // namespace codemode::isolate::lockdown

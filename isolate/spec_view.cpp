@@ -111,7 +111,7 @@ v8::Local<v8::Object> SpecView::new_object(std::size_t members) {
   constexpr std::size_t kFastModeMembers = 8;
   if (members <= kFastModeMembers) return v8::Object::New(isolate_);
   if (object_prototype_.IsEmpty()) {
-    object_prototype_.Reset(isolate_, v8::Object::New(isolate_)->GetPrototype());
+    object_prototype_.Reset(isolate_, v8::Object::New(isolate_)->GetPrototypeV2());
   }
   return v8::Object::New(isolate_, object_prototype_.Get(isolate_), nullptr, nullptr, 0);
 }

@@ -1,61 +1,42 @@
-// Process-wide V8 set-up: flags, ICU, the platform (V8's GC and compiler worker threads).
+// V8 inside node: the sandbox process is node's release binary running our addon (addon.cpp),
+// and node has started V8 and its platform (node's MultiIsolatePlatform, whose worker threads run
+// V8's background GC and compile jobs) before it loads the addon. V8's flags come from node's
+// command line (channel/process_contract.h), so nothing here sets any.
 //
-// V8 can be initialised once per process and never again after disposal, so the set-up is a
-// one-shot: the first ensure_v8_initialized() does it, every later call (from any thread)
-// returns at once. Tear-down is explicit, never from a static destructor (which could race with
-// a thread still unwinding): main() calls shutdown_v8() after the daemon, and with it every
-// sandbox worker, has stopped.
+// attach() records node's platform, once, on the main thread, before any isolate of ours exists.
+// Every isolate of ours is then made and disposed through it: registered with a foreground task
+// runner of its own (node's event loop never runs again once the addon holds the main thread),
+// whose tasks the thread that owns the isolate runs (run_foreground_tasks) between microtask
+// checkpoints, and unregistered and freed in the order node requires. Thread-safe after attach().
 #pragma once
 
-#include <cstddef>
 #include <string_view>
 
-#include "channel/jit_mode.h"
-#include "isolate/page_pool.h"
+namespace v8 {
+class Context;
+class Isolate;
+template <class T>
+class Local;
+}  // namespace v8
 
 namespace codemode::isolate {
 
-// The V8 flags set before V8::Initialize, as one string (for logs and the README).
-//   --no-expose-wasm: no `WebAssembly` global (the wasm code-gen callback refuses it as well).
-//   --disallow-code-generation-from-strings: eval / new Function refused in every context,
-//     on top of the per-context AllowCodeGenerationFromStrings(false).
-//   --no-verify-snapshot-checksum: every Isolate::New hashed the whole snapshot again.
-//   --no-rehash-snapshot: isolates keep the string hash seed baked into the snapshot instead
-//     of drawing one and rehashing every string of it (~0.4 M instructions per isolate). The
-//     seed only matters against hash flooding, and the only code that could flood an isolate's
-//     tables is its own call's, which its CPU limit already bounds.
-// --jitless only where a deployment asks for it (JitMode): the isolate's bounds (heap, CPU, no
-// wasm) do not depend on it, and interpreter-only execution makes code that computes slower
-// (README.md, Security, has the measurement).
-std::string_view v8_flags();
+// The addon's init (main thread, once): records the platform of the node that loaded the addon.
+void attach(v8::Local<v8::Context> node_context);
 
-// Initialises ICU (system data), the flags above, the default platform and V8. Thread-safe.
-// The first call decides `mode` for the process (V8's flags are process-wide and fixed once
-// V8 has started); later calls return at once whatever they pass.
-void ensure_v8_initialized(channel::JitMode mode = channel::JitMode::enabled);
+// Allocates an isolate and registers it with node's platform, not yet initialised: for
+// v8::Isolate::Initialize or a v8::SnapshotCreator. Only dispose_isolate() disposes it.
+v8::Isolate* allocate_isolate();
 
-// The mode V8 was initialised with (JitMode::enabled before it was).
-channel::JitMode v8_jit_mode();
+// Disposes an isolate of allocate_isolate(): V8's Dispose, node's UnregisterIsolate, the memory,
+// and its foreground tasks, in node's order. On the thread that owns the isolate, not inside it.
+void dispose_isolate(v8::Isolate* isolate);
 
-// The linked V8's version, e.g. "10.2.154.26-node.37" (Debian's libnode108); needs no
-// initialisation. Security fixes arrive with Debian's libnode108 updates (README.md, Security).
+// Runs the foreground tasks V8 has posted for `isolate` (finalisers, GC steps), not those they
+// post in turn. On the thread that owns it, inside it, outside any script.
+void run_foreground_tasks(v8::Isolate* isolate);
+
+// The running V8's version, e.g. "14.6.202.34-node.40"; needs no isolate.
 std::string_view v8_version();
-
-// The address space the page pool may hold (inaccessible regions kept for the next isolate):
-// ten isolates' 64 MiB code ranges and their chunks, since a process runs several calls at once
-// and keeps isolates ready beside them (at 192 MiB, hello at 8 in flight mapped, protected and
-// unmapped code ranges afresh: 0.17 ms of system CPU per call against 0.07 before calls shared
-// a process; bench/README.md). A sandbox process's address-space cap leaves room for it.
-inline constexpr std::size_t kPagePoolAddressSpace = std::size_t{640} << 20;
-
-// What the page pool has done so far (zero before V8 is initialised).
-PagePoolStats page_pool_stats();
-
-// For tests: RecyclingPageAllocator::audit() of the process's pool (zero before V8 starts).
-RecyclingPageAllocator::Audit audit_page_pool();
-
-// Disposes V8 and its platform. Only once no isolate exists and no thread can create one;
-// nothing V8 may run afterwards in this process. Does nothing if V8 was never initialised.
-void shutdown_v8();
 
 }  // namespace codemode::isolate

@@ -32,12 +32,12 @@ inline Utf8Prefix utf8_prefix(v8::Isolate* isolate, v8::Local<v8::String> value,
   const std::size_t length = static_cast<std::size_t>(value->Length());
   Utf8Prefix out;
   out.text.resize(std::min(length * 3, max_bytes));
-  int units = 0;
-  const int written =
-      value->WriteUtf8(isolate, out.text.data(), static_cast<int>(out.text.size()), &units,
-                       v8::String::NO_NULL_TERMINATION | v8::String::REPLACE_INVALID_UTF8);
-  out.text.resize(static_cast<std::size_t>(std::max(written, 0)));
-  out.dropped = length - std::min(length, static_cast<std::size_t>(std::max(units, 0)));
+  std::size_t units = 0;
+  const std::size_t written =
+      value->WriteUtf8V2(isolate, out.text.data(), out.text.size(),
+                         v8::String::WriteFlags::kReplaceInvalidUtf8, &units);
+  out.text.resize(written);
+  out.dropped = length - std::min(length, units);
   return out;
 }
 
@@ -79,8 +79,8 @@ inline std::string describe_exception(v8::Isolate* isolate, v8::Local<v8::Value>
 inline v8::MaybeLocal<v8::Script> compile(
     v8::Local<v8::Context> context, std::string_view source, std::string_view name, int line_offset,
     v8::ScriptCompiler::CompileOptions options = v8::ScriptCompiler::kNoCompileOptions) {
-  v8::Isolate* isolate = context->GetIsolate();
-  v8::ScriptOrigin origin(isolate, v8_string(isolate, name), line_offset);
+  v8::Isolate* isolate = v8::Isolate::GetCurrent();
+  v8::ScriptOrigin origin(v8_string(isolate, name), line_offset);
   v8::ScriptCompiler::Source script_source(v8_string(isolate, source), origin);
   return v8::ScriptCompiler::Compile(context, &script_source, options);
 }

@@ -23,7 +23,7 @@ namespace codemode::sandbox {
 // is not among them: it is a choice of V8 mode (config's sandbox.jitless), not something the
 // machine can refuse.
 enum class Layer {
-  process,        // no environment, only the channel descriptor
+  process,        // no environment but TZ, only the channel descriptor
   namespaces,     // new user, network, mount and IPC namespaces
   rlimits,        // no core dumps, 16 open files, a CPU cap
   address_space,  // RLIMIT_AS

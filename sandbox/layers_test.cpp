@@ -23,13 +23,14 @@ std::string error_of(std::string_view text) {
 
 // What a sandbox process reports under Docker's default seccomp profile (unshare refused).
 const std::vector<std::string> kDockerDefault = {
-    "process: on (no environment, only the channel descriptor)",
+    "process: on (no environment but TZ, only the channel descriptor)",
     "namespaces: off (unshare refused: Operation not permitted)",
     "rlimits: on (no core dumps, 16 open files, 760 s CPU per process)",
     "address space: on (14312 MiB)",
     "empty root: off (no mount namespace)",
     "no_new_privs: on",
-    "seccomp: on (allow-list; no socket, connect, open, execve, ptrace, fork; others EPERM)",
+    "seccomp: on (allow-list; no socket, connect, open, execve, ptrace, fork, io_uring; others "
+    "EPERM)",
     "jitless: no (V8's JIT compilers run; sandbox.jitless turns them off)",
 };
 

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -38,6 +39,73 @@ constexpr auto kGrace = 1000ms;
 constexpr auto kCancelGrace = 1000ms;
 
 std::string errno_text(int error) { return std::generic_category().message(error); }
+
+// Enters the sandbox process's namespaces in the forked child, before exec: new user, network (no
+// interfaces), mount and IPC namespaces. A user namespace needs a single-threaded process, and
+// the child is one until exec, while node has threads before the addon runs. Inside, the
+// daemon's user is root (uid_map "0 <euid> 1"), so the exec keeps the capabilities the process
+// needs in its namespaces to mount its empty root (isolate/lockdown.h) and nothing outside them.
+// Without a user namespace the others need privileges (root in a container may have them).
+// Everything is prepared before fork; enter() makes only async-signal-safe calls and returns the
+// namespaces argument (channel/process_contract.h) for the process's command line.
+class NamespaceEntry {
+ public:
+  NamespaceEntry()
+      : uid_map_("0 " + std::to_string(::geteuid()) + " 1"),
+        gid_map_("0 " + std::to_string(::getegid()) + " 1"),
+        all_(channel::namespaces_argument({channel::Namespaces::Entered::all, 0})),
+        without_user_(
+            channel::namespaces_argument({channel::Namespaces::Entered::without_user, 0})),
+        none_(channel::namespaces_argument({channel::Namespaces::Entered::none, 0})) {
+    // Room for any errno in place of the 0.
+    without_user_.append(4, '\0');
+    none_.append(4, '\0');
+  }
+
+  // In the forked child only.
+  char* enter() {
+    constexpr int kOthers = CLONE_NEWNET | CLONE_NEWNS | CLONE_NEWIPC;
+    if (::unshare(CLONE_NEWUSER | kOthers) == 0) {
+      // A map that fails leaves the process unmapped: it then keeps no capability through exec,
+      // and its empty root reports off.
+      write_file("/proc/self/uid_map", uid_map_);
+      write_file("/proc/self/setgroups", "deny");
+      write_file("/proc/self/gid_map", gid_map_);
+      return all_.data();
+    }
+    const int user_error = errno;
+    if (::unshare(kOthers) == 0) return with_error(without_user_, user_error);
+    return with_error(none_, user_error);
+  }
+
+ private:
+  static void write_file(const char* path, std::string_view text) {
+    const int fd = ::open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0) return;
+    (void)::write(fd, text.data(), text.size());
+    ::close(fd);
+  }
+  // Replaces the trailing "0" with `error`'s digits.
+  static char* with_error(std::string& argument, int error) {
+    const std::size_t zero = std::strlen(argument.c_str()) - 1;
+    char digits[8];
+    int count = 0;
+    do {
+      digits[count++] = static_cast<char>('0' + error % 10);
+      error /= 10;
+    } while (error > 0 && count < 4);
+    for (int i = 0; i < count; ++i)
+      argument[zero + static_cast<std::size_t>(i)] = digits[count - 1 - i];
+    argument[zero + static_cast<std::size_t>(count)] = '\0';
+    return argument.data();
+  }
+
+  std::string uid_map_;
+  std::string gid_map_;
+  std::string all_;
+  std::string without_user_;
+  std::string none_;
+};
 
 int remaining_ms(Clock::time_point deadline) {
   const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
@@ -154,10 +222,18 @@ std::variant<std::shared_ptr<SandboxProcess>, std::string> SandboxProcess::start
     return "/dev/null: " + errno_text(errno);
   }
   // Everything the child needs is prepared before fork(): after it, only async-signal-safe calls.
+  // The last argument says which namespaces the child entered; its slot is filled in there.
   std::vector<char*> argv;
   for (const auto& arg : options.command) argv.push_back(const_cast<char*>(arg.c_str()));
+  const std::size_t namespaces_slot = argv.size();
   argv.push_back(nullptr);
-  char* envp[] = {nullptr};
+  argv.push_back(nullptr);
+  NamespaceEntry entry;
+  std::vector<char*> envp;
+  for (const auto& variable : options.environment) {
+    envp.push_back(const_cast<char*>(variable.c_str()));
+  }
+  envp.push_back(nullptr);
   const bool keep_stderr = options.child_stderr == ChildStderr::inherit;
   const int image_fd = options.image_fd;
   const pid_t parent = ::getpid();
@@ -189,7 +265,8 @@ std::variant<std::shared_ptr<SandboxProcess>, std::string> SandboxProcess::start
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent) ::_exit(125);  // the daemon died before the line above
-    ::execve(argv[0], argv.data(), envp);
+    argv[namespaces_slot] = entry.enter();
+    ::execve(argv[0], argv.data(), envp.data());
     ::_exit(127);
   }
   ::close(sockets[1]);

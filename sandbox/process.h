@@ -1,9 +1,9 @@
-// The daemon's handle on one sandbox process (child.h): start it, run calls in it, kill it.
+// The daemon's handle on one sandbox process (isolate/child.h): start it, run calls in it, kill it.
 //
-// start() is blocking (fork, exec, the Init frame, then the process's Ready), for a thread that
-// may wait; everything else runs on one executor, the I/O thread that owns the process's
-// channel: run() writes the Run frame there, the channel is read there as frames arrive, the
-// gateway's fetch completions write their replies there, and a call's completion is invoked
+// start() is blocking (fork, the namespaces, exec, the Init frame, then the process's Ready), for
+// a thread that may wait; everything else runs on one executor, the I/O thread that owns the
+// process's channel: run() writes the Run frame there, the channel is read there as frames arrive,
+// the gateway's fetch completions write their replies there, and a call's completion is invoked
 // there. So a call crosses no thread in the daemon on its way in or out. A process runs several
 // calls at once (the Init frame says how many; the owner keeps to it).
 //
@@ -42,8 +42,11 @@ enum class ChildStderr {
 int kill_and_reap(pid_t pid);
 
 struct ProcessOptions {
-  // The program and its arguments, e.g. {"/proc/self/exe", "--sandbox-child"}.
+  // The program and its arguments (engine_command() in engine.h). The process gets one more,
+  // the namespaces argument of channel/process_contract.h.
   std::vector<std::string> command;
+  // Its whole environment, "NAME=value" each (engine_environment()); nothing is inherited.
+  std::vector<std::string> environment;
   // The encoded channel::Init frame, shared by every process of a Sandbox.
   std::shared_ptr<const std::string> init_frame;
   // The document image's sealed memfd (openapi::DocumentImage::fd()), handed to the process as

@@ -13,6 +13,7 @@
 
 #include "base/check.h"
 #include "channel/frames.h"
+#include "sandbox/engine.h"
 #include "sandbox/process_pool.h"
 
 namespace codemode::sandbox {
@@ -40,8 +41,6 @@ std::optional<channel::Outcome> check_input(std::string_view code, const config:
   }
   return std::nullopt;
 }
-
-std::vector<std::string> daemon_child_command() { return {"/proc/self/exe", "--sandbox-child"}; }
 
 namespace {
 
@@ -84,6 +83,7 @@ class Sandbox::Processes {
     const config::SandboxSettings& settings = options.processes;
     ProcessPoolOptions pool;
     pool.process.command = options.child_command;
+    pool.process.environment = engine_environment();
     pool.process.init_frame = init_frame(options);
     pool.process.image_fd = options.api != nullptr ? options.api->fd() : -1;
     pool.process.child_stderr = options.child_stderr;
@@ -146,6 +146,7 @@ std::variant<std::vector<std::string>, std::string> probe_layers(
   SandboxOptions options;
   ProcessOptions process;
   process.command = child_command;
+  process.environment = engine_environment();
   process.init_frame = init_frame(options);
   boost::asio::io_context io;
   auto started = SandboxProcess::start(process, io.get_executor());

@@ -55,8 +55,8 @@ struct SandboxOptions {
   // fetch() sends it. Empty: a relative URL is a TypeError, as in node. A process-wide setting of
   // the sandbox processes (set_fetch_base in globals_snapshot.h).
   std::string fetch_base;
-  // The sandbox process program (isolate/child.h); the daemon passes daemon_child_command(),
-  // tests test_child_command() (test_child.h). Calls run in sandbox processes, each of one
+  // The sandbox process program (engine_command() in engine.h; tests: test_child_command() in
+  // test_child.h), with --jitless when `jit` says so. Calls run in sandbox processes, each of one
   // principal (process_pool.h). Must not be empty.
   std::vector<std::string> child_command;
   // Where the processes' channels are served and completions run. Empty: an I/O thread of the
@@ -67,12 +67,9 @@ struct SandboxOptions {
   config::SandboxSettings processes;
   // A process retires after this many calls (a fresh one replaces it).
   unsigned calls_per_process = 10000;
-  // config's sandbox.jitless: the processes start V8 with --jitless.
+  // config's sandbox.jitless, as child_command has it (the processes report it).
   channel::JitMode jit = channel::JitMode::enabled;
 };
-
-// {"/proc/self/exe", "--sandbox-child"}: the running binary in its sandbox-process role.
-std::vector<std::string> daemon_child_command();
 
 // Starts one sandbox process (no document) and returns the isolation layers it reports, or why
 // it could not start. For --sandbox-report.

@@ -338,17 +338,18 @@ int Daemon::run() {
   const std::vector<std::string>& origins = gateway->policy().origins();
   std::string fetch_base =
       !origins.empty() && !origins.front().empty() ? origins.front() + "/" : std::string();
-  sandbox::Sandbox sandbox(sandbox::SandboxOptions{.limits = options_.config.limits,
-                                                   .api = &image,
-                                                   .fetch = std::move(fetch),
-                                                   .fetch_base = std::move(fetch_base),
-                                                   .child_command = options_.sandbox_command,
-                                                   .executor = io.get_executor(),
-                                                   .child_stderr = options_.sandbox_stderr,
-                                                   .processes = options_.config.sandbox,
-                                                   .jit = options_.config.sandbox.jitless
-                                                              ? channel::JitMode::jitless
-                                                              : channel::JitMode::enabled});
+  const channel::JitMode jit =
+      options_.config.sandbox.jitless ? channel::JitMode::jitless : channel::JitMode::enabled;
+  sandbox::Sandbox sandbox(sandbox::SandboxOptions{
+      .limits = options_.config.limits,
+      .api = &image,
+      .fetch = std::move(fetch),
+      .fetch_base = std::move(fetch_base),
+      .child_command = sandbox::engine_command(options_.engine_dir, sandbox::kIsolateAddon, jit),
+      .executor = io.get_executor(),
+      .child_stderr = options_.sandbox_stderr,
+      .processes = options_.config.sandbox,
+      .jit = jit});
 
   // One principal's tool calls in flight, running or queued.
   const std::size_t max_calls = std::size_t{options_.config.sandbox.principal_calls} +

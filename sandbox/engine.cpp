@@ -29,18 +29,29 @@ std::vector<std::string> engine_command(const std::string& engine_dir, std::stri
   return command;
 }
 
-std::vector<std::string> engine_environment() {
+namespace {
+
+std::string time_zone() {
   // NOLINTNEXTLINE(concurrency-mt-unsafe): read at start-up, before any thread sets it
-  if (const char* zone = std::getenv("TZ"); zone != nullptr && *zone != '\0') {
-    return {std::string("TZ=") + zone};
-  }
+  if (const char* zone = std::getenv("TZ"); zone != nullptr && *zone != '\0') return zone;
   // /etc/localtime -> /usr/share/zoneinfo/Europe/Berlin: the zone's name, which ICU resolves
   // from the data built into node.
   std::error_code error;
   const std::string target = fs::read_symlink("/etc/localtime", error).string();
   const std::size_t at = target.find("zoneinfo/");
-  if (!error && at != std::string::npos) return {"TZ=" + target.substr(at + 9)};
-  return {"TZ=UTC"};
+  if (!error && at != std::string::npos) return target.substr(at + 9);
+  return "UTC";
+}
+
+}  // namespace
+
+std::vector<std::string> engine_environment() {
+  std::vector<std::string> environment{"TZ=" + time_zone()};
+  // The sanitizer build's runtime, which node (not built with it) must load before the addon
+  // (cmake/NodeEngine.cmake); empty in every other build.
+  std::istringstream sanitizer(CODEMODE_SANITIZER_ENVIRONMENT);
+  for (std::string variable; sanitizer >> variable;) environment.push_back(variable);
+  return environment;
 }
 
 std::optional<std::string> engine_problem(const std::string& engine_dir) {

@@ -989,7 +989,7 @@ TEST_CASE("every request a redirect makes needs the caller's scopes too", "[gate
   CHECK(server.requests() == 3);
 }
 
-TEST_CASE("approval rules are not walked around by ;params, format suffixes or templates",
+TEST_CASE("approval rules are not walked around by path parameters, format suffixes or templates",
           "[gateway][approval]") {
   IoThread io;
   TestServer server;

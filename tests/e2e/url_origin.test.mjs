@@ -89,7 +89,12 @@ describe('the gateway sends a request only where the code\'s URL says it goes', 
   test('for every input: refused, or reached the origin the code\'s URL shows', async () => {
     const origin = `http://127.0.0.1:${upstream.address().port}`;
     const inputs = corpus(upstream.address().port, forbidden.address().port);
-    const results = await sandbox.execute(callOf(probe, { inputs, upstream: origin }));
+    // In calls of at most 50 inputs: a call may have 100 of its requests refused (README,
+    // "execute"), and about half of these are.
+    const results = [];
+    for (let i = 0; i < inputs.length; i += 50) {
+      results.push(...await sandbox.execute(callOf(probe, { inputs: inputs.slice(i, i + 50), upstream: origin })));
+    }
     assert.equal(results.length, inputs.length);
     const disagreements = results.filter((r) => r.refused === null && (r.reached !== origin || r.shown !== origin));
     assert.deepEqual(disagreements, [], 'requests that went somewhere the code\'s URL does not show');

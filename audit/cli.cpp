@@ -12,12 +12,66 @@ namespace codemode::audit {
 
 namespace {
 
-// Peer-written text for a table cell: escaped as the server's log escapes it (a terminal shows
-// the table), cut to `width` bytes.
-std::string cell(std::string_view text, std::size_t width) {
-  std::string out = net::escape_text(text, width > 0 ? width : text.size());
-  if (width > 0 && out.size() > width) out = out.substr(0, width - 1) + "~";
+// Characters valid in JSON text and passed by net::escape_text that a terminal obeys or that
+// change what a person reads: DEL, the C1 controls U+0080..U+009F (8-bit CSI and friends), the
+// bidirectional controls (U+061C, U+200E, U+200F, U+202A..U+202E, U+2066..U+2069) and the line
+// and paragraph separators (U+2028, U+2029).
+bool obeyed(char32_t c) {
+  return c == 0x7f || (c >= 0x80 && c <= 0x9f) || c == 0x61c || c == 0x200e || c == 0x200f ||
+         (c >= 0x202a && c <= 0x202e) || (c >= 0x2066 && c <= 0x2069) || c == 0x2028 || c == 0x2029;
+}
+
+// `utf8` (valid UTF-8: a JSON text this process dumped, or net::escape_text's output) with each
+// `obeyed` character written as a \uXXXX escape: in a JSON line that is the same JSON, and in
+// a table cell, where escape_text already wrote any backslash as \\, it cannot be forged.
+std::string escape_obeyed(std::string_view utf8) {
+  std::string out;
+  out.reserve(utf8.size());
+  for (std::size_t i = 0; i < utf8.size();) {
+    const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(utf8[i + k]); };
+    std::size_t size = 1;
+    char32_t c = byte(0);
+    if (byte(0) >= 0xc0 && byte(0) < 0xe0 && i + 1 < utf8.size()) {
+      size = 2;
+      c = ((byte(0) & 0x1fU) << 6) | (byte(1) & 0x3fU);
+    } else if (byte(0) >= 0xe0 && byte(0) < 0xf0 && i + 2 < utf8.size()) {
+      size = 3;
+      c = ((byte(0) & 0x0fU) << 12) | ((byte(1) & 0x3fU) << 6) | (byte(2) & 0x3fU);
+    } else if (byte(0) >= 0xf0) {
+      size = std::min<std::size_t>(4, utf8.size() - i);
+    }
+    if (obeyed(c)) {
+      char escape[8];
+      (void)std::snprintf(escape, sizeof escape, "\\u%04x",  // fits: 6 of 8 bytes
+                          static_cast<unsigned>(c));
+      out += escape;
+    } else {
+      out.append(utf8.substr(i, size));
+    }
+    i += size;
+  }
   return out;
+}
+
+// Text from the store for a terminal: escaped as the server's log escapes it, and `obeyed`
+// characters too; whole (verify's lines) when `width` is 0, else cut to `width` bytes on a
+// character boundary.
+std::string cell(std::string_view text, std::size_t width) {
+  std::string out = escape_obeyed(net::escape_text(text, width > 0 ? width : text.size()));
+  if (width > 0 && out.size() > width) out = std::string(utf8_prefix(out, width - 1)) + "~";
+  return out;
+}
+
+// What verify says of one removal by retention.
+std::string removed(const Removal& removal) {
+  const std::string records =
+      "records " + std::to_string(removal.first_seq) + ".." + std::to_string(removal.last_seq);
+  if (removal.reason == "unrecorded") {
+    return records + " removed by retention before this store recorded removals";
+  }
+  return records + " removed by retention (" + cell(removal.reason, 0) + ") at " +
+         format_time(removal.removed_us) + ", written " + format_time(removal.oldest_us) + " to " +
+         format_time(removal.newest_us);
 }
 
 std::string pad(std::string text, std::size_t width) {
@@ -44,7 +98,7 @@ void print(const StoredRecord& record, ReadCommand::Format format, std::ostream&
     json["server"] = record.server;
     json["seq"] = record.seq;
     json["time"] = format_time(record.summary.time_us);
-    out << json.dump(-1, ' ', false, Json::error_handler_t::replace) << "\n";
+    out << escape_obeyed(json.dump(-1, ' ', false, Json::error_handler_t::replace)) << "\n";
     return;
   }
   const Summary& s = record.summary;
@@ -97,13 +151,23 @@ int run_read_command(const ReadCommand& command, const config::Audit& audit, std
   Store& store = *std::get<std::unique_ptr<Store>>(opened);
 
   if (command.action == ReadCommand::Action::verify) {
+    // Everything here came from the store, which someone with write access to it may have
+    // filled with text meant for the operator's terminal: escaped, each line.
     const VerifyReport report = verify(store, command.server);
     for (const ChainHead& head : report.chains) {
-      out << "server " << head.server << ": records " << head.first_seq << ".." << head.last_seq
-          << ", head " << head.last_hash << "\n";
+      out << "server " << cell(head.server, 0) << ": records " << head.first_seq << ".."
+          << head.last_seq << ", head " << cell(head.last_hash, 0) << "\n";
+      for (const Removal& removal : report.removals) {
+        if (removal.server == head.server) {
+          out << "server " << cell(head.server, 0) << ": " << removed(removal) << "\n";
+        }
+      }
     }
     if (!report.intact()) {
-      out << "BROKEN: " << report.first_break << "\n";
+      for (const std::string& line : report.breaks) out << "BROKEN: " << cell(line, 0) << "\n";
+      if (report.break_count > report.breaks.size()) {
+        out << "BROKEN: and " << report.break_count - report.breaks.size() << " more\n";
+      }
       return 1;
     }
     out << "intact: " << report.records << " records in " << report.chains.size()

@@ -143,6 +143,86 @@ TEST_CASE("audit verify says intact, or names the first break and exits 1", "[au
         "(edited)");
 }
 
+// Issue 34 item 2: verify stopped at the first break, so a real edit further on hid behind it.
+TEST_CASE("audit verify goes on past a break and names every one", "[audit][cli]") {
+  Trail trail;
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open(trail.audit.sqlite.c_str(), &db) == SQLITE_OK);
+  REQUIRE(sqlite3_exec(db,
+                       "UPDATE audit_records SET principal = 'carol' WHERE seq = 1; "
+                       "UPDATE audit_records SET json = replace(json, 'timeout', 'ok') "
+                       "WHERE seq = 3",
+                       nullptr, nullptr, nullptr) == SQLITE_OK);
+  sqlite3_close(db);
+  const auto lines = trail.run(command(ReadCommand::Action::verify), 1);
+  REQUIRE(lines.size() == 3);
+  CHECK(lines[1] ==
+        "BROKEN: server web-1, record 1: its indexed columns do not match its content (edited)");
+  CHECK(lines[2] == "BROKEN: server web-1, record 3: its content does not match its hash (edited)");
+}
+
+// Issue 34 item 14: a chain's name went to the terminal raw, so one named with a newline
+// printed a forged "intact" line under which BROKEN scrolled away, and an ESC drove the terminal.
+TEST_CASE("audit verify escapes what the store holds before a terminal shows it", "[audit][cli]") {
+  Trail trail;
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open(trail.audit.sqlite.c_str(), &db) == SQLITE_OK);
+  REQUIRE(sqlite3_exec(db,
+                       "INSERT INTO audit_chains VALUES ('x' || char(10) || 'intact: 3 records in "
+                       "1 chain' || char(27) || '[8m', 1, 'a', 0, 'a' || char(155))",
+                       nullptr, nullptr, nullptr) == SQLITE_OK);
+  sqlite3_close(db);
+  const auto lines = trail.run(command(ReadCommand::Action::verify), 1);
+  for (const std::string& line : lines) {
+    CHECK_FALSE(line.starts_with("intact: "));
+    CHECK(line.find('\x1b') == std::string::npos);
+    CHECK(line.find("\xc2\x9b") == std::string::npos);
+  }
+  REQUIRE(lines.size() >= 3);
+  CHECK(lines[0] ==
+        "server web-1: records 1..3, head " +
+            take(take(open_sqlite(trail.audit.sqlite, OpenMode::read))->heads())[0].last_hash);
+  CHECK(lines[1].starts_with(
+      "server x\\nintact: 3 records in 1 chain\\x1b[8m: records 1..0, head a\\xc2\\x9b"));
+}
+
+// Issue 34 item 14: JSON escapes C0 controls but not C1 ones (U+0080..U+009F), which some
+// terminals obey as 8-bit CSI; query and tail write them as \u escapes.
+TEST_CASE("audit query and tail write C1 controls as escapes", "[audit][cli]") {
+  Trail trail;
+  for (const auto action : {ReadCommand::Action::query, ReadCommand::Action::tail}) {
+    ReadCommand c = command(action);
+    c.kind = "request";
+    FollowOptions once;
+    once.keep_following = [] { return false; };
+    const auto lines = trail.run(c, 0, once);
+    REQUIRE(lines.size() == 1);
+    CHECK(lines[0].find("\xc2\x9b") == std::string::npos);
+    CHECK(lines[0].find("\\u009b31m") != std::string::npos);
+    CHECK(Json::parse(lines[0])["path"] == trail.request.path);
+  }
+}
+
+TEST_CASE("audit verify says what retention removed, and when", "[audit][cli][retention]") {
+  Trail trail;
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open(trail.audit.sqlite.c_str(), &db) == SQLITE_OK);
+  REQUIRE(sqlite3_exec(db, "UPDATE audit_records SET stored_us = 0 WHERE seq = 1", nullptr, nullptr,
+                       nullptr) == SQLITE_OK);
+  sqlite3_close(db);
+  const std::int64_t now = 1796538333000000;  // 2026-12-06T06:25:33Z
+  CHECK(take(take(open_sqlite(trail.audit.sqlite, OpenMode::write))->trim(Retention{30, 0}, now)) ==
+        1);
+  const auto lines = trail.run(command(ReadCommand::Action::verify));
+  REQUIRE(lines.size() == 3);
+  CHECK(lines[0].starts_with("server web-1: records 2..3, head "));
+  CHECK(lines[1] ==
+        "server web-1: records 1..1 removed by retention (max_age_days) at "
+        "2026-12-06T06:25:33.000000Z, written 2025-12-03T10:15:02.001000Z to "
+        "2025-12-03T10:15:02.001000Z");
+  CHECK(lines[2] == "intact: 2 records in 1 chain");
+}
+
 TEST_CASE("audit tail shows the newest records, then those that follow", "[audit][cli]") {
   Trail trail;
   ReadCommand c = command(ReadCommand::Action::tail);

@@ -1,7 +1,9 @@
-// The fleet store: PostgreSQL through libpq. Every statement runs with text parameters (never
-// spliced into SQL); a batch is one transaction that locks its chain's head row (SELECT ... FOR
-// UPDATE), so servers writing at once each keep an unbroken chain. A lost connection is
-// re-established before the next append; the password is libpq's business (PGPASSWORD,
+// The fleet store: PostgreSQL through libpq. Every statement runs with parameters (never spliced
+// into SQL), text sent with its length in binary format, so a NUL cannot cut it short and the
+// server checks the encoding of every byte; a batch is one transaction that locks its chain's head
+// row (SELECT ... FOR UPDATE), so servers writing at once each keep an unbroken chain. A lost
+// connection is re-established before the next append; the password is libpq's business
+// (PGPASSWORD,
 // ~/.pgpass) and never passes through this code.
 //
 // Every statement has a deadline (libpq's own calls have none once connected): the connection is
@@ -15,6 +17,7 @@
 #include <cerrno>
 #include <chrono>
 #include <climits>
+#include <map>
 #include <memory>
 #include <utility>
 
@@ -53,7 +56,27 @@ CREATE TABLE IF NOT EXISTS audit_chains (
   first_prev_hash TEXT NOT NULL,
   last_seq BIGINT NOT NULL,
   last_hash TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS audit_removals (
+  server TEXT NOT NULL,
+  first_seq BIGINT NOT NULL,
+  last_seq BIGINT NOT NULL,
+  last_hash TEXT NOT NULL,
+  oldest_us BIGINT NOT NULL,
+  newest_us BIGINT NOT NULL,
+  removed_us BIGINT NOT NULL,
+  reason TEXT NOT NULL,
+  PRIMARY KEY (server, first_seq));
 )";
+
+// Chains trimmed before removals were recorded: their front, anchored as one removal whose
+// reason says so (run once, when the table above is created in a store that has chains).
+constexpr const char* kAnchorUnrecorded =
+    "INSERT INTO audit_removals (server, first_seq, last_seq, last_hash, oldest_us, newest_us, "
+    "removed_us, reason) SELECT server, 1, first_seq - 1, first_prev_hash, 0, 0, $1::bigint, "
+    "'unrecorded' FROM audit_chains WHERE first_seq > 1 ON CONFLICT DO NOTHING";
+
+// PostgreSQL's type for text parameters (pg_type.oid of `text`).
+constexpr Oid kTextOid = 25;
 
 // Rows per INSERT statement (13 parameters each; PostgreSQL allows 65,535).
 constexpr std::size_t kRowsPerInsert = 400;
@@ -118,7 +141,17 @@ class PostgresStore final : public Store {
     // Servers of a fleet starting together: one creates the tables, the others wait for it.
     if (auto e = exec("BEGIN")) return e;
     auto e = exec("SELECT pg_advisory_xact_lock(7305733104731853632)");
+    std::optional<bool> had_removals;
+    if (!e) {
+      auto present = has_removals_table();
+      if (auto* error = std::get_if<std::string>(&present)) e = *error;
+      if (!e) had_removals = std::get<bool>(present);
+    }
     if (!e) e = exec(kSchema);
+    if (!e && had_removals == false) {
+      auto anchored = run(kAnchorUnrecorded, {now_us()});
+      if (auto* error = std::get_if<std::string>(&anchored)) e = *error;
+    }
     if (e) {
       exec("ROLLBACK");
       return e;
@@ -126,15 +159,18 @@ class PostgresStore final : public Store {
     return exec("COMMIT");
   }
 
-  std::optional<std::string> append(std::string_view server, std::span<const Entry> entries,
-                                    std::int64_t stored_us) override {
-    if (auto e = connect()) return e;
-    if (auto e = exec("BEGIN")) return e;
+  std::optional<StoreError> append(std::string_view server, std::span<const Entry> entries,
+                                   std::int64_t stored_us) override {
+    if (auto e = connect()) return StoreError{StoreError::Kind::unavailable, *e};
+    if (auto e = exec("BEGIN")) return StoreError{StoreError::Kind::unavailable, *e};
     auto e = append_in_transaction(server, entries, stored_us);
     if (!e) e = exec("COMMIT");
     if (e) {
+      // What the server said of the statement that failed, before ROLLBACK says something else.
+      const StoreError::Kind kind =
+          refused_input(error_state_) ? StoreError::Kind::input : StoreError::Kind::unavailable;
       if (PQstatus(conn_) == CONNECTION_OK) exec("ROLLBACK");
-      return e;
+      return StoreError{kind, *e};
     }
     return std::nullopt;
   }
@@ -170,11 +206,33 @@ class PostgresStore final : public Store {
     std::vector<ChainHead> heads;
     heads.reserve(static_cast<std::size_t>(PQntuples(res)));
     for (int i = 0; i < PQntuples(res); ++i) {
-      heads.push_back(ChainHead{PQgetvalue(res, i, 0), std::stoull(PQgetvalue(res, i, 1)),
-                                PQgetvalue(res, i, 2), std::stoull(PQgetvalue(res, i, 3)),
-                                PQgetvalue(res, i, 4)});
+      heads.push_back(ChainHead{value(res, i, 0), std::stoull(PQgetvalue(res, i, 1)),
+                                value(res, i, 2), std::stoull(PQgetvalue(res, i, 3)),
+                                value(res, i, 4)});
     }
     return heads;
+  }
+
+  Result<std::vector<Removal>> removals(std::string_view server) override {
+    if (auto e = connect()) return *e;
+    auto present = has_removals_table();
+    if (auto* e = std::get_if<std::string>(&present)) return *e;
+    if (!std::get<bool>(present)) return unrecorded_removals(server);
+    auto r = run(
+        "SELECT server, first_seq, last_seq, last_hash, oldest_us, newest_us, removed_us, reason "
+        "FROM audit_removals WHERE server = $1 ORDER BY first_seq",
+        {std::string(server)});
+    if (auto* e = std::get_if<std::string>(&r)) return *e;
+    PGresult* res = std::get<PgResult>(r).get();
+    std::vector<Removal> out;
+    out.reserve(static_cast<std::size_t>(PQntuples(res)));
+    for (int i = 0; i < PQntuples(res); ++i) {
+      out.push_back(Removal{value(res, i, 0), std::stoull(PQgetvalue(res, i, 1)),
+                            std::stoull(PQgetvalue(res, i, 2)), value(res, i, 3),
+                            std::stoll(PQgetvalue(res, i, 4)), std::stoll(PQgetvalue(res, i, 5)),
+                            std::stoll(PQgetvalue(res, i, 6)), value(res, i, 7)});
+    }
+    return out;
   }
 
   Result<std::uint64_t> trim(const Retention& retention, std::int64_t now_us) override {
@@ -184,24 +242,34 @@ class PostgresStore final : public Store {
     if (auto e = exec("BEGIN")) return *e;
     // Per chain, every record up to the newest one stored before the cutoff: a prefix. The
     // heads are locked first, as an append does, so no batch lands in between.
-    auto r = run("SELECT server FROM audit_chains ORDER BY server FOR UPDATE", {});
+    auto r = run("SELECT server, first_seq FROM audit_chains ORDER BY server FOR UPDATE", {});
     std::uint64_t deleted = 0;
+    std::vector<Removal> removed;  // per chain trimmed: its first_seq is the head's start before
+    std::map<std::string, std::uint64_t> starts;
     if (auto* locked = std::get_if<PgResult>(&r)) {
       std::vector<std::string> servers;
       servers.reserve(static_cast<std::size_t>(PQntuples(locked->get())));
       for (int i = 0; i < PQntuples(locked->get()); ++i) {
-        servers.emplace_back(PQgetvalue(locked->get(), i, 0));
+        servers.push_back(value(locked->get(), i, 0));
+        starts[servers.back()] = std::stoull(PQgetvalue(locked->get(), i, 1));
       }
       // Both steps use an index, so a trim costs the records it deletes, not the table's size.
       for (const std::string& server : servers) {
         r = run(
-            "DELETE FROM audit_records WHERE server = $1 AND seq <= (SELECT seq FROM "
+            "WITH gone AS (DELETE FROM audit_records WHERE server = $1 AND seq <= (SELECT seq FROM "
             "audit_records WHERE server = $1 AND stored_us < $2::bigint ORDER BY stored_us DESC "
-            "LIMIT 1)",
+            "LIMIT 1) RETURNING seq, time_us) SELECT count(*), MIN(seq), MAX(seq), "
+            "MIN(time_us), MAX(time_us) FROM gone",
             {server, cutoff});
         auto* res = std::get_if<PgResult>(&r);
         if (!res) break;
-        deleted += std::stoull(PQcmdTuples(res->get()));
+        const std::uint64_t n = std::stoull(PQgetvalue(res->get(), 0, 0));
+        if (n == 0) continue;
+        deleted += n;
+        removed.push_back(Removal{server, 0, std::stoull(PQgetvalue(res->get(), 0, 2)), "",
+                                  std::stoll(PQgetvalue(res->get(), 0, 3)),
+                                  std::stoll(PQgetvalue(res->get(), 0, 4)), now_us,
+                                  "max_age_days"});
       }
     }
     if (std::holds_alternative<PgResult>(r)) {
@@ -212,6 +280,17 @@ class PostgresStore final : public Store {
               "first_prev_hash = COALESCE((SELECT prev_hash FROM audit_records r WHERE r.server = "
               "c.server ORDER BY seq LIMIT 1), c.last_hash)",
               {});
+    }
+    // Each chain's removal, anchored by the hash its first kept record names.
+    for (const Removal& removal : removed) {
+      if (!std::holds_alternative<PgResult>(r)) break;
+      r =
+          run("INSERT INTO audit_removals (server, first_seq, last_seq, last_hash, oldest_us, "
+              "newest_us, removed_us, reason) SELECT $1, $2::bigint, $3::bigint, first_prev_hash, "
+              "$4::bigint, $5::bigint, $6::bigint, $7 FROM audit_chains WHERE server = $1",
+              {removal.server, static_cast<std::int64_t>(starts[removal.server]),
+               static_cast<std::int64_t>(removal.last_seq), removal.oldest_us, removal.newest_us,
+               removal.removed_us, removal.reason});
     }
     if (auto* e = std::get_if<std::string>(&r)) {
       std::string error = *e;
@@ -237,18 +316,17 @@ class PostgresStore final : public Store {
     PGresult* head = std::get<PgResult>(r).get();
     if (PQntuples(head) != 1) return std::string("postgres: the chain's head is missing");
     std::uint64_t seq = std::stoull(PQgetvalue(head, 0, 0));
-    std::string prev = PQgetvalue(head, 0, 1);
+    std::string prev = value(head, 0, 1);
 
     // Ids stored already: a batch retried after a commit whose outcome was unknown.
-    std::string ids = "{";
-    for (const Entry& entry : entries) ids += (ids.size() > 1 ? "," : "") + entry.summary.id;
-    ids += "}";
-    r = run("SELECT id FROM audit_records WHERE id = ANY($1::text[])", {ids});
+    std::string ids;
+    for (const Entry& entry : entries) ids += (ids.empty() ? "" : ",") + entry.summary.id;
+    r = run("SELECT id FROM audit_records WHERE id = ANY(string_to_array($1, ','))", {ids});
     if (auto* e = std::get_if<std::string>(&r)) return *e;
     std::vector<std::string> stored;
     PGresult* found = std::get<PgResult>(r).get();
     stored.reserve(static_cast<std::size_t>(PQntuples(found)));
-    for (int i = 0; i < PQntuples(found); ++i) stored.emplace_back(PQgetvalue(found, i, 0));
+    for (int i = 0; i < PQntuples(found); ++i) stored.push_back(value(found, i, 0));
 
     std::vector<Param> params;
     std::string sql;
@@ -272,7 +350,7 @@ class PostgresStore final : public Store {
       }
       ++seq;
       std::string hash = chain_hash(prev, server, seq, entry.json);
-      const Summary& s = entry.summary;
+      const Summary s = detail::columns(entry.summary);
       sql += "(";
       for (int i = 1; i <= 13; ++i) {
         sql += (i > 1 ? "," : "") + std::string("$") + std::to_string(params.size() + i);
@@ -294,22 +372,34 @@ class PostgresStore final : public Store {
     return std::nullopt;
   }
 
+  // Text goes in binary format with its length (libpq ignores the lengths of text-format
+  // parameters and reads them as C strings); the server checks that it is valid UTF-8 and holds
+  // no NUL, and refuses it otherwise (SQLSTATE 22021) instead of storing less than was sent.
   Result<PgResult> run(const std::string& sql, const std::vector<Param>& params) {
-    std::vector<std::string> texts;
-    texts.reserve(params.size());
+    std::vector<std::string> numbers;
+    numbers.reserve(params.size());  // no reallocation: `values` points into it
+    std::vector<const char*> values;
+    std::vector<int> lengths;
+    std::vector<int> formats;
+    std::vector<Oid> types;
     for (const Param& p : params) {
       if (const auto* s = std::get_if<std::string>(&p)) {
-        texts.push_back(*s);
+        values.push_back(s->data());
+        lengths.push_back(static_cast<int>(s->size()));
+        formats.push_back(1);
+        types.push_back(kTextOid);
       } else {
-        texts.push_back(std::to_string(std::get<std::int64_t>(p)));
+        numbers.push_back(std::to_string(std::get<std::int64_t>(p)));
+        values.push_back(numbers.back().c_str());
+        lengths.push_back(0);
+        formats.push_back(0);
+        types.push_back(0);  // the statement casts it: $2::bigint
       }
     }
-    std::vector<const char*> values;
-    values.reserve(texts.size());
-    for (const std::string& t : texts) values.push_back(t.c_str());
     const bool sent =
-        conn_ != nullptr && PQsendQueryParams(conn_, sql.c_str(), static_cast<int>(values.size()),
-                                              nullptr, values.data(), nullptr, nullptr, 0) == 1;
+        conn_ != nullptr &&
+        PQsendQueryParams(conn_, sql.c_str(), static_cast<int>(values.size()), types.data(),
+                          values.data(), lengths.data(), formats.data(), 0) == 1;
     return collect(sent);
   }
 
@@ -322,6 +412,7 @@ class PostgresStore final : public Store {
   // What was just sent, sent and answered within answer_within_: its last result, or the first
   // error. At the deadline the connection is closed (the next statement connects again).
   Result<PgResult> collect(bool sent) {
+    error_state_.clear();
     if (!sent) return failure();
     const auto deadline = std::chrono::steady_clock::now() + answer_within_;
     for (;;) {  // the statement out (a batch of rows can be larger than the socket's buffer)
@@ -345,6 +436,8 @@ class PostgresStore final : public Store {
         last = std::move(r);
       } else if (!error) {
         error = "postgres: " + one_line(PQresultErrorMessage(r.get()));
+        const char* state = PQresultErrorField(r.get(), PG_DIAG_SQLSTATE);
+        error_state_ = state ? state : "";
       }
     }
     if (error) return *error;
@@ -378,21 +471,55 @@ class PostgresStore final : public Store {
            " ms; the connection was closed";
   }
 
+  // A text value as the server sent it, by its length.
+  static std::string value(PGresult* res, int row, int column) {
+    return std::string(PQgetvalue(res, row, column),
+                       static_cast<std::size_t>(PQgetlength(res, row, column)));
+  }
+
   static std::vector<StoredRecord> records(PGresult* res) {
     std::vector<StoredRecord> out;
     out.reserve(PQntuples(res));
     for (int i = 0; i < PQntuples(res); ++i) {
       StoredRecord r;
-      r.server = PQgetvalue(res, i, 0);
+      r.server = value(res, i, 0);
       r.seq = std::stoull(PQgetvalue(res, i, 1));
-      r.json = PQgetvalue(res, i, 2);
-      r.prev_hash = PQgetvalue(res, i, 3);
-      r.hash = PQgetvalue(res, i, 4);
-      r.summary = Summary{PQgetvalue(res, i, 5), std::stoll(PQgetvalue(res, i, 6)),
-                          PQgetvalue(res, i, 7), PQgetvalue(res, i, 8),
-                          PQgetvalue(res, i, 9), PQgetvalue(res, i, 10),
-                          PQgetvalue(res, i, 11)};
+      r.json = value(res, i, 2);
+      r.prev_hash = value(res, i, 3);
+      r.hash = value(res, i, 4);
+      r.summary = Summary{value(res, i, 5), std::stoll(PQgetvalue(res, i, 6)),
+                          value(res, i, 7), value(res, i, 8),
+                          value(res, i, 9), value(res, i, 10),
+                          value(res, i, 11)};
       out.push_back(std::move(r));
+    }
+    return out;
+  }
+
+  // SQLSTATE classes of a statement refused for what it holds, which no retry changes: 22 (data
+  // exception: invalid text, a value out of range) and 54 (program limit exceeded: a value too
+  // large for an index). Anything else (a lost connection, 08; a shutdown, 57; a full disk, 53;
+  // a deadlock, 40) is the store being unavailable.
+  static bool refused_input(std::string_view sqlstate) {
+    return sqlstate.starts_with("22") || sqlstate.starts_with("54");
+  }
+
+  Result<bool> has_removals_table() {
+    auto r = run("SELECT to_regclass('audit_removals') IS NOT NULL", {});
+    if (auto* e = std::get_if<std::string>(&r)) return *e;
+    return std::string_view(PQgetvalue(std::get<PgResult>(r).get(), 0, 0)) == "t";
+  }
+
+  // A store written before removals were recorded, read as it is: each trimmed chain's front
+  // as one unrecorded removal.
+  Result<std::vector<Removal>> unrecorded_removals(std::string_view server) {
+    auto chains = heads();
+    if (auto* e = std::get_if<std::string>(&chains)) return *e;
+    std::vector<Removal> out;
+    for (const ChainHead& head : std::get<std::vector<ChainHead>>(chains)) {
+      if (head.server != server || head.first_seq <= 1) continue;
+      out.push_back(
+          Removal{head.server, 1, head.first_seq - 1, head.first_prev_hash, 0, 0, 0, "unrecorded"});
     }
     return out;
   }
@@ -401,6 +528,7 @@ class PostgresStore final : public Store {
   const std::chrono::milliseconds answer_within_;
   std::string where_;
   PGconn* conn_ = nullptr;
+  std::string error_state_;  // the SQLSTATE of the last statement's error; empty: none came
 };
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include <cstdlib>
 #include <iostream>
+#include <random>
 #include <set>
 #include <thread>
 
@@ -91,7 +92,7 @@ TEST_CASE("postgres: records land, chained, and queries read them back", "[audit
   REQUIRE(heads.size() == 2);
   CHECK(heads[0].last_seq == 3);
   const VerifyReport report = verify(*store);
-  CHECK(report.first_break == "");
+  CHECK(report.breaks.empty());
   CHECK(report.records == 4);
 }
 
@@ -107,10 +108,77 @@ TEST_CASE("postgres: verify finds an edited row", "[audit][postgres][chain]") {
   REQUIRE(
       pg->psql("UPDATE audit_records SET json = replace(json, '\"ok\"', '\"policy\"') "
                "WHERE server = 'web-1' AND seq = 4"));
-  CHECK(verify(*store).first_break ==
-        "server web-1, record 4: its content does not match its hash (edited)");
+  CHECK(verify(*store).breaks ==
+        std::vector<std::string>{
+            "server web-1, record 4: its content does not match its hash (edited)"});
   REQUIRE(pg->psql("DELETE FROM audit_records WHERE seq = 4"));
-  CHECK(verify(*store).first_break == "server web-1, record 4 is missing (deleted)");
+  CHECK(verify(*store).breaks ==
+        std::vector<std::string>{"server web-1, record 4 is missing (deleted)"});
+}
+
+// The same text as in SQLite (sqlite_store_test.cpp): PostgreSQL refuses a column that is not
+// UTF-8 or holds a NUL, so the columns hold what the JSON holds, a NUL as U+FFFD.
+TEST_CASE("postgres: text that is not UTF-8 or holds a NUL is stored as valid text and verifies",
+          "[audit][postgres][chain]") {
+  auto pg = start_postgres();
+  if (!pg) return;
+  auto store = open_pg(*pg);
+  const CallRecord call = make_call(1);
+  RequestRecord cut = make_request(1, call.id);
+  cut.path = "http://evil.test/aaaa\xc3";
+  RequestRecord nul = make_request(2, call.id);
+  nul.path = std::string("http://evil.test/a\0b", 20);
+  RequestRecord bytes = make_request(3, call.id,
+                                     "\xff"
+                                     "alice");
+  bytes.path = "/\xfe\xff x";
+  bytes.refusal = "policy: \xe2\x82";
+  REQUIRE_FALSE(store->append(
+      "web-1", std::vector<Entry>{entry_of(call), entry_of(cut), entry_of(nul), entry_of(bytes)},
+      now_us()));
+  const VerifyReport report = verify(*store);
+  CHECK(report.intact());
+  CHECK(report.records == 4);
+  const auto rows = take(store->chain("web-1", 0, 10));
+  REQUIRE(rows.size() == 4);
+  CHECK(rows[1].summary.path == "http://evil.test/aaaa\xef\xbf\xbd");
+  CHECK(rows[2].summary.path ==
+        "http://evil.test/a\xef\xbf\xbd"
+        "b");
+  CHECK(Json::parse(rows[2].json)["path"] == std::string("http://evil.test/a\0b", 20));
+  CHECK(rows[3].summary.principal ==
+        "\xef\xbf\xbd"
+        "alice");
+  Query by_path;
+  by_path.path_prefix = "http://evil.test/a";
+  CHECK(take(store->query(by_path)).size() == 2);
+}
+
+// Issue 34 item 1: one record cut mid-character held PostgreSQL's trail down for good, and with
+// fail_closed every later call of every principal was refused.
+TEST_CASE("postgres: fail_closed: a record cut mid-character is stored and the trail goes on",
+          "[audit][postgres][writer]") {
+  auto pg = start_postgres();
+  if (!pg) return;
+  WriterOptions options;
+  options.server = "web-1";
+  options.on_failure = config::Audit::OnFailure::fail_closed;
+  options.last_retry = std::chrono::milliseconds(100);
+  Writer writer(open_pg(*pg), options);
+  const CallRecord call = make_call(1, "alice");
+  RequestRecord cut = make_request(1, call.id, "alice");
+  cut.path = "http://evil.test/" + std::string(2030, 'a') + "\xc3";
+  writer.record(cut);
+  writer.record(call);
+  REQUIRE(writer.flush(std::chrono::seconds(10)));
+  writer.record(make_call(2, "bob"));
+  REQUIRE(writer.flush(std::chrono::seconds(10)));
+  CHECK(writer.stats().written == 3);
+  CHECK(writer.stats().store_up);
+  writer.stop();
+  auto store = open_pg(*pg, OpenMode::read);
+  CHECK(verify(*store).intact());
+  CHECK(count_rows(*pg) == 3);
 }
 
 TEST_CASE("postgres: a server that stops answering is a store that is down, at the deadline",
@@ -133,7 +201,7 @@ TEST_CASE("postgres: a server that stops answering is a store that is down, at t
   const auto took = std::chrono::steady_clock::now() - started;
   REQUIRE(testing::run_command({"kill", "-CONT", backend}) == 0);
   REQUIRE(stuck.has_value());
-  CHECK(*stuck == "postgres: no answer within 1000 ms; the connection was closed");
+  CHECK(stuck->text == "postgres: no answer within 1000 ms; the connection was closed");
   CHECK(took >= std::chrono::milliseconds(1000));
   CHECK(took < std::chrono::seconds(5));
   // Resumed, the old backend finds its client gone and rolls back; the store connects again.
@@ -141,7 +209,7 @@ TEST_CASE("postgres: a server that stops answering is a store that is down, at t
     return !store->append("web-1", std::vector<Entry>{entry_of(make_call(2))}, now_us());
   }));
   CHECK(count_rows(*pg) == 2);
-  CHECK(verify(*store).first_break == "");
+  CHECK(verify(*store).breaks.empty());
 }
 
 TEST_CASE("postgres: the password comes from the environment and is never shown",
@@ -170,6 +238,7 @@ TEST_CASE("postgres: fail_closed refuses new calls while the store is down and l
   WriterOptions options;
   options.server = "web-1";
   options.queue = 1000;
+  options.principal_share = 1000;  // one principal: only the store's state refuses its calls
   options.on_failure = config::Audit::OnFailure::fail_closed;
   options.last_retry = std::chrono::milliseconds(200);
   Writer writer(open_pg(*pg), options);
@@ -180,7 +249,7 @@ TEST_CASE("postgres: fail_closed refuses new calls while the store is down and l
   std::uint64_t refused_calls = 0;
   std::set<std::string> sent;
   auto call = [&](int i) {
-    if (!writer.accepting()) {
+    if (writer.admit("alice") != Admission::admitted) {
       ++refused_calls;
       return;
     }
@@ -198,8 +267,8 @@ TEST_CASE("postgres: fail_closed refuses new calls while the store is down and l
   for (; i < 1000; ++i) call(i);
   REQUIRE(pg->crash());  // mid-load: some of those are still queued or in flight
   // Calls go on arriving; once the writer finds the store down, every one is refused.
-  for (; i < 200000 && writer.accepting(); ++i) call(i);
-  REQUIRE_FALSE(writer.accepting());
+  for (; i < 200000 && writer.admit("alice") == Admission::admitted; ++i) call(i);
+  REQUIRE(writer.admit("alice") != Admission::admitted);
   const std::uint64_t refused_before = refused_calls;
   for (int k = 0; k < 100; ++k) call(i++);
   CHECK(refused_calls == refused_before + 100);
@@ -207,7 +276,7 @@ TEST_CASE("postgres: fail_closed refuses new calls while the store is down and l
   CHECK(writer.stats().last_error.starts_with("postgres: "));
 
   REQUIRE(pg->restart());
-  REQUIRE(eventually([&] { return writer.accepting(); }));
+  REQUIRE(eventually([&] { return writer.admit("alice") == Admission::admitted; }));
   REQUIRE(writer.flush(std::chrono::seconds(30)));
   const Writer::Stats stats = writer.stats();
   CHECK(stats.dropped == 0);
@@ -220,7 +289,7 @@ TEST_CASE("postgres: fail_closed refuses new calls while the store is down and l
   std::set<std::string> stored;
   for (const auto& r : take(store->chain("web-1", 0, 1000000))) stored.insert(r.summary.id);
   CHECK(stored == sent);
-  CHECK(verify(*store).first_break == "");
+  CHECK(verify(*store).breaks.empty());
 }
 
 TEST_CASE("postgres: with drop, calls go on while the store is down and drops are counted",
@@ -241,7 +310,7 @@ TEST_CASE("postgres: with drop, calls go on while the store is down and drops ar
   writer.record(make_call(200));
   REQUIRE(eventually([&] { return !writer.stats().store_up; }));
   for (int i = 201; i < 1200; ++i) {
-    CHECK(writer.accepting());
+    CHECK(writer.admit("alice") == Admission::admitted);
     writer.record(make_call(i));
   }
   const std::uint64_t dropped = writer.stats().dropped;
@@ -253,7 +322,7 @@ TEST_CASE("postgres: with drop, calls go on while the store is down and drops ar
   CHECK(stats.written + stats.dropped == 1200);
   CHECK(count_rows(*pg) == stats.written);
   auto store = open_pg(*pg, OpenMode::read);
-  CHECK(verify(*store).first_break == "");
+  CHECK(verify(*store).breaks.empty());
 }
 
 TEST_CASE("postgres: servers of a fleet writing at once each keep one unbroken chain",
@@ -283,7 +352,7 @@ TEST_CASE("postgres: servers of a fleet writing at once each keep one unbroken c
             << ms << " ms (" << 1500 * 1000 / std::max<long long>(1, ms) << " records/s)\n";
   auto store = open_pg(*pg, OpenMode::read);
   const VerifyReport report = verify(*store);
-  CHECK(report.first_break == "");
+  CHECK(report.breaks.empty());
   CHECK(report.records == 1500);
   REQUIRE(report.chains.size() == 2);
   CHECK(report.chains[1].last_seq == 1000);
@@ -324,8 +393,82 @@ TEST_CASE("postgres: 10,000 mixed records through the writer, each stored once",
   for (const auto& r : take(store->chain("web-1", 0, 100000))) stored.insert(r.summary.id);
   CHECK(stored == sent);
   const VerifyReport report = verify(*store);
-  CHECK(report.first_break == "");
+  CHECK(report.breaks.empty());
   CHECK(report.records == 10000);
+}
+
+// A record PostgreSQL refuses for what it holds, whatever is done to its text first: a principal
+// of 8,000 random hex digits makes an index entry past btree's 2,704 bytes (SQLSTATE 54000). The
+// writer finds it in its batch, stores it escaped and cut, and the records around it as they came.
+TEST_CASE("postgres: a record refused as input is stored escaped, and the others go on",
+          "[audit][postgres][writer]") {
+  auto pg = start_postgres();
+  if (!pg) return;
+  WriterOptions options;
+  options.server = "web-1";
+  options.on_failure = config::Audit::OnFailure::fail_closed;
+  options.last_retry = std::chrono::milliseconds(100);
+  Writer writer(open_pg(*pg), options);
+  std::mt19937 random(54);
+  std::string huge;
+  while (huge.size() < 8000) huge += "0123456789abcdef"[random() % 16];
+  std::vector<std::string> sent;
+  for (int i = 0; i < 9; ++i) {
+    CallRecord call = make_call(i, i == 4 ? huge : "alice");
+    sent.push_back(call.id);
+    writer.record(std::move(call));
+  }
+  REQUIRE(writer.flush(std::chrono::seconds(30)));
+  const Writer::Stats stats = writer.stats();
+  CHECK(stats.written == 9);
+  CHECK(stats.escaped == 1);
+  CHECK(stats.refused == 0);
+  CHECK(stats.store_up);
+  CHECK(writer.admit("alice") == Admission::admitted);
+  writer.stop();
+  auto store = open_pg(*pg, OpenMode::read);
+  const auto rows = take(store->chain("web-1", 0, 100));
+  REQUIRE(rows.size() == 9);
+  for (std::size_t i = 0; i < rows.size(); ++i) CHECK(rows[i].summary.id == sent[i]);
+  const Json replaced = Json::parse(rows[4].json);
+  CHECK(replaced["escaped"] == true);
+  CHECK(replaced["principal"] == huge.substr(0, kEscapedFieldBytes) + "...(7488 more bytes)");
+  CHECK_FALSE(Json::parse(rows[3].json).contains("escaped"));
+  CHECK(verify(*store).intact());
+}
+
+TEST_CASE("postgres: a column holding a NUL is stored as valid text, not cut where a C string ends",
+          "[audit][postgres]") {
+  auto pg = start_postgres();
+  if (!pg) return;
+  auto store = open_pg(*pg);
+  Entry entry = entry_of(make_call(1));
+  entry.summary.principal = std::string("al\0ice", 6);  // what columns() makes valid text
+  REQUIRE_FALSE(store->append("web-1", std::vector<Entry>{entry}, now_us()));
+  CHECK(pg->psql("SELECT principal FROM audit_records") ==
+        "al\xef\xbf\xbd"
+        "ice");
+}
+
+TEST_CASE("postgres: verify goes on past a break and names every one", "[audit][postgres][chain]") {
+  auto pg = start_postgres();
+  if (!pg) return;
+  auto store = open_pg(*pg);
+  for (int i = 0; i < 10; ++i) {
+    REQUIRE_FALSE(store->append("web-1", std::vector<Entry>{entry_of(make_call(i))}, now_us()));
+  }
+  REQUIRE(
+      pg->psql("UPDATE audit_records SET path = 'x' WHERE seq = 2; "
+               "UPDATE audit_records SET json = replace(json, 'alice', 'bob') WHERE seq = 8; "
+               "DELETE FROM audit_records WHERE seq = 9"));
+  const VerifyReport report = verify(*store);
+  CHECK(report.breaks ==
+        std::vector<std::string>{
+            "server web-1, record 2: its indexed columns do not match its content (edited)",
+            "server web-1, record 8: its content does not match its hash (edited)",
+            "server web-1, record 9 is missing (deleted)"});
+  CHECK(report.break_count == 3);
+  CHECK(report.records == 9);
 }
 
 TEST_CASE("postgres: retention by age trims a prefix and the chain still verifies",
@@ -342,7 +485,25 @@ TEST_CASE("postgres: retention by age trims a prefix and the chain still verifie
   CHECK(take(store->trim(Retention{30, 0}, now)) == 3);
   const auto heads = take(store->heads());
   CHECK(heads[0].first_seq == 4);
-  CHECK(verify(*store).first_break == "");
+  const VerifyReport report = verify(*store);
+  CHECK(report.breaks.empty());
+  REQUIRE(report.removals.size() == 1);
+  const Removal& removal = report.removals[0];
+  CHECK(removal.first_seq == 1);
+  CHECK(removal.last_seq == 3);
+  CHECK(removal.last_hash == heads[0].first_prev_hash);
+  CHECK(removal.reason == "max_age_days");
+  CHECK(removal.removed_us == now);
+  CHECK(removal.oldest_us > 0);
+  CHECK(removal.newest_us >= removal.oldest_us);
+  // Records taken off the front with the head moved to match, and no removal recorded: found.
+  REQUIRE(
+      pg->psql("DELETE FROM audit_records WHERE seq = 4; UPDATE audit_chains SET "
+               "first_seq = 5, first_prev_hash = (SELECT prev_hash FROM audit_records "
+               "WHERE seq = 5)"));
+  CHECK(verify(*store).breaks ==
+        std::vector<std::string>{"server web-1: records 4..4 are gone from the chain's front, and "
+                                 "no removal by retention is recorded (deleted)"});
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 
 #include "base/check.h"
 #include "net/ascii.h"
+#include "net/escape.h"
 
 namespace codemode::audit {
 
@@ -17,6 +18,62 @@ namespace {
 
 std::string hex(const unsigned char* bytes, std::size_t size) {
   return net::to_hex(std::string_view(reinterpret_cast<const char*>(bytes), size));
+}
+
+constexpr std::string_view kReplacement = "\xef\xbf\xbd";  // U+FFFD
+
+// The text fields of a record, in one place for make_valid_utf8 and escaped.
+template <typename F>
+void for_each_text(Record& record, F f) {
+  if (auto* c = std::get_if<CallRecord>(&record)) {
+    for (std::string* s :
+         {&c->id, &c->principal, &c->client_name, &c->client_version, &c->session, &c->transport,
+          &c->tool, &c->code, &c->code_sha256, &c->outcome, &c->message, &c->trace_id}) {
+      f(*s);
+    }
+    return;
+  }
+  auto& r = std::get<RequestRecord>(record);
+  for (std::string* s : {&r.id, &r.call_id, &r.principal, &r.method, &r.origin, &r.path,
+                         &r.operation, &r.refusal, &r.approved_by}) {
+    f(*s);
+  }
+}
+
+// The length of a UTF-8 character whose first byte is `lead` (2..4), with the range its second
+// byte must be in (which rules out overlong forms, surrogates and values past U+10FFFF); size 0
+// when `lead` starts none.
+struct Lead {
+  std::size_t size = 0;
+  unsigned char second_min = 0x80;
+  unsigned char second_max = 0xbf;
+};
+Lead lead_of(unsigned char lead) {
+  if (lead >= 0xc2 && lead <= 0xdf) return {2};
+  if (lead == 0xe0) return {3, 0xa0, 0xbf};
+  if (lead == 0xed) return {3, 0x80, 0x9f};
+  if (lead >= 0xe1 && lead <= 0xef) return {3};
+  if (lead == 0xf0) return {4, 0x90, 0xbf};
+  if (lead == 0xf4) return {4, 0x80, 0x8f};
+  if (lead >= 0xf1 && lead <= 0xf3) return {4};
+  return {};
+}
+
+// How many bytes at the front of `text` form one valid character (1..4), or, as a negative
+// number, how many form the maximal invalid subpart there (-1..-3).
+int next_character(std::string_view text) {
+  const auto byte = [&](std::size_t i) { return static_cast<unsigned char>(text[i]); };
+  if (byte(0) < 0x80) return 1;
+  const Lead lead = lead_of(byte(0));
+  if (lead.size == 0) return -1;
+  std::size_t n = 1;
+  while (n < lead.size && n < text.size()) {
+    const unsigned char min = n == 1 ? lead.second_min : 0x80;
+    const unsigned char max = n == 1 ? lead.second_max : 0xbf;
+    if (byte(n) < min || byte(n) > max) break;
+    ++n;
+  }
+  return n == lead.size ? static_cast<int>(n) : -static_cast<int>(n);
 }
 
 template <typename T>
@@ -38,25 +95,27 @@ bool read(const Json& json, const char* key, T& out) {
 
 Json to_json(const Record& record) {
   if (const auto* call = std::get_if<CallRecord>(&record)) {
-    return Json{{"kind", "call"},
-                {"id", call->id},
-                {"time_us", call->time_us},
-                {"principal", call->principal},
-                {"client_name", call->client_name},
-                {"client_version", call->client_version},
-                {"session", call->session},
-                {"transport", call->transport},
-                {"tool", call->tool},
-                {"code", call->code},
-                {"code_sha256", call->code_sha256},
-                {"outcome", call->outcome},
-                {"message", call->message},
-                {"result_chars", call->result_chars},
-                {"result_cut", call->result_cut},
-                {"queue_us", call->queue_us},
-                {"run_us", call->run_us},
-                {"cpu_us", call->cpu_us},
-                {"trace_id", call->trace_id}};
+    Json json{{"kind", "call"},
+              {"id", call->id},
+              {"time_us", call->time_us},
+              {"principal", call->principal},
+              {"client_name", call->client_name},
+              {"client_version", call->client_version},
+              {"session", call->session},
+              {"transport", call->transport},
+              {"tool", call->tool},
+              {"code", call->code},
+              {"code_sha256", call->code_sha256},
+              {"outcome", call->outcome},
+              {"message", call->message},
+              {"result_chars", call->result_chars},
+              {"result_cut", call->result_cut},
+              {"queue_us", call->queue_us},
+              {"run_us", call->run_us},
+              {"cpu_us", call->cpu_us},
+              {"trace_id", call->trace_id}};
+    if (call->escaped) json["escaped"] = true;
+    return json;
   }
   const auto& request = std::get<RequestRecord>(record);
   Json json{{"kind", "request"},
@@ -74,6 +133,7 @@ Json to_json(const Record& record) {
             {"duration_us", request.duration_us},
             {"refusal", request.refusal}};
   if (!request.approved_by.empty()) json["approved_by"] = request.approved_by;
+  if (request.escaped) json["escaped"] = true;
   return json;
 }
 
@@ -97,7 +157,9 @@ std::optional<Record> from_json(const Json& json) {
          read(json, "result_chars", c.result_chars) && read(json, "result_cut", c.result_cut) &&
          read(json, "queue_us", c.queue_us) && read(json, "run_us", c.run_us) &&
          read(json, "cpu_us", c.cpu_us) && read(json, "trace_id", c.trace_id);
-    if (ok && json.size() == 19) return c;
+    const bool escaped = json.contains("escaped");
+    ok = ok && (!escaped || (read(json, "escaped", c.escaped) && c.escaped));
+    if (ok && json.size() == (escaped ? 20U : 19U)) return c;
   } else if (kind == "request") {
     RequestRecord r;
     ok = read(json, "id", r.id) && read(json, "call_id", r.call_id) &&
@@ -109,20 +171,94 @@ std::optional<Record> from_json(const Json& json) {
          read(json, "duration_us", r.duration_us) && read(json, "refusal", r.refusal);
     const bool approved = json.contains("approved_by");
     ok = ok && (!approved || (read(json, "approved_by", r.approved_by) && !r.approved_by.empty()));
-    if (ok && json.size() == (approved ? 15U : 14U)) return r;
+    const bool escaped = json.contains("escaped");
+    ok = ok && (!escaped || (read(json, "escaped", r.escaped) && r.escaped));
+    if (ok && json.size() == 14U + (approved ? 1U : 0U) + (escaped ? 1U : 0U)) return r;
   }
   return std::nullopt;
 }
 
 Summary summarize(const Record& record) {
   if (const auto* call = std::get_if<CallRecord>(&record)) {
-    return Summary{call->id, call->time_us, "call", call->principal, call->tool, call->outcome, ""};
+    return Summary{column_text(call->id),
+                   call->time_us,
+                   "call",
+                   column_text(call->principal),
+                   column_text(call->tool),
+                   column_text(call->outcome),
+                   ""};
   }
   const auto& request = std::get<RequestRecord>(record);
-  return Summary{request.id,  request.time_us,
-                 "request",   request.principal,
-                 "execute",   request.refusal.empty() ? std::to_string(request.status) : "refused",
-                 request.path};
+  return Summary{column_text(request.id),
+                 request.time_us,
+                 "request",
+                 column_text(request.principal),
+                 "execute",
+                 request.refusal.empty() ? std::to_string(request.status) : "refused",
+                 column_text(request.path)};
+}
+
+const std::string& principal_of(const Record& record) {
+  if (const auto* call = std::get_if<CallRecord>(&record)) return call->principal;
+  return std::get<RequestRecord>(record).principal;
+}
+
+std::string valid_utf8(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  while (!text.empty()) {
+    const int n = next_character(text);
+    if (n > 0) {
+      out.append(text.substr(0, static_cast<std::size_t>(n)));
+    } else {
+      out.append(kReplacement);
+    }
+    text.remove_prefix(static_cast<std::size_t>(n > 0 ? n : -n));
+  }
+  return out;
+}
+
+std::string_view utf8_prefix(std::string_view text, std::size_t max_bytes) {
+  if (text.size() <= max_bytes) return text;
+  // Back to the first byte of the character the cut falls in, if it falls in one.
+  std::size_t cut = max_bytes;
+  while (cut > 0 && max_bytes - cut < 3 && (static_cast<unsigned char>(text[cut]) & 0xc0) == 0x80) {
+    --cut;
+  }
+  const Lead lead = lead_of(static_cast<unsigned char>(text[cut]));
+  return text.substr(0, lead.size > 0 && cut + lead.size > max_bytes ? cut : max_bytes);
+}
+
+std::string column_text(std::string_view text) {
+  std::string out = valid_utf8(text);
+  for (std::size_t at = out.find('\0'); at != std::string::npos; at = out.find('\0', at)) {
+    out.replace(at, 1, kReplacement);
+  }
+  return out;
+}
+
+bool make_valid_utf8(Record& record) {
+  bool changed = false;
+  for_each_text(record, [&](std::string& text) {
+    std::string_view rest = text;
+    while (!rest.empty()) {
+      const int n = next_character(rest);
+      if (n < 0) {
+        text = valid_utf8(text);
+        changed = true;
+        return;
+      }
+      rest.remove_prefix(static_cast<std::size_t>(n));
+    }
+  });
+  return changed;
+}
+
+Record escaped(const Record& record) {
+  Record out = record;
+  for_each_text(out, [](std::string& text) { text = net::escape_text(text, kEscapedFieldBytes); });
+  std::visit([](auto& r) { r.escaped = true; }, out);
+  return out;
 }
 
 std::optional<Summary> summarize_json(std::string_view text) {

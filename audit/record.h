@@ -7,11 +7,17 @@
 // describes was checked, and redacts them from what comes back; a record holds the method,
 // origin, path and sizes, never a header or a body.
 //
+// Text in a record is whatever the peer sent (a URL the code wrote, a client's name): any bytes.
+// Before a record is stored, its text is made valid UTF-8 (`make_valid_utf8`, the same
+// replacement JSON's `replace` makes), and the indexed columns hold `column_text`, so that both
+// stores take every record and `verify` finds each as it was written.
+//
 // Thread-safety: plain values; build one on any thread and hand it to Writer::record.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -41,6 +47,9 @@ struct CallRecord {
   std::uint64_t run_us = 0;        // from the Run frame read to the Result ready
   std::uint64_t cpu_us = 0;        // CPU time on the isolate's thread; 0 when not measured
   std::string trace_id;            // W3C trace id (32 hex digits); empty when none came
+  // The store refused the record as it came; its text is stored escaped (`escaped`). In the
+  // JSON only when set, so records written before it existed still verify.
+  bool escaped = false;
 };
 
 struct RequestRecord {
@@ -63,12 +72,13 @@ struct RequestRecord {
   // Who approved the request when it waited for a person (policy.approve); empty otherwise. In
   // the record's JSON only when set, so records written before approvals existed still verify.
   std::string approved_by;
+  bool escaped = false;  // as CallRecord::escaped
 };
 
 using Record = std::variant<CallRecord, RequestRecord>;
 
-// The columns a store indexes besides the JSON text, derived from a record; `verify` checks that
-// they still agree with it.
+// The columns a store indexes besides the JSON text, derived from a record (`column_text` of each
+// field); `verify` checks that they still agree with it.
 struct Summary {
   std::string id;
   std::int64_t time_us = 0;
@@ -87,6 +97,26 @@ Summary summarize(const Record& record);
 std::optional<Record> from_json(const Json& json);
 // Summary of stored JSON text without building the Record.
 std::optional<Summary> summarize_json(std::string_view text);
+
+const std::string& principal_of(const Record& record);
+
+// `text` with every sequence that is not UTF-8 replaced by U+FFFD, one for each maximal
+// invalid subpart (Unicode's recommended practice; nlohmann::json's `replace` does the same, so a
+// record made valid first dumps to the same JSON text it did before).
+std::string valid_utf8(std::string_view text);
+// The longest prefix of `text` of at most `max_bytes` bytes that ends on a character boundary:
+// how a record field is cut, so that a cut never makes text that is not UTF-8.
+std::string_view utf8_prefix(std::string_view text, std::size_t max_bytes);
+// What an indexed column holds for a field: valid_utf8 of it, with a NUL as U+FFFD (PostgreSQL's
+// text holds no NUL, and SQLite's text functions stop at one). The JSON keeps the NUL (\u0000).
+std::string column_text(std::string_view text);
+// Makes every text field of `record` valid UTF-8 (valid_utf8); true when one changed.
+bool make_valid_utf8(Record& record);
+// Each text field escaped (net::escape_text: controls, invalid bytes and the backslash as
+// escapes) and cut to kEscapedFieldBytes of input, and marked `escaped`: what the writer stores
+// in place of a record the store refused as input. Ids and numbers are kept.
+inline constexpr std::size_t kEscapedFieldBytes = 512;
+Record escaped(const Record& record);
 
 // SHA-256 of `bytes`, 64 lower-case hex digits.
 std::string sha256_hex(std::string_view bytes);

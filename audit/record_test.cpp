@@ -1,5 +1,7 @@
 #include "audit/record.h"
 
+#include <random>
+
 #include <catch2/catch.hpp>
 
 #include "audit/store.h"
@@ -147,6 +149,109 @@ TEST_CASE("the chain hash covers the previous hash, the server, the seq and the 
   CHECK(base != chain_hash(kChainStart, "web-2", 1, "{}"));
   CHECK(base != chain_hash(kChainStart, "web-1", 2, "{}"));
   CHECK(base != chain_hash(kChainStart, "web-1", 1, "{ }"));
+}
+
+// The columns hold valid_utf8 of a field and the JSON holds what nlohmann's `replace` made of it:
+// the two must agree byte for byte, or verify would find a record edited that nobody touched.
+TEST_CASE("valid_utf8 replaces what is not UTF-8 exactly as the JSON text does",
+          "[audit][record]") {
+  const auto json_of = [](const std::string& text) {
+    return Json(text).dump(-1, ' ', false, Json::error_handler_t::replace);
+  };
+  for (const std::string& text :
+       {std::string("plain"), std::string("caf\xc3\xa9"), std::string("cut \xc3"),
+        std::string("\xe2\x82"), std::string("\xf0\x9f\x98"), std::string("\xff\xfe"),
+        std::string("\xc0\xaf"), std::string("\xed\xa0\x80"), std::string("\xf4\x90\x80\x80"),
+        std::string("\xe0\x80\xaf x \xf0\x9f\x98\x80"), std::string("a\0b", 3)}) {
+    INFO(Json(text).dump(-1, ' ', true, Json::error_handler_t::replace));
+    CHECK(json_of(valid_utf8(text)) == json_of(text));
+    CHECK(valid_utf8(valid_utf8(text)) == valid_utf8(text));
+  }
+  // Random bytes, weighted towards the ones UTF-8 is made of.
+  std::mt19937 random(34);
+  const std::string alphabet = "a\x80\x8f\x9f\xa0\xbf\xc2\xdf\xe0\xe1\xed\xef\xf0\xf4\xf5\xff";
+  for (int round = 0; round < 20000; ++round) {
+    std::string text;
+    for (std::size_t n = random() % 8; n > 0; --n) text += alphabet[random() % alphabet.size()];
+    INFO(Json(text).dump(-1, ' ', true, Json::error_handler_t::replace));
+    REQUIRE(json_of(valid_utf8(text)) == json_of(text));
+  }
+}
+
+TEST_CASE("a field is cut on a character boundary, never inside one", "[audit][record]") {
+  const std::string text =
+      "a\xc3\xa9"
+      "b\xe2\x82\xac"
+      "c\xf0\x9f\x98\x80";  // aébc€c😀
+  CHECK(utf8_prefix(text, 100) == text);
+  CHECK(utf8_prefix(text, 1) == "a");
+  CHECK(utf8_prefix(text, 2) == "a");
+  CHECK(utf8_prefix(text, 3) == "a\xc3\xa9");
+  CHECK(utf8_prefix(text, 5) ==
+        "a\xc3\xa9"
+        "b");
+  CHECK(utf8_prefix(text, 6) ==
+        "a\xc3\xa9"
+        "b");
+  CHECK(utf8_prefix(text, 11) ==
+        "a\xc3\xa9"
+        "b\xe2\x82\xac"
+        "c");
+  CHECK(utf8_prefix(text, 9) ==
+        "a\xc3\xa9"
+        "b\xe2\x82\xac"
+        "c");
+  CHECK(utf8_prefix(text, 12) == text);
+  for (std::size_t n = 0; n <= text.size(); ++n) {
+    CHECK(valid_utf8(utf8_prefix(text, n)) == utf8_prefix(text, n));
+  }
+  CHECK(utf8_prefix("\x80\x80\x80\x80\x80", 3) == "\x80\x80\x80");  // not UTF-8: bytes
+}
+
+TEST_CASE("a column holds valid UTF-8 with a NUL as U+FFFD; the JSON keeps the NUL",
+          "[audit][record]") {
+  CHECK(column_text(std::string("a\0b\xc3", 4)) ==
+        "a\xef\xbf\xbd"
+        "b\xef\xbf\xbd");
+  RequestRecord request = sample_request();
+  request.path = std::string("/a\0b", 4);
+  CHECK(summarize(request).path ==
+        "/a\xef\xbf\xbd"
+        "b");
+  CHECK(canonical_json(request).find(R"("path":"/a\u0000b")") != std::string::npos);
+  CHECK(summarize_json(canonical_json(request))->path == summarize(request).path);
+  request.principal = "\xff";
+  Record invalid = request;
+  CHECK(make_valid_utf8(invalid));
+  CHECK(std::get<RequestRecord>(invalid).principal == "\xef\xbf\xbd");
+  Record valid = sample_request();
+  CHECK_FALSE(make_valid_utf8(valid));
+}
+
+TEST_CASE("an escaped record keeps its ids, escapes and cuts its text, and reads back marked",
+          "[audit][record]") {
+  CallRecord call = sample_call();
+  call.principal = "alice\x1b[2J";
+  call.code = std::string(10000, 'x');
+  const Record replacement = escaped(call);
+  const auto& c = std::get<CallRecord>(replacement);
+  CHECK(c.escaped);
+  CHECK(c.id == call.id);
+  CHECK(c.code_sha256 == call.code_sha256);  // of the code that came
+  CHECK(c.principal == "alice\\x1b[2J");
+  CHECK(c.code == std::string(kEscapedFieldBytes, 'x') + "...(9488 more bytes)");
+  const Json json = to_json(replacement);
+  CHECK(json["escaped"] == true);
+  const auto back = from_json(json);
+  REQUIRE(back.has_value());
+  CHECK(canonical_json(*back) == canonical_json(replacement));
+  CHECK_FALSE(to_json(call).contains("escaped"));  // older records verify
+  Json unmarked = json;
+  unmarked["escaped"] = false;
+  CHECK_FALSE(from_json(unmarked).has_value());
+  const Record request = escaped(sample_request());
+  CHECK(from_json(to_json(request)).has_value());
+  CHECK(std::get<RequestRecord>(request).escaped);
 }
 
 }  // namespace

@@ -23,4 +23,13 @@ struct SqlQuery {
 
 SqlQuery query_sql(const Query& query, Dialect dialect);
 
+// What the indexed columns hold for `summary`: each text as column_text (valid UTF-8, no NUL),
+// whatever the entry holds, so that every row is valid text in both stores.
+inline Summary columns(const Summary& summary) {
+  return Summary{column_text(summary.id),   summary.time_us,
+                 column_text(summary.kind), column_text(summary.principal),
+                 column_text(summary.tool), column_text(summary.outcome),
+                 column_text(summary.path)};
+}
+
 }  // namespace codemode::audit::detail

@@ -3,6 +3,7 @@
 // incremental auto-vacuum so that retention by size gives the space back to the file system.
 #include <sqlite3.h>
 
+#include <map>
 #include <utility>
 
 #include "audit/sql.h"
@@ -38,8 +39,26 @@ CREATE TABLE IF NOT EXISTS audit_chains (
   first_prev_hash TEXT NOT NULL,
   last_seq INTEGER NOT NULL,
   last_hash TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS audit_removals (
+  server TEXT NOT NULL,
+  first_seq INTEGER NOT NULL,
+  last_seq INTEGER NOT NULL,
+  last_hash TEXT NOT NULL,
+  oldest_us INTEGER NOT NULL,
+  newest_us INTEGER NOT NULL,
+  removed_us INTEGER NOT NULL,
+  reason TEXT NOT NULL,
+  PRIMARY KEY (server, first_seq));
 )";
 
+// Chains trimmed before removals were recorded: their front, anchored as one removal whose
+// reason says so (run once, when the table above is created in a store that has chains).
+constexpr const char* kAnchorUnrecorded =
+    "INSERT OR IGNORE INTO audit_removals (server, first_seq, last_seq, last_hash, oldest_us, "
+    "newest_us, removed_us, reason) SELECT server, 1, first_seq - 1, first_prev_hash, 0, 0, ?1, "
+    "'unrecorded' FROM audit_chains WHERE first_seq > 1";
+
+using detail::columns;
 using detail::kColumns;
 
 // A prepared statement, finalised when it goes.
@@ -93,15 +112,17 @@ class SqliteStore final : public Store {
 
   std::string describe() const override { return "SQLite " + file_.string(); }
 
-  std::optional<std::string> append(std::string_view server, std::span<const Entry> entries,
-                                    std::int64_t stored_us) override {
-    if (auto error = exec("BEGIN IMMEDIATE")) return error;
+  std::optional<StoreError> append(std::string_view server, std::span<const Entry> entries,
+                                   std::int64_t stored_us) override {
+    if (auto error = exec("BEGIN IMMEDIATE"))
+      return StoreError{StoreError::Kind::unavailable, *error};
     auto result = append_in_transaction(server, entries, stored_us);
     if (result) {
       exec("ROLLBACK");
       return result;
     }
-    return exec("COMMIT");
+    if (auto error = exec("COMMIT")) return StoreError{StoreError::Kind::unavailable, *error};
+    return std::nullopt;
   }
 
   Result<std::vector<StoredRecord>> query(const Query& query) override {
@@ -141,19 +162,130 @@ class SqliteStore final : public Store {
     return heads;
   }
 
+  Result<std::vector<Removal>> removals(std::string_view server) override {
+    auto present = has_removals_table();
+    if (auto* e = std::get_if<std::string>(&present)) return *e;
+    if (!std::get<bool>(present)) return unrecorded_removals(server);
+    Statement s(db_,
+                "SELECT server, first_seq, last_seq, last_hash, oldest_us, newest_us, removed_us, "
+                "reason FROM audit_removals WHERE server = ?1 ORDER BY first_seq");
+    if (!s.ok()) return error_text("removals");
+    s.bind(1, server);
+    std::vector<Removal> out;
+    int status;
+    while ((status = s.step()) == SQLITE_ROW) {
+      out.push_back(Removal{s.text(0), static_cast<std::uint64_t>(s.integer(1)),
+                            static_cast<std::uint64_t>(s.integer(2)), s.text(3), s.integer(4),
+                            s.integer(5), s.integer(6), s.text(7)});
+    }
+    if (status != SQLITE_DONE) return error_text("removals");
+    return out;
+  }
+
   Result<std::uint64_t> trim(const Retention& retention, std::int64_t now_us) override {
+    if (retention.max_age_days == 0 && retention.max_bytes == 0) return std::uint64_t{0};
+    if (auto e = exec("BEGIN IMMEDIATE")) return *e;
+    auto deleted = trim_in_transaction(retention, now_us);
+    if (auto* e = std::get_if<std::string>(&deleted)) {
+      exec("ROLLBACK");
+      return *e;
+    }
+    if (auto e = exec("COMMIT")) return *e;
+    if (std::get<std::uint64_t>(deleted) > 0) exec("PRAGMA incremental_vacuum");
+    return deleted;
+  }
+
+  // Opens the schema: in write mode, creates it.
+  std::optional<std::string> prepare(OpenMode mode) {
+    exec("PRAGMA busy_timeout = 5000");
+    if (mode == OpenMode::read) return std::nullopt;
+    // auto_vacuum only takes effect before the first table exists.
+    if (auto e = exec("PRAGMA auto_vacuum = INCREMENTAL")) return e;
+    {
+      Statement wal(db_, "PRAGMA journal_mode = WAL");
+      if (!wal.ok() || wal.step() != SQLITE_ROW || wal.text(0) != "wal") {
+        return "cannot switch to WAL: " + std::string(sqlite3_errmsg(db_));
+      }
+    }  // finished: a statement still stepping would keep the transaction below from committing
+    if (auto e = exec("PRAGMA synchronous = FULL")) return e;
+    if (auto e = exec("BEGIN IMMEDIATE")) return e;
+    auto e = create_schema();
+    if (e) {
+      exec("ROLLBACK");
+      return e;
+    }
+    return exec("COMMIT");
+  }
+
+ private:
+  std::optional<std::string> create_schema() {
+    auto present = has_removals_table();
+    if (auto* e = std::get_if<std::string>(&present)) return *e;
+    if (auto e = exec(kSchema)) return e;
+    if (std::get<bool>(present)) return std::nullopt;
+    Statement anchor(db_, kAnchorUnrecorded);
+    if (!anchor.ok()) return error_text("schema");
+    anchor.bind(1, now_us());
+    if (anchor.step() != SQLITE_DONE) return error_text("schema");
+    return std::nullopt;
+  }
+
+  Result<bool> has_removals_table() {
+    Statement s(db_,
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'audit_removals'");
+    if (!s.ok()) return error_text("schema");
+    const int status = s.step();
+    if (status != SQLITE_ROW && status != SQLITE_DONE) return error_text("schema");
+    return status == SQLITE_ROW;
+  }
+
+  // A store written before removals were recorded, read as it is: each trimmed chain's front
+  // as one unrecorded removal.
+  Result<std::vector<Removal>> unrecorded_removals(std::string_view server) {
+    auto chains = heads();
+    if (auto* e = std::get_if<std::string>(&chains)) return *e;
+    std::vector<Removal> out;
+    for (const ChainHead& head : std::get<std::vector<ChainHead>>(chains)) {
+      if (head.server != server || head.first_seq <= 1) continue;
+      out.push_back(
+          Removal{head.server, 1, head.first_seq - 1, head.first_prev_hash, 0, 0, 0, "unrecorded"});
+    }
+    return out;
+  }
+
+  // What one trim removes from a chain, gathered before each delete.
+  struct Removed {
+    std::uint64_t last_seq = 0;
+    std::int64_t oldest_us = 0;
+    std::int64_t newest_us = 0;
+    std::string reason;
+    void add(std::uint64_t seq, std::int64_t oldest, std::int64_t newest, std::string_view why) {
+      oldest_us = last_seq == 0 ? oldest : std::min(oldest_us, oldest);
+      newest_us = std::max(newest_us, newest);
+      last_seq = std::max(last_seq, seq);
+      if (reason.find(why) == std::string::npos) {
+        reason += (reason.empty() ? "" : ",") + std::string(why);
+      }
+    }
+  };
+
+  Result<std::uint64_t> trim_in_transaction(const Retention& retention, std::int64_t now_us) {
+    auto chains = heads();
+    if (auto* e = std::get_if<std::string>(&chains)) return *e;
+    std::map<std::string, Removed> removed;
     std::uint64_t deleted = 0;
     if (retention.max_age_days > 0) {
       const std::int64_t cutoff = now_us - std::int64_t{retention.max_age_days} * 86400 * 1000000;
-      auto chains = heads();
-      if (auto* e = std::get_if<std::string>(&chains)) return *e;
-      // Per chain, every record up to the newest one stored before the cutoff: a prefix. Both
-      // steps use an index, so a trim costs the records it deletes, not the table's size.
+      // Per chain, every record up to the newest one stored before the cutoff: a prefix. Each
+      // step uses an index, so a trim costs the records it deletes, not the table's size.
       Statement newest(db_,
                        "SELECT seq FROM audit_records WHERE server = ?1 AND stored_us < ?2 "
                        "ORDER BY stored_us DESC LIMIT 1");
+      Statement span(db_,
+                     "SELECT MIN(time_us), MAX(time_us) FROM audit_records WHERE server = ?1 AND "
+                     "seq <= ?2");
       Statement prefix(db_, "DELETE FROM audit_records WHERE server = ?1 AND seq <= ?2");
-      if (!newest.ok() || !prefix.ok()) return error_text("trim");
+      if (!newest.ok() || !span.ok() || !prefix.ok()) return error_text("trim");
       for (const ChainHead& head : std::get<std::vector<ChainHead>>(chains)) {
         newest.bind(1, head.server);
         newest.bind(2, cutoff);
@@ -162,6 +294,12 @@ class SqliteStore final : public Store {
         newest.reset();
         if (status != SQLITE_ROW && status != SQLITE_DONE) return error_text("trim");
         if (last_old == 0) continue;
+        span.bind(1, head.server);
+        span.bind(2, last_old);
+        if (span.step() != SQLITE_ROW) return error_text("trim");
+        removed[head.server].add(static_cast<std::uint64_t>(last_old), span.integer(0),
+                                 span.integer(1), "max_age_days");
+        span.reset();
         prefix.bind(1, head.server);
         prefix.bind(2, last_old);
         if (prefix.step() != SQLITE_DONE) return error_text("trim");
@@ -174,52 +312,68 @@ class SqliteStore final : public Store {
         auto used = used_bytes();
         if (auto* e = std::get_if<std::string>(&used)) return *e;
         if (std::get<std::uint64_t>(used) <= retention.max_bytes) break;
-        std::uint64_t n = 0;
         // The oldest tenth by insertion order (row), at least 100: a prefix of every chain.
-        if (auto e = exec_changes(
-                "DELETE FROM audit_records WHERE row <= (SELECT MIN(row) FROM audit_records) + "
-                "MAX(100, (SELECT COUNT(*) FROM audit_records) / 10)",
-                n)) {
-          return *e;
+        Statement bound(db_,
+                        "SELECT (SELECT MIN(row) FROM audit_records) + MAX(100, (SELECT COUNT(*) "
+                        "FROM audit_records) / 10)");
+        if (!bound.ok() || bound.step() != SQLITE_ROW) return error_text("trim");
+        const std::int64_t last_row = bound.integer(0);
+        Statement span(db_,
+                       "SELECT server, MAX(seq), MIN(time_us), MAX(time_us) FROM audit_records "
+                       "WHERE row <= ?1 GROUP BY server");
+        if (!span.ok()) return error_text("trim");
+        span.bind(1, last_row);
+        int status;
+        while ((status = span.step()) == SQLITE_ROW) {
+          removed[span.text(0)].add(static_cast<std::uint64_t>(span.integer(1)), span.integer(2),
+                                    span.integer(3), "max_mb");
         }
+        if (status != SQLITE_DONE) return error_text("trim");
+        Statement remove(db_, "DELETE FROM audit_records WHERE row <= ?1");
+        if (!remove.ok()) return error_text("trim");
+        remove.bind(1, last_row);
+        if (remove.step() != SQLITE_DONE) return error_text("trim");
+        const auto n = static_cast<std::uint64_t>(sqlite3_changes64(db_));
         if (n == 0) break;
         deleted += n;
       }
     }
-    if (deleted > 0) {
-      if (auto e = exec(
-              "UPDATE audit_chains SET "
-              "first_seq = COALESCE((SELECT MIN(seq) FROM audit_records r WHERE r.server = "
-              "audit_chains.server), last_seq + 1), "
-              "first_prev_hash = COALESCE((SELECT prev_hash FROM audit_records r WHERE r.server = "
-              "audit_chains.server ORDER BY seq LIMIT 1), last_hash)")) {
-        return *e;
-      }
-      exec("PRAGMA incremental_vacuum");
+    if (deleted == 0) return deleted;
+    if (auto e = exec(
+            "UPDATE audit_chains SET "
+            "first_seq = COALESCE((SELECT MIN(seq) FROM audit_records r WHERE r.server = "
+            "audit_chains.server), last_seq + 1), "
+            "first_prev_hash = COALESCE((SELECT prev_hash FROM audit_records r WHERE r.server = "
+            "audit_chains.server ORDER BY seq LIMIT 1), last_hash)")) {
+      return *e;
+    }
+    // Each chain's removal, anchored by the hash its first kept record names.
+    Statement record(db_,
+                     "INSERT INTO audit_removals (server, first_seq, last_seq, last_hash, "
+                     "oldest_us, newest_us, removed_us, reason) SELECT ?1, ?2, ?3, "
+                     "first_prev_hash, ?4, ?5, ?6, ?7 FROM audit_chains WHERE server = ?1");
+    if (!record.ok()) return error_text("trim");
+    for (const ChainHead& head : std::get<std::vector<ChainHead>>(chains)) {
+      const auto it = removed.find(head.server);
+      if (it == removed.end() || it->second.last_seq < head.first_seq) continue;
+      record.bind(1, head.server);
+      record.bind(2, static_cast<std::int64_t>(head.first_seq));
+      record.bind(3, static_cast<std::int64_t>(it->second.last_seq));
+      record.bind(4, it->second.oldest_us);
+      record.bind(5, it->second.newest_us);
+      record.bind(6, now_us);
+      record.bind(7, it->second.reason);
+      if (record.step() != SQLITE_DONE) return error_text("trim");
+      record.reset();
     }
     return deleted;
   }
 
-  // Opens the schema: in write mode, creates it.
-  std::optional<std::string> prepare(OpenMode mode) {
-    exec("PRAGMA busy_timeout = 5000");
-    if (mode == OpenMode::read) return std::nullopt;
-    // auto_vacuum only takes effect before the first table exists.
-    if (auto e = exec("PRAGMA auto_vacuum = INCREMENTAL")) return e;
-    Statement wal(db_, "PRAGMA journal_mode = WAL");
-    if (!wal.ok() || wal.step() != SQLITE_ROW || wal.text(0) != "wal") {
-      return "cannot switch to WAL: " + std::string(sqlite3_errmsg(db_));
-    }
-    if (auto e = exec("PRAGMA synchronous = FULL")) return e;
-    return exec(kSchema);
-  }
-
- private:
-  std::optional<std::string> append_in_transaction(std::string_view server,
-                                                   std::span<const Entry> entries,
-                                                   std::int64_t stored_us) {
+  std::optional<StoreError> append_in_transaction(std::string_view server,
+                                                  std::span<const Entry> entries,
+                                                  std::int64_t stored_us) {
     Statement head(db_, "SELECT last_seq, last_hash FROM audit_chains WHERE server = ?1");
-    if (!head.ok()) return error_text("append");
+    if (!head.ok()) return append_error();
     head.bind(1, server);
     std::uint64_t seq = 0;
     std::string prev(kChainStart);
@@ -233,25 +387,25 @@ class SqliteStore final : public Store {
                        "last_hash) VALUES (?1, 1, ?2, 0, ?2)");
       create.bind(1, server);
       create.bind(2, kChainStart);
-      if (create.step() != SQLITE_DONE) return error_text("append");
+      if (create.step() != SQLITE_DONE) return append_error();
     } else {
-      return error_text("append");
+      return append_error();
     }
     Statement exists(db_, "SELECT 1 FROM audit_records WHERE id = ?1");
     Statement insert(db_,
                      "INSERT INTO audit_records (id, server, seq, time_us, stored_us, kind, "
                      "principal, tool, outcome, path, json, prev_hash, hash) VALUES "
                      "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)");
-    if (!exists.ok() || !insert.ok()) return error_text("append");
+    if (!exists.ok() || !insert.ok()) return append_error();
     for (const Entry& entry : entries) {
       exists.bind(1, entry.summary.id);
       status = exists.step();
       exists.reset();
       if (status == SQLITE_ROW) continue;
-      if (status != SQLITE_DONE) return error_text("append");
+      if (status != SQLITE_DONE) return append_error();
       ++seq;
       std::string hash = chain_hash(prev, server, seq, entry.json);
-      const Summary& s = entry.summary;
+      const Summary s = columns(entry.summary);
       insert.bind(1, s.id);
       insert.bind(2, server);
       insert.bind(3, static_cast<std::int64_t>(seq));
@@ -267,7 +421,7 @@ class SqliteStore final : public Store {
       insert.bind(13, hash);
       status = insert.step();
       insert.reset();
-      if (status != SQLITE_DONE) return error_text("append");
+      if (status != SQLITE_DONE) return append_error();
       prev = std::move(hash);
     }
     Statement update(db_,
@@ -275,7 +429,7 @@ class SqliteStore final : public Store {
     update.bind(1, static_cast<std::int64_t>(seq));
     update.bind(2, prev);
     update.bind(3, server);
-    if (!update.ok() || update.step() != SQLITE_DONE) return error_text("append");
+    if (!update.ok() || update.step() != SQLITE_DONE) return append_error();
     return std::nullopt;
   }
 
@@ -304,10 +458,12 @@ class SqliteStore final : public Store {
     return "sqlite: " + text;
   }
 
-  std::optional<std::string> exec_changes(const std::string& sql, std::uint64_t& changes) {
-    if (auto e = exec(sql)) return e;
-    changes += static_cast<std::uint64_t>(sqlite3_changes64(db_));
-    return std::nullopt;
+  // The failure of the statement just run, classified by SQLite's result code.
+  StoreError append_error() const {
+    const int code = sqlite3_errcode(db_) & 0xff;
+    const bool input = code == SQLITE_TOOBIG || code == SQLITE_MISMATCH || code == SQLITE_RANGE;
+    return StoreError{input ? StoreError::Kind::input : StoreError::Kind::unavailable,
+                      error_text("append")};
   }
 
   std::string error_text(std::string_view what) const {

@@ -63,9 +63,10 @@ TEST_CASE("sqlite: appended records land in order on their chain", "[audit][sqli
   CHECK(heads[0].last_hash == rows.back().hash);
   CHECK(heads[1].last_seq == 6);
   const VerifyReport report = verify(*store);
-  CHECK(report.first_break == "");
+  CHECK(report.breaks.empty());
   CHECK(report.records == 21);
-  CHECK(verify(*store, "nobody").first_break == "server nobody: no chain of that name");
+  CHECK(verify(*store, "nobody").breaks ==
+        std::vector<std::string>{"server nobody: no chain of that name"});
 }
 
 TEST_CASE("sqlite: an entry already stored is skipped when a batch is retried", "[audit][sqlite]") {
@@ -149,7 +150,7 @@ TEST_CASE("sqlite: verify reports the first edited, deleted or re-linked record"
     tamper(copy, sql);
     auto store = take(open_sqlite(copy, OpenMode::read));
     const VerifyReport report = verify(*store);
-    CHECK(report.first_break == expected);
+    CHECK(report.breaks == std::vector<std::string>{expected});
   };
   {
     auto store = take(open_sqlite(file, OpenMode::read));
@@ -174,6 +175,47 @@ TEST_CASE("sqlite: verify reports the first edited, deleted or re-linked record"
               "server web-1, record 1 to 2 are missing (deleted)");
 }
 
+// Model code chooses what a refused URL holds: a character cut after its first byte (at the
+// 2,048 bytes such a URL is kept to), a NUL, bytes that are not UTF-8. The JSON text holds them
+// as JSON does (U+FFFD, \u0000); the columns hold the same text, a NUL as U+FFFD, so that verify
+// finds the chain as it was written.
+TEST_CASE("sqlite: text that is not UTF-8 or holds a NUL is stored as valid text and verifies",
+          "[audit][sqlite][chain]") {
+  const TempDir dir;
+  auto store = open_file(dir.path() / "audit.db");
+  const CallRecord call = make_call(1);
+  RequestRecord cut = make_request(1, call.id);
+  cut.path = "http://evil.test/aaaa\xc3";
+  RequestRecord nul = make_request(2, call.id);
+  nul.path = std::string("http://evil.test/a\0b", 20);
+  RequestRecord bytes = make_request(3, call.id,
+                                     "\xff"
+                                     "alice");
+  bytes.path = "/\xfe\xff x";
+  bytes.refusal = "policy: \xe2\x82";
+  REQUIRE_FALSE(store->append(
+      "web-1", std::vector<Entry>{entry_of(call), entry_of(cut), entry_of(nul), entry_of(bytes)},
+      now_us()));
+  const VerifyReport report = verify(*store);
+  CHECK(report.intact());
+  CHECK(report.records == 4);
+  const auto rows = take(store->chain("web-1", 0, 10));
+  REQUIRE(rows.size() == 4);
+  CHECK(rows[1].summary.path == "http://evil.test/aaaa\xef\xbf\xbd");
+  CHECK(Json::parse(rows[1].json)["path"] == "http://evil.test/aaaa\xef\xbf\xbd");
+  CHECK(rows[2].summary.path ==
+        "http://evil.test/a\xef\xbf\xbd"
+        "b");
+  CHECK(Json::parse(rows[2].json)["path"] == std::string("http://evil.test/a\0b", 20));
+  CHECK(rows[3].summary.principal ==
+        "\xef\xbf\xbd"
+        "alice");
+  CHECK(rows[3].summary.path == "/\xef\xbf\xbd\xef\xbf\xbd x");
+  Query by_path;
+  by_path.path_prefix = "http://evil.test/a";
+  CHECK(take(store->query(by_path)).size() == 2);
+}
+
 TEST_CASE("sqlite: retention by age deletes a prefix of each chain and the rest verifies",
           "[audit][sqlite][retention]") {
   const TempDir dir;
@@ -191,7 +233,7 @@ TEST_CASE("sqlite: retention by age deletes a prefix of each chain and the rest 
   CHECK(heads[1].first_seq == 4);  // every record of b went: the chain starts after its last
   CHECK(heads[1].last_seq == 3);
   CHECK(take(store->chain("a", 0, 100)).size() == 6);
-  CHECK(verify(*store).first_break == "");
+  CHECK(verify(*store).breaks.empty());
   CHECK(take(store->trim(Retention{30, 0}, now)) == 0);
   // The chain goes on from where it was.
   append_calls(*store, "b", 1);
@@ -224,7 +266,116 @@ TEST_CASE("sqlite: retention by size keeps the database under its bound",
   const auto heads = take(store->heads());
   CHECK(heads[0].first_seq == deleted + 1);
   CHECK(take(store->chain("s", 0, 5000)).size() == 2000 - deleted);
-  CHECK(verify(*store).intact());
+  const VerifyReport report = verify(*store);
+  CHECK(report.intact());
+  // What was rolled off is on record, with when it was written and when it went.
+  REQUIRE(report.removals.size() == 1);
+  CHECK(report.removals[0].first_seq == 1);
+  CHECK(report.removals[0].last_seq == deleted);
+  CHECK(report.removals[0].reason == "max_mb");
+  CHECK(report.removals[0].last_hash == heads[0].first_prev_hash);
+  CHECK(report.removals[0].newest_us >= report.removals[0].oldest_us);
+}
+
+// Issue 34 item 3: with max_mb, a caller could push its own earlier records out of the trail and
+// verify said intact. Every removal by retention is recorded in the same transaction; verify
+// lists them and anchors the chain's start to the last, so a front cut any other way is a break.
+TEST_CASE("sqlite: verify anchors a chain's start to the removals retention recorded",
+          "[audit][sqlite][retention][chain]") {
+  const TempDir dir;
+  const auto file = dir.path() / "audit.db";
+  const std::int64_t now = now_us();
+  const std::int64_t day = 86400LL * 1000000;
+  {
+    auto store = open_file(file);
+    append_calls(*store, "a", 2, now - 40 * day);  // records 1..6
+    append_calls(*store, "a", 1, now - 20 * day);  // 7..9
+    append_calls(*store, "a", 2, now);             // 10..15
+    CHECK(take(store->trim(Retention{30, 0}, now)) == 6);
+    CHECK(take(store->trim(Retention{10, 0}, now)) == 3);
+    const VerifyReport report = verify(*store);
+    CHECK(report.intact());
+    REQUIRE(report.removals.size() == 2);
+    CHECK(report.removals[0].first_seq == 1);
+    CHECK(report.removals[0].last_seq == 6);
+    CHECK(report.removals[1].first_seq == 7);
+    CHECK(report.removals[1].last_seq == 9);
+    CHECK(report.removals[1].removed_us == now);
+    CHECK(report.removals[1].reason == "max_age_days");
+  }
+  auto check_break = [&](const std::string& sql, const std::string& expected) {
+    const TempDir copy_dir;
+    const auto copy = copy_dir.path() / "audit.db";
+    std::filesystem::copy_file(file, copy);
+    tamper(copy, sql);
+    auto store = take(open_sqlite(copy, OpenMode::read));
+    CHECK(verify(*store).breaks == std::vector<std::string>{expected});
+  };
+  // The front cut, the head moved to match: no removal says so.
+  check_break(
+      "DELETE FROM audit_records WHERE seq <= 11; UPDATE audit_chains SET first_seq = 12, "
+      "first_prev_hash = (SELECT prev_hash FROM audit_records WHERE seq = 12)",
+      "server a: records 10..11 are gone from the chain's front, and no removal by retention is "
+      "recorded (deleted)");
+  check_break("DELETE FROM audit_removals WHERE first_seq = 1",
+              "server a: retention is recorded as removing records 7..9 where the chain went on "
+              "at 1 (edited)");
+  check_break(
+      "UPDATE audit_removals SET last_hash = '" + std::string(64, 'b') + "' WHERE first_seq = 7",
+      "server a: the chain's start does not follow the last record removed (edited)");
+}
+
+// A store trimmed before removals were recorded: its chains' fronts are anchored once, as
+// "unrecorded", when this version first opens it to write; read as it is, they show the same.
+TEST_CASE("sqlite: chains trimmed before removals were recorded still verify",
+          "[audit][sqlite][retention][chain]") {
+  const TempDir dir;
+  const auto file = dir.path() / "audit.db";
+  {
+    auto store = open_file(file);
+    append_calls(*store, "a", 3);  // 1..9
+  }
+  // As an earlier version left it: a prefix trimmed, no table of removals.
+  tamper(
+      file,
+      "DROP TABLE audit_removals; DELETE FROM audit_records WHERE seq <= 3; UPDATE audit_chains "
+      "SET first_seq = 4, first_prev_hash = (SELECT prev_hash FROM audit_records WHERE seq = 4)");
+  {
+    auto store = take(open_sqlite(file, OpenMode::read));
+    const VerifyReport report = verify(*store);
+    CHECK(report.intact());
+    REQUIRE(report.removals.size() == 1);
+    CHECK(report.removals[0].reason == "unrecorded");
+    CHECK(report.removals[0].last_seq == 3);
+  }
+  auto store = open_file(file);
+  append_calls(*store, "a", 1);
+  CHECK(take(store->trim(Retention{0, 0}, now_us())) == 0);
+  const VerifyReport report = verify(*store);
+  CHECK(report.intact());
+  REQUIRE(report.removals.size() == 1);
+  CHECK(report.removals[0].reason == "unrecorded");
+  CHECK(report.records == 9);
+}
+
+// Issue 34 item 2: verify goes on past a break, so a real edit further on cannot hide behind
+// one found first (which model code could make happen before this fix).
+TEST_CASE("sqlite: verify goes on past a break and names every one", "[audit][sqlite][chain]") {
+  const TempDir dir;
+  const auto file = dir.path() / "audit.db";
+  auto store = open_file(file);
+  append_calls(*store, "web-1", 4);  // 12 records
+  tamper(file,
+         "UPDATE audit_records SET path = 'x' WHERE seq = 2; "
+         "UPDATE audit_records SET json = replace(json, 'alice', 'bob') WHERE seq = 8; "
+         "DELETE FROM audit_records WHERE seq IN (10, 11)");
+  const VerifyReport report = verify(*store);
+  CHECK(report.breaks ==
+        std::vector<std::string>{
+            "server web-1, record 2: its indexed columns do not match its content (edited)",
+            "server web-1, record 8: its content does not match its hash (edited)",
+            "server web-1, record 10 to 11 are missing (deleted)"});
+  CHECK(report.records == 10);
 }
 
 TEST_CASE("sqlite: reading a store that does not exist is an error, and creates nothing",

@@ -30,78 +30,152 @@ std::string chain_hash(std::string_view prev_hash, std::string_view server, std:
 
 namespace {
 
-bool same(const Summary& a, const Summary& b) {
-  return a.id == b.id && a.time_us == b.time_us && a.kind == b.kind && a.principal == b.principal &&
-         a.tool == b.tool && a.outcome == b.outcome && a.path == b.path;
+constexpr std::string_view kReplacement = "\xef\xbf\xbd";  // U+FFFD
+
+// Whether a stored column holds what the record's text gives (`derived`, a column_text). Two
+// forms earlier versions wrote are accepted too, so that their chains still verify: SQLite kept
+// a field's bytes as they came (not UTF-8, a NUL), which column_text maps as the JSON did; and
+// libpq's C-string parameters cut a PostgreSQL column at its first NUL (which the derived column
+// holds as U+FFFD, and the JSON as \u0000).
+bool column_agrees(const std::string& stored, const std::string& derived, std::string_view json) {
+  if (stored == derived || column_text(stored) == derived) return true;
+  return derived.starts_with(stored) && derived.substr(stored.size()).starts_with(kReplacement) &&
+         json.find("\\u0000") != std::string_view::npos;
 }
 
-// The first break in one chain, or empty.
-std::string verify_chain(Store& store, const ChainHead& head, std::uint64_t& records) {
-  const std::string where = "server " + head.server + ", ";
-  std::uint64_t expected_seq = head.first_seq;
-  std::string expected_prev = head.first_prev_hash;
-  constexpr std::size_t kPage = 1000;
-  while (true) {
-    auto page = store.chain(head.server, expected_seq - 1, kPage);
-    if (auto* error = std::get_if<std::string>(&page)) return where + "cannot read: " + *error;
-    const auto& rows = std::get<std::vector<StoredRecord>>(page);
-    for (const StoredRecord& row : rows) {
-      const std::string at = where + "record " + std::to_string(row.seq) + ": ";
-      if (row.seq != expected_seq) {
-        return where + "record " + std::to_string(expected_seq) +
-               (row.seq == expected_seq + 1
-                    ? " is missing (deleted)"
-                    : " to " + std::to_string(row.seq - 1) + " are missing (deleted)");
-      }
-      if (row.prev_hash != expected_prev) {
-        return at +
-               "its prev_hash is not the hash of the record before it (a record was "
-               "replaced or the chain re-spliced)";
-      }
-      if (chain_hash(row.prev_hash, row.server, row.seq, row.json) != row.hash) {
-        return at + "its content does not match its hash (edited)";
-      }
-      const std::optional<Summary> derived = summarize_json(row.json);
-      if (!derived || !same(*derived, row.summary)) {
-        return at + "its indexed columns do not match its content (edited)";
-      }
-      expected_prev = row.hash;
-      ++expected_seq;
-      ++records;
-    }
-    if (rows.size() < kPage) break;
-  }
-  if (expected_seq - 1 != head.last_seq) {
-    if (expected_seq - 1 > head.last_seq) {
-      return where + "records after " + std::to_string(head.last_seq) +
-             ", the chain's head, are stored (added outside the chain)";
-    }
-    return where + "record " + std::to_string(expected_seq) + " to " +
-           std::to_string(head.last_seq) + " are missing (the chain's head says it ends at " +
-           std::to_string(head.last_seq) + ")";
-  }
-  if (expected_prev != head.last_hash) {
-    return where + "the chain's head names a last hash that its last record does not have";
-  }
-  return "";
+bool agrees(const Summary& stored, const Summary& derived, std::string_view json) {
+  return stored.id == derived.id && stored.time_us == derived.time_us &&
+         stored.kind == derived.kind && column_agrees(stored.principal, derived.principal, json) &&
+         column_agrees(stored.tool, derived.tool, json) &&
+         column_agrees(stored.outcome, derived.outcome, json) &&
+         column_agrees(stored.path, derived.path, json);
 }
+
+class Walk {
+ public:
+  explicit Walk(VerifyReport& report) : report_(report) {}
+
+  void add_break(std::string line) {
+    ++report_.break_count;
+    if (report_.breaks.size() < VerifyReport::kMaxListedBreaks) {
+      report_.breaks.push_back(std::move(line));
+    }
+  }
+
+  // The chain's front: what retention removed must run from record 1 to the record before the
+  // head's start, each removal after the one before, and the start must follow the last removed
+  // record's hash.
+  void check_start(Store& store, const ChainHead& head) {
+    const std::string where = "server " + head.server + ": ";
+    auto found = store.removals(head.server);
+    if (auto* error = std::get_if<std::string>(&found)) {
+      add_break(where + "cannot read its removals: " + *error);
+      return;
+    }
+    std::uint64_t next = 1;
+    std::string prev(kChainStart);
+    for (Removal& removal : std::get<std::vector<Removal>>(found)) {
+      if (removal.first_seq != next || removal.last_seq < removal.first_seq) {
+        add_break(where + "retention is recorded as removing records " +
+                  std::to_string(removal.first_seq) + ".." + std::to_string(removal.last_seq) +
+                  " where the chain went on at " + std::to_string(next) + " (edited)");
+      }
+      next = removal.last_seq + 1;
+      prev = removal.last_hash;
+      report_.removals.push_back(std::move(removal));
+    }
+    if (head.first_seq > next) {
+      add_break(where + "records " + std::to_string(next) + ".." +
+                std::to_string(head.first_seq - 1) +
+                " are gone from the chain's front, and no removal by retention is recorded "
+                "(deleted)");
+    } else if (head.first_seq < next) {
+      add_break(where + "the chain's head starts at " + std::to_string(head.first_seq) +
+                ", before the end of what retention removed (" + std::to_string(next - 1) +
+                ") (edited)");
+    } else if (head.first_prev_hash != prev) {
+      add_break(where + "the chain's start does not follow " +
+                std::string(next == 1 ? "the chain's beginning" : "the last record removed") +
+                " (edited)");
+    }
+  }
+
+  void check_records(Store& store, const ChainHead& head) {
+    const std::string where = "server " + head.server + ", ";
+    std::uint64_t expected_seq = head.first_seq;
+    std::string expected_prev = head.first_prev_hash;
+    std::uint64_t after = head.first_seq - 1;
+    constexpr std::size_t kPage = 1000;
+    while (true) {
+      auto page = store.chain(head.server, after, kPage);
+      if (auto* error = std::get_if<std::string>(&page)) {
+        add_break(where + "cannot read: " + *error);
+        return;
+      }
+      const auto& rows = std::get<std::vector<StoredRecord>>(page);
+      for (const StoredRecord& row : rows) {
+        after = row.seq;
+        const std::string at = where + "record " + std::to_string(row.seq) + ": ";
+        if (row.seq != expected_seq) {
+          add_break(where + "record " + std::to_string(expected_seq) +
+                    (row.seq == expected_seq + 1
+                         ? " is missing (deleted)"
+                         : " to " + std::to_string(row.seq - 1) + " are missing (deleted)"));
+          // The link across a gap cannot be checked: the walk goes on from this record.
+          expected_prev = row.prev_hash;
+        }
+        // One line for a record, naming the first thing found wrong with it.
+        const std::optional<Summary> derived = summarize_json(row.json);
+        if (row.prev_hash != expected_prev) {
+          add_break(at +
+                    "its prev_hash is not the hash of the record before it (a record was "
+                    "replaced or the chain re-spliced)");
+        } else if (chain_hash(row.prev_hash, row.server, row.seq, row.json) != row.hash) {
+          add_break(at + "its content does not match its hash (edited)");
+        } else if (!derived || !agrees(row.summary, *derived, row.json)) {
+          add_break(at + "its indexed columns do not match its content (edited)");
+        }
+        // The next record's prev_hash names this one's stored hash, edited or not.
+        expected_prev = row.hash;
+        expected_seq = row.seq + 1;
+        ++report_.records;
+      }
+      if (rows.size() < kPage) break;
+    }
+    if (expected_seq - 1 > head.last_seq) {
+      add_break(where + "records after " + std::to_string(head.last_seq) +
+                ", the chain's head, are stored (added outside the chain)");
+    } else if (expected_seq - 1 < head.last_seq) {
+      add_break(where + "record " + std::to_string(expected_seq) + " to " +
+                std::to_string(head.last_seq) + " are missing (the chain's head says it ends at " +
+                std::to_string(head.last_seq) + ")");
+    } else if (expected_prev != head.last_hash) {
+      add_break(where + "the chain's head names a last hash that its last record does not have");
+    }
+  }
+
+ private:
+  VerifyReport& report_;
+};
 
 }  // namespace
 
 VerifyReport verify(Store& store, const std::optional<std::string>& server) {
   VerifyReport report;
+  Walk walk(report);
   auto heads = store.heads();
   if (auto* error = std::get_if<std::string>(&heads)) {
-    report.first_break = "cannot read the chains: " + *error;
+    walk.add_break("cannot read the chains: " + *error);
     return report;
   }
   for (ChainHead& head : std::get<std::vector<ChainHead>>(heads)) {
     if (server && head.server != *server) continue;
-    if (report.intact()) report.first_break = verify_chain(store, head, report.records);
+    walk.check_start(store, head);
+    walk.check_records(store, head);
     report.chains.push_back(std::move(head));
   }
-  if (server && report.chains.empty() && report.intact()) {
-    report.first_break = "server " + *server + ": no chain of that name";
+  if (server && report.chains.empty()) {
+    walk.add_break("server " + *server + ": no chain of that name");
   }
   return report;
 }

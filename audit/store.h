@@ -5,13 +5,15 @@
 // from it for queries (Summary), and its place in its server's hash chain: `seq` (1, 2, ...,
 // no gaps), `prev_hash` (the hash of record seq-1, or of the chain's start) and `hash` =
 // SHA-256(prev_hash "\n" server "\n" seq "\n" json). A second table holds each chain's head: where
-// it starts (retention deletes from the front and moves the start) and its last seq and hash. A
-// batch is appended in one transaction that locks its chain's head, so two processes writing
-// under one server name still make one unbroken chain. `verify` walks every chain and reports
-// the first break: a row whose text or columns were edited, a missing row (gap, or the tail cut
-// off below the head), a row whose prev_hash is not its predecessor's hash. Someone who can
-// rewrite a whole chain's tail and its head can forge it; anchor the head hash `verify` prints
-// somewhere else when that matters.
+// it starts (retention deletes from the front and moves the start) and its last seq and hash; a
+// third records every removal by retention (which records, written when, removed when and why),
+// so that the chain's start is anchored and `verify` can say what was rolled off. A batch is
+// appended in one transaction that locks its chain's head, so two processes writing under one
+// server name still make one unbroken chain. `verify` walks every chain to its end and reports
+// every break: a row whose text or columns were edited, a missing row (gap, the tail cut off
+// below the head, or the front gone with no removal recorded), a row whose prev_hash is not its
+// predecessor's hash. Someone who can rewrite a whole chain's tail and its head can forge it;
+// anchor the head hash `verify` prints somewhere else when that matters.
 //
 // Threading: a Store is used by one thread at a time (the Writer's, or the CLI's).
 #pragma once
@@ -36,6 +38,21 @@ namespace codemode::audit {
 template <typename T>
 using Result = std::variant<T, std::string>;
 
+// Why a store did not take a batch. Who caused it decides what the writer does with the batch.
+struct StoreError {
+  enum class Kind {
+    // The store is down, unreachable, locked or out of space: the same batch may succeed later,
+    // so the writer retries it (and on_failure applies meanwhile).
+    unavailable,
+    // The store refused what the batch holds (PostgreSQL's SQLSTATE classes 22, data exception,
+    // and 54, program limit exceeded; SQLite's TOOBIG, MISMATCH and RANGE): the same text never
+    // succeeds, so the writer finds the record and stores it escaped instead.
+    input,
+  };
+  Kind kind = Kind::unavailable;
+  std::string text;  // one line, never a password: "postgres: ERROR: ..."
+};
+
 // One record as the writer hands it to a store.
 struct Entry {
   Summary summary;
@@ -57,6 +74,20 @@ struct ChainHead {
   std::string first_prev_hash;  // what that record's prev_hash must be
   std::uint64_t last_seq = 0;   // 0: nothing appended yet
   std::string last_hash;        // the newest record's hash (first_prev_hash when none is kept)
+};
+
+// A prefix of a chain that retention removed, as the store recorded it in the same transaction.
+struct Removal {
+  std::string server;
+  std::uint64_t first_seq = 1;
+  std::uint64_t last_seq = 0;
+  std::string last_hash;        // the hash of record last_seq: the next record's prev_hash
+  std::int64_t oldest_us = 0;   // time_us of the oldest and the newest record removed (0:
+  std::int64_t newest_us = 0;   // unknown, removed before removals were recorded)
+  std::int64_t removed_us = 0;  // when
+  // "max_age_days", "max_mb", "max_age_days,max_mb", or "unrecorded": removed by a version that
+  // kept no record of removals (found when this store first recorded them).
+  std::string reason;
 };
 
 struct Query {
@@ -91,8 +122,9 @@ class Store {
   // Appends `entries` to `server`'s chain in one transaction; an entry whose id is stored
   // already is skipped (a batch retried after a commit whose outcome was unknown). `stored_us`
   // is when, for retention by age. Reconnects first when the connection was lost.
-  virtual std::optional<std::string> append(std::string_view server, std::span<const Entry> entries,
-                                            std::int64_t stored_us) = 0;
+  // The indexed columns are stored as column_text (valid UTF-8, no NUL) whatever the entry holds.
+  virtual std::optional<StoreError> append(std::string_view server, std::span<const Entry> entries,
+                                           std::int64_t stored_us) = 0;
 
   virtual Result<std::vector<StoredRecord>> query(const Query& query) = 0;
 
@@ -102,8 +134,12 @@ class Store {
 
   virtual Result<std::vector<ChainHead>> heads() = 0;
 
+  // What retention removed from `server`'s chain, oldest first.
+  virtual Result<std::vector<Removal>> removals(std::string_view server) = 0;
+
   // Deletes the oldest records as `retention` says, always a prefix of each chain (whose head
-  // then starts at the first record kept). Returns how many were deleted.
+  // then starts at the first record kept), and records each chain's removal (Removal), all in
+  // one transaction. Returns how many were deleted.
   virtual Result<std::uint64_t> trim(const Retention& retention, std::int64_t now_us) = 0;
 };
 
@@ -115,13 +151,18 @@ std::string chain_hash(std::string_view prev_hash, std::string_view server, std:
 
 struct VerifyReport {
   std::vector<ChainHead> chains;
-  std::uint64_t records = 0;  // records checked
-  // The first break found, one line: "server web-1, record 17: ...". Empty: intact.
-  std::string first_break;
-  bool intact() const { return first_break.empty(); }
+  std::vector<Removal> removals;  // what retention removed from those chains, chain by chain
+  std::uint64_t records = 0;      // records checked
+  // Every break found, in chain and seq order, one line each: "server web-1, record 17: ...",
+  // the first kMaxListedBreaks of them; break_count counts them all.
+  static constexpr std::size_t kMaxListedBreaks = 1000;
+  std::vector<std::string> breaks;
+  std::uint64_t break_count = 0;
+  bool intact() const { return break_count == 0; }
 };
 
-// Walks every chain (or only `server`'s) in seq order. A store error is reported as a break.
+// Walks every chain (or only `server`'s) in seq order to its end, past any break: an edit further
+// on never hides behind one found first. A store error is reported as a break.
 VerifyReport verify(Store& store, const std::optional<std::string>& server = std::nullopt);
 
 enum class OpenMode {

@@ -1,5 +1,7 @@
 #include "audit/writer.h"
 
+#include <sqlite3.h>
+
 #include <chrono>
 #include <iostream>
 #include <set>
@@ -95,7 +97,7 @@ TEST_CASE("writer on sqlite: 10,000 mixed records from two threads, each stored 
   calls.limit = 100000;
   CHECK(take(store->query(calls)).size() == 2000);
   const VerifyReport report = verify(*store);
-  CHECK(report.first_break == "");
+  CHECK(report.breaks.empty());
   CHECK(report.records == 10000);
 }
 
@@ -106,7 +108,7 @@ TEST_CASE("writer: stop writes what is queued, and a call record gets its code's
   std::string id;
   {
     Writer writer(take(open_sqlite(file, OpenMode::write)), options_for("s"));
-    CHECK(writer.accepting());
+    CHECK(writer.admit("alice") == Admission::admitted);
     for (int i = 0; i < 300; ++i) {
       CallRecord call = make_call(i);
       call.code_sha256.clear();
@@ -146,7 +148,7 @@ TEST_CASE("writer: two processes' writers under one server name make one chain",
   }
   auto store = take(open_sqlite(file, OpenMode::read));
   const VerifyReport report = verify(*store);
-  CHECK(report.first_break == "");
+  CHECK(report.breaks.empty());
   CHECK(report.records == 1000);
 }
 
@@ -166,6 +168,113 @@ TEST_CASE("writer: retention runs on the writer's thread", "[audit][writer][rete
   CHECK(writer.stats().trimmed == 2);
   auto store = take(open_sqlite(file, OpenMode::read));
   CHECK(take(store->chain("s", 0, 10)).size() == 1);
+  CHECK(verify(*store).intact());
+}
+
+// The writer's store, held up: another connection holds SQLite's write lock, so the writer's
+// batch waits (and, after busy_timeout, fails) and what is queued stays queued.
+class HeldLock {
+ public:
+  explicit HeldLock(const std::filesystem::path& file) {
+    REQUIRE(sqlite3_open(file.c_str(), &db_) == SQLITE_OK);
+    REQUIRE(sqlite3_exec(db_, "BEGIN EXCLUSIVE", nullptr, nullptr, nullptr) == SQLITE_OK);
+  }
+  ~HeldLock() { release(); }
+  void release() {
+    if (!db_) return;
+    sqlite3_exec(db_, "COMMIT", nullptr, nullptr, nullptr);
+    sqlite3_close(db_);
+    db_ = nullptr;
+  }
+
+ private:
+  sqlite3* db_ = nullptr;
+};
+
+// Issue 34 item 3: one principal filled the whole queue, and everyone else's records were
+// dropped. Each principal now has a share of the queue (a tenth by default).
+TEST_CASE("writer (drop): a principal's records beyond its share are dropped, not others'",
+          "[audit][writer][sqlite]") {
+  const TempDir dir;
+  const auto file = dir.path() / "audit.db";
+  WriterOptions options = options_for("s");
+  options.queue = 100;  // a share of 10
+  options.on_failure = config::Audit::OnFailure::drop;
+  options.last_retry = std::chrono::milliseconds(50);
+  Writer writer(take(open_sqlite(file, OpenMode::write)), options);
+  HeldLock lock(file);
+  for (int i = 0; i < 200; ++i) writer.record(make_request(i, "call", "mallory"));
+  CHECK(writer.stats().dropped == 190);
+  std::set<std::string> sent;
+  for (int i = 0; i < 10; ++i) {
+    CallRecord call = make_call(i, "bob");
+    sent.insert(call.id);
+    writer.record(std::move(call));
+  }
+  CHECK(writer.stats().dropped == 190);
+  lock.release();
+  REQUIRE(writer.flush(std::chrono::seconds(30)));
+  writer.stop();
+  CHECK(writer.stats().written == 20);
+  auto store = take(open_sqlite(file, OpenMode::read));
+  Query bob;
+  bob.principal = "bob";
+  std::set<std::string> stored;
+  for (const auto& r : take(store->query(bob))) stored.insert(r.summary.id);
+  CHECK(stored == sent);
+  CHECK(verify(*store).intact());
+}
+
+// Issue 34 item 3: in fail_closed, one principal's records (all of calls already admitted) made
+// the queue "full", and everyone's calls were refused as if the store were down. The queue
+// counts each principal's records up to its share; past it, only that principal is refused.
+TEST_CASE("writer (fail_closed): a principal holding its share is refused, the others admitted",
+          "[audit][writer][sqlite]") {
+  const TempDir dir;
+  const auto file = dir.path() / "audit.db";
+  WriterOptions options = options_for("s");
+  options.queue = 100;  // a share of 10
+  options.on_failure = config::Audit::OnFailure::fail_closed;
+  options.last_retry = std::chrono::milliseconds(50);
+  Writer writer(take(open_sqlite(file, OpenMode::write)), options);
+  CHECK(writer.admit("mallory") == Admission::admitted);
+  {
+    // The store is up but slow: the writer's first batch waits for the lock (busy_timeout, 5 s),
+    // and mallory's admitted call makes 150 records meanwhile; none is dropped.
+    HeldLock lock(file);
+    for (int i = 0; i < 150; ++i) writer.record(make_request(i, "call", "mallory"));
+    INFO("failures so far: " << writer.stats().failures);
+    CHECK(writer.admit("mallory") == Admission::share_full);
+    CHECK(writer.admit("bob") == Admission::admitted);
+  }
+  REQUIRE(writer.flush(std::chrono::seconds(30)));
+  CHECK(writer.admit("mallory") == Admission::admitted);
+  writer.stop();
+  CHECK(writer.stats().written == 150);
+  CHECK(writer.stats().dropped == 0);
+}
+
+TEST_CASE("writer: text that is not UTF-8 is replaced and counted, and the chain verifies",
+          "[audit][writer][sqlite]") {
+  const TempDir dir;
+  const auto file = dir.path() / "audit.db";
+  Writer writer(take(open_sqlite(file, OpenMode::write)), options_for("s"));
+  CallRecord call = make_call(1);
+  call.client_name = "bad \xff name";
+  call.code = "async () => '\xc3'";
+  call.code_sha256.clear();
+  writer.record(call);
+  writer.record(make_call(2));
+  REQUIRE(writer.flush(std::chrono::seconds(10)));
+  writer.stop();
+  CHECK(writer.stats().replaced == 1);
+  CHECK(writer.stats().written == 2);
+  auto store = take(open_sqlite(file, OpenMode::read));
+  const auto rows = take(store->chain("s", 0, 10));
+  REQUIRE(rows.size() == 2);
+  const Json first = Json::parse(rows[0].json);
+  CHECK(first["client_name"] == "bad \xef\xbf\xbd name");
+  CHECK(first["code_sha256"] == sha256_hex(call.code));  // of the bytes that came
   CHECK(verify(*store).intact());
 }
 

@@ -149,8 +149,9 @@ constexpr std::array<std::string_view, 10> kTopKeys = {"openapi", "upstreams", "
 constexpr std::array<std::string_view, 2> kPrincipalKeys = {"upstreams", "policy"};
 constexpr std::array<std::string_view, 4> kTracingKeys = {"otlp", "service_name", "headers",
                                                           "queue"};
-constexpr std::array<std::string_view, 7> kAuditKeys = {
-    "sqlite", "postgres", "server", "on_failure", "queue", "max_age_days", "max_mb"};
+constexpr std::array<std::string_view, 8> kAuditKeys = {
+    "sqlite",       "postgres", "server", "on_failure", "queue", "queue_per_principal",
+    "max_age_days", "max_mb"};
 constexpr std::array<std::string_view, 8> kSandboxKeys = {
     "jitless",      "process_calls",   "max_processes",   "spare_processes",
     "idle_seconds", "principal_calls", "principal_queue", "memory_mb"};
@@ -715,6 +716,8 @@ class Loader {
         }
       } else if (key == "queue") {
         read_u32(field, path, 1, 1000000, audit.queue);
+      } else if (key == "queue_per_principal") {
+        read_u32(field, path, 1, 1000000, audit.queue_per_principal);
       } else if (key == "max_age_days") {
         read_u32(field, path, 0, 36500, audit.max_age_days);
       } else if (key == "max_mb") {
@@ -729,6 +732,10 @@ class Loader {
           "names no store: give \"sqlite\": \"audit.db\" or \"postgres\": \"postgresql://...\"");
     } else if (stores.size() > 1) {
       add("audit", "names two stores (sqlite and postgres); give one");
+    }
+    if (audit.queue_per_principal > audit.queue) {
+      add("audit.queue_per_principal",
+          "must be at most audit.queue (" + std::to_string(audit.queue) + ")");
     }
     if (audit.store == Audit::Store::postgres) {
       if (saw_max_mb) {

@@ -250,8 +250,9 @@ struct Audit {
                // ~/.pgpass, so the string is safe to show
   };
   enum class OnFailure {
-    fail_closed,  // while the store is down or the queue is full, new tool calls are refused;
-                  // the records of calls already accepted are kept until they are written
+    fail_closed,  // while the store is down, the queue is full or the caller's principal holds its
+                  // whole share of it, new tool calls are refused; the records of calls already
+                  // accepted are kept until they are written
     drop,         // calls go on; records that find the queue full are dropped and counted
   };
   Store store = Store::sqlite;
@@ -264,7 +265,12 @@ struct Audit {
   // "on_failure": "fail_closed" or "drop". Absent: fail_closed for postgres (a fleet's record
   // of what ran), drop for sqlite (a local log on the server's own disk).
   OnFailure on_failure = OnFailure::drop;
-  std::uint32_t queue = 10000;      // 1..1000000: records waiting for the writer (see on_failure)
+  std::uint32_t queue = 10000;  // 1..1000000: records waiting for the writer (see on_failure)
+  // "queue_per_principal": 1..queue: records one principal may have waiting, so that one whose
+  // code makes records faster than the store takes them fills its own share and not the others'
+  // room (drop: its further records are dropped; fail_closed: its new calls are refused until the
+  // writer catches up). Absent: 0, which means a tenth of `queue` (at least 1).
+  std::uint32_t queue_per_principal = 0;
   std::uint32_t max_age_days = 90;  // 0..36500: older records are deleted; 0: kept forever
   // 0..1048576: sqlite only (a problem with postgres, whose size is its operator's): the oldest
   // records are deleted while the database holds more than this many MiB; 0: no size bound.

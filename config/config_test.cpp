@@ -780,6 +780,7 @@ TEST_CASE("audit is absent by default, and sqlite takes its defaults", "[config]
   CHECK(audit.server.empty());
   CHECK(audit.on_failure == Audit::OnFailure::drop);
   CHECK(audit.queue == 10000);
+  CHECK(audit.queue_per_principal == 0);  // a tenth of queue
   CHECK(audit.max_age_days == 90);
   CHECK(audit.max_mb == 1024);
 }
@@ -843,7 +844,14 @@ TEST_CASE("audit settings have ranges and known values", "[config][audit]") {
                  "audit.max_age_days: 36501 is out of range 0..36500",
                  "audit.max_mb: 1048577 is out of range 0..1048576",
                  "audit.retention: unknown key (known keys: sqlite, postgres, server, on_failure, "
-                 "queue, max_age_days, max_mb)"});
+                 "queue, queue_per_principal, max_age_days, max_mb)"});
+  CHECK(workspace.problems(with_audit(R"({"sqlite": "a.db", "queue": 100,
+                                          "queue_per_principal": 101})")) ==
+        Problems{"audit.queue_per_principal: must be at most audit.queue (100)"});
+  CHECK(workspace.problems(with_audit(R"({"sqlite": "a.db", "queue_per_principal": 0})")) ==
+        Problems{"audit.queue_per_principal: 0 is out of range 1..1000000"});
+  CHECK(workspace.load(with_audit(R"({"sqlite": "a.db", "queue_per_principal": 10})"))
+            .audit->queue_per_principal == 10);
   workspace.temp().write("sub/file", "");
   CHECK(workspace.problems(with_audit(R"({"sqlite": "sub"})")) ==
         Problems{"audit.sqlite: " + (workspace.dir() / "sub").string() + " is a directory"});

@@ -16,7 +16,7 @@
 #include "channel/frames.h"
 #include "fuzz/check.h"
 
-using namespace codemode::sandbox;
+using namespace codemode;
 
 namespace {
 

@@ -9,8 +9,8 @@ namespace codemode::server {
 
 namespace {
 
-// A URL the gateway refused is written as the code gave it, cut: it never held a credential
-// of ours (the gateway adds those as headers), but it may be long.
+// A URL the gateway refused is written as the code gave it, cut on a character boundary: it never
+// held a credential of ours (the gateway adds those as headers), but it may be long.
 constexpr std::size_t kMaxRefusedUrl = 2048;
 
 }  // namespace
@@ -18,6 +18,25 @@ constexpr std::size_t kMaxRefusedUrl = 2048;
 CallAudit::CallAudit(audit::Writer& writer, gateway::OperationPolicy operations,
                      const gateway::UrlPolicy& urls)
     : writer_(writer), operations_(std::move(operations)), urls_(urls) {}
+
+std::optional<std::string> CallAudit::refusal(std::string_view principal) const {
+  std::string_view why;
+  switch (writer_.admit(principal)) {
+    case audit::Admission::admitted:
+      return std::nullopt;
+    case audit::Admission::store_down:
+      why = "its store is down";
+      break;
+    case audit::Admission::queue_full:
+      why = "its queue is full";
+      break;
+    case audit::Admission::share_full:
+      why = "this principal's share of its queue is full";
+      break;
+  }
+  return "unavailable: the audit trail cannot record calls now (" + std::string(why) +
+         "); retry later";
+}
 
 std::string CallAudit::session_name(std::string_view transport) {
   static std::atomic<std::uint64_t> sessions{0};
@@ -41,7 +60,7 @@ void CallAudit::on_answer(const ObservedCall& call, const ObservedFetch& fetch,
       record.operation = operations_.operation_of(*method, record.path).value_or("");
     }
   } else {
-    record.path = fetch.url.substr(0, kMaxRefusedUrl);
+    record.path = audit::utf8_prefix(fetch.url, kMaxRefusedUrl);
   }
   record.duration_us = static_cast<std::uint64_t>(fetch.seconds * 1e6);
   if (const auto* response = std::get_if<gateway::InboundResponse>(&result)) {

@@ -8,12 +8,14 @@
 // Mcp-Session-Id (which is a session's credential): a session is named by its transport and a
 // count ("http-7").
 //
-// Threading: built once by the daemon, read-only afterwards; accepting() and the wrapped
-// fetchers may run on any thread (the Writer's record() is thread-safe).
+// Threading: built once by the daemon, read-only afterwards; refusal() and the wrapped
+// fetchers may run on any thread (the Writer's admit() and record() are thread-safe).
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "audit/writer.h"
 #include "channel/call_control.h"
@@ -31,8 +33,10 @@ class CallAudit : public FetchObserver {
   CallAudit(audit::Writer& writer, gateway::OperationPolicy operations,
             const gateway::UrlPolicy& urls);
 
-  // False while the store is down with on_failure fail_closed: new calls are refused.
-  bool accepting() const { return writer_.accepting(); }
+  // Why a new call of `principal` may not start now (on_failure fail_closed: the store is down,
+  // the queue is full, or the principal holds its whole share of it), as the JSON-RPC error's
+  // message ("unavailable: ..."); nullopt when it may.
+  std::optional<std::string> refusal(std::string_view principal) const;
 
   void record(audit::Record record) { writer_.record(std::move(record)); }
 

@@ -48,11 +48,13 @@ void sql(const fs::path& file, const char* text) {
   REQUIRE(status == SQLITE_OK);
 }
 
-std::unique_ptr<audit::Writer> writer_on(const fs::path& file, config::Audit::OnFailure mode) {
+std::unique_ptr<audit::Writer> writer_on(const fs::path& file, config::Audit::OnFailure mode,
+                                         std::size_t queue = 10000) {
   auto store = audit::open_sqlite(file, audit::OpenMode::write);
   REQUIRE(std::holds_alternative<std::unique_ptr<audit::Store>>(store));
   audit::WriterOptions options;
   options.server = "unit";
+  options.queue = queue;
   options.on_failure = mode;
   options.first_retry = std::chrono::milliseconds(5);
   options.last_retry = std::chrono::milliseconds(20);
@@ -163,17 +165,17 @@ TEST_CASE("fail_closed: while the store refuses writes, new calls are refused, n
   h.call(2, "async () => 2");  // accepted: the writer has not failed yet
   CHECK(h.sent.back()["result"]["structuredContent"]["result"] == 2);
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (h.trail->accepting() && std::chrono::steady_clock::now() < until) {
+  while (!h.trail->refusal("alice") && std::chrono::steady_clock::now() < until) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
-  REQUIRE_FALSE(h.trail->accepting());
+  REQUIRE_FALSE(!h.trail->refusal("alice"));
   h.call(3, "async () => 3");
   CHECK(h.sent.back()["error"]["code"] == -32002);
   CHECK(h.sent.back()["error"]["message"] ==
         "unavailable: the audit trail cannot record calls now (its store is down); retry later");
   sql(file, "DROP TRIGGER down");
   REQUIRE(h.writer->flush(std::chrono::seconds(10)));
-  CHECK(h.trail->accepting());
+  CHECK(!h.trail->refusal("alice"));
   h.call(4, "async () => 4");
   REQUIRE(h.writer->flush(std::chrono::seconds(10)));
   const std::vector<Json> records = calls_in(file);
@@ -181,4 +183,57 @@ TEST_CASE("fail_closed: while the store refuses writes, new calls are refused, n
   CHECK(records[1]["code"] == "async () => 2");
   CHECK(records[2]["code"] == "async () => 4");
   CHECK(h.writer->stats().dropped == 0);
+}
+
+// Issue 34 item 1: a refused URL was cut at byte 2,048 whatever it held there, and a character
+// cut in two made PostgreSQL refuse the record (and SQLite's verify call it edited).
+TEST_CASE("a refused URL is recorded cut on a character boundary", "[server][audit]") {
+  TempDir dir;
+  const fs::path file = dir.path() / "audit.db";
+  auto writer = writer_on(file, config::Audit::OnFailure::fail_closed);
+  const gateway::UrlPolicy urls{std::vector<config::Upstream>{}};  // every URL refused
+  CallAudit trail(*writer, gateway::OperationPolicy(), urls);
+  const std::string prefix = "http://evil.test/" + std::string(2047 - 17, 'a');
+  ObservedFetch fetch;
+  fetch.method = "get";
+  fetch.url = prefix + "\xc3\xa9" + "tail";  // é on bytes 2,047 and 2,048
+  trail.on_answer(ObservedCall{"0123456789abcdef0123456789abcdef", "alice", "", ""}, fetch,
+                  gateway::GatewayError{gateway::ErrorKind::policy, "origin not allowed"});
+  REQUIRE(writer->flush(std::chrono::seconds(10)));
+  CHECK(writer->stats().replaced == 0);
+  const std::vector<Json> records = calls_in(file);
+  REQUIRE(records.size() == 1);
+  CHECK(records[0]["path"] == prefix);
+  CHECK(records[0]["method"] == "GET");
+  CHECK(records[0]["refusal"] == "policy: origin not allowed");
+}
+
+// Issue 34 item 3: the refusal says which bound a call met, and only the principal whose share
+// is full meets that one.
+TEST_CASE("fail_closed: a principal holding its share of the queue gets its own refusal",
+          "[server][audit]") {
+  TempDir dir;
+  const fs::path file = dir.path() / "audit.db";
+  Harness h(writer_on(file, config::Audit::OnFailure::fail_closed, 10));  // a share of 1
+  {
+    // The store is slow (another connection holds the write lock): alice's record waits.
+    sqlite3* db = nullptr;
+    REQUIRE(sqlite3_open(file.c_str(), &db) == SQLITE_OK);
+    REQUIRE(sqlite3_exec(db, "BEGIN EXCLUSIVE", nullptr, nullptr, nullptr) == SQLITE_OK);
+    h.call(1, "async () => 1");
+    CHECK(h.sent.back()["result"]["structuredContent"]["result"] == 1);
+    INFO("failures so far: " << h.writer->stats().failures);
+    h.call(2, "async () => 2");
+    CHECK(h.sent.back()["error"]["code"] == -32002);
+    CHECK(h.sent.back()["error"]["message"] ==
+          "unavailable: the audit trail cannot record calls now (this principal's share of its "
+          "queue is full); retry later");
+    CHECK_FALSE(h.trail->refusal("bob").has_value());
+    sqlite3_exec(db, "COMMIT", nullptr, nullptr, nullptr);
+    sqlite3_close(db);
+  }
+  REQUIRE(h.writer->flush(std::chrono::seconds(10)));
+  CHECK_FALSE(h.trail->refusal("alice").has_value());
+  h.call(3, "async () => 3");
+  CHECK(h.sent.back()["result"]["structuredContent"]["result"] == 3);
 }

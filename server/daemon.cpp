@@ -159,6 +159,7 @@ std::variant<std::unique_ptr<audit::Writer>, std::string> start_audit(const conf
     options.server = host[0] ? host : "codemode-mcp";
   }
   options.queue = config.queue;
+  options.principal_share = config.queue_per_principal;
   options.on_failure = config.on_failure;
   options.retention = audit::Retention{config.max_age_days, std::uint64_t{config.max_mb} << 20};
   auto& store = std::get<std::unique_ptr<audit::Store>>(opened);

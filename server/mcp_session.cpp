@@ -277,10 +277,8 @@ void McpSession::call_tool(const Json& id, const Json& params, const Send& out, 
                            "has finished");
   }
 
-  if (audit_.trail && !audit_.trail->accepting()) {
-    return reply_error(out, id, ErrorCode::audit_unavailable,
-                       "unavailable: the audit trail cannot record calls now (its store is down); "
-                       "retry later");
+  if (const auto refused = audit_.trail ? audit_.trail->refusal(principal_) : std::nullopt) {
+    return reply_error(out, id, ErrorCode::audit_unavailable, *refused);
   }
   // The call's trace: the one `params._meta` (else the HTTP request) names, or a new one when
   // spans are exported; its id is the audit record's.

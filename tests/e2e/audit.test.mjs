@@ -5,14 +5,18 @@
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { once } from 'node:events';
-import { writeFileSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import {
+  writeFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, existsSync, chownSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { BIN, SOURCE_DIR, run } from './harness.mjs';
+import { startHttpServer, writeConfig, rawExchange, post, INITIALIZE } from './http_harness.mjs';
 
 const SECRET = 'sk-audit-e2e-7d1f0c9a3b5e4d21';
 
@@ -156,5 +160,173 @@ describe('the audit trail through the real binary', () => {
       if (!file.startsWith('audit.db')) continue;
       assert.ok(!readFileSync(join(dir, file)).includes(SECRET), `${file} holds the credential`);
     }
+  });
+});
+
+// Model code that fetches refused URLs the audit trail must still store as valid text: one cut
+// at the 2,048 bytes a refused URL is kept to, with a two-byte character across the cut (the
+// byte before it is the character's first), one with a NUL, one with an 8-bit CSI (U+009B).
+const CUT_URL_PREFIX = 'http://evil.test/';
+const HOSTILE_FETCHES = `async () => {
+  const urls = [${JSON.stringify(CUT_URL_PREFIX)} + 'a'.repeat(2047 - ${CUT_URL_PREFIX.length}) + '\\u00e9' + 'tail',
+                'http://evil.test/a\\u0000b', 'http://evil.test/\\u009b2J'];
+  const out = [];
+  for (const url of urls) { try { await fetch(url); } catch (e) { out.push(String(e)); } }
+  return out.length;
+}`;
+
+// Checks the request records HOSTILE_FETCHES left: valid text, cut on a character boundary.
+function checkHostileRecords(requests) {
+  assert.equal(requests.length, 3);
+  const [cut, nul, csi] = requests;
+  assert.equal(cut.path, CUT_URL_PREFIX + 'a'.repeat(2047 - CUT_URL_PREFIX.length));
+  assert.match(cut.refusal, /^policy: /);
+  assert.equal(nul.path, 'http://evil.test/a\u0000b');
+  assert.equal(csi.path, 'http://evil.test/\u009b2J');
+}
+
+// `codemode-mcp audit ... query` lines, parsed.
+async function queryRecords(config, args, env = {}) {
+  const r = await run(['audit', '--config', config, 'query', ...args], { env });
+  assert.equal(r.code, 0, r.stderr);
+  // What a person reads is escaped: no C1 control reaches the terminal raw.
+  assert.ok(!/[\u0080-\u009f]/.test(r.stdout), `a C1 control in: ${r.stdout}`);
+  return r.stdout.trim().split('\n').filter(Boolean).map((line) => JSON.parse(line));
+}
+
+// Polls the store until `predicate(records)` holds, for at most `ms`: the writer's thread
+// stores records shortly after a call, and the store is all a reader can watch.
+async function eventuallyRecords(config, args, predicate, env = {}, ms = 20000) {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const records = await queryRecords(config, args, env);
+    if (predicate(records)) return records;
+    if (Date.now() > deadline) {
+      throw new Error(`the store never held the records asked for; it holds ${JSON.stringify(records).slice(0, 400)}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+describe('hostile text in a record never breaks the SQLite chain', () => {
+  let dir, config;
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'codemode-audit-e2e-'));
+    config = join(dir, 'config.json');
+    writeFileSync(config, JSON.stringify({
+      openapi: join(SOURCE_DIR, 'fixtures/markethub/openapi.json'),
+      audit: { sqlite: 'audit.db', server: 'e2e-text' },
+    }));
+    const client = new Client({ name: 'audit-e2e', version: '1' });
+    await client.connect(new StdioClientTransport({ command: BIN, args: ['--config', config], stderr: 'ignore' }));
+    const result = await client.callTool({ name: 'execute', arguments: { code: HOSTILE_FETCHES } });
+    assert.equal(result.content[0].text, '3');
+    await client.close();
+  });
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  test('verify finds the chain intact: a URL cut across a character, a NUL, a C1 control', async () => {
+    const verify = await run(['audit', '--config', config, 'verify']);
+    assert.equal(verify.code, 0, verify.stdout + verify.stderr);
+    assert.match(verify.stdout, /^intact: 4 records in 1 chain$/m);
+  });
+
+  test('query prints them as valid text, cut on a character boundary, C1 escaped', async () => {
+    checkHostileRecords(await queryRecords(config, ['--kind', 'request']));
+  });
+});
+
+// A PostgreSQL server of our own in a temporary directory, reached over a Unix socket there (as
+// audit/test_postgres.h starts one for the unit tests); null when PostgreSQL is not installed.
+function startPostgres() {
+  const versions = existsSync('/usr/lib/postgresql') ? readdirSync('/usr/lib/postgresql') : [];
+  const version = versions.includes('15') ? '15' : versions.find((v) => existsSync(`/usr/lib/postgresql/${v}/bin/initdb`));
+  if (!version) return null;
+  const bin = `/usr/lib/postgresql/${version}/bin`;
+  const dir = mkdtempSync(join(tmpdir(), 'codemode-audit-e2e-pg-'));
+  const password = `pw-${randomBytes(12).toString('hex')}`;
+  writeFileSync(join(dir, 'pwfile'), `${password}\n`);
+  // PostgreSQL refuses to run as root: then it runs as Debian's `postgres` user.
+  const asPostgres = process.getuid() === 0;
+  const prefix = [];
+  if (asPostgres) {
+    const uid = Number(spawnSync('id', ['-u', 'postgres']).stdout);
+    const gid = Number(spawnSync('id', ['-g', 'postgres']).stdout);
+    chownSync(dir, uid, gid);
+    chownSync(join(dir, 'pwfile'), uid, gid);
+    prefix.push('runuser', '-u', 'postgres', '--');
+  }
+  const sh = (argv) => {
+    const r = spawnSync(prefix[0] ?? argv[0], [...prefix.slice(1), ...(prefix.length ? argv : argv.slice(1))], { encoding: 'utf8' });
+    if (r.status !== 0) throw new Error(`${argv.join(' ')} failed: ${r.stderr}`);
+  };
+  sh([`${bin}/initdb`, '-D', join(dir, 'data'), '-U', 'postgres', '--auth=scram-sha-256',
+      `--pwfile=${join(dir, 'pwfile')}`, '-E', 'UTF8', '--locale=C', '--no-sync']);
+  const pgCtl = (...args) => sh([`${bin}/pg_ctl`, '-D', join(dir, 'data'), '-w', '-t', '30', ...args]);
+  pgCtl('-l', join(dir, 'log'), '-o', `-k ${dir} -c listen_addresses='' -p 5432 -c fsync=off`, 'start');
+  return {
+    conninfo: `host=${dir} port=5432 user=postgres dbname=postgres`,
+    password,
+    stop() {
+      pgCtl('-m', 'immediate', 'stop');
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+const TOKENS = { alice: 'alice-audit-token-0123456789abcdef', bob: 'bob-audit-token-0123456789abcdef' };
+
+// tools/call over HTTP as `name`: the whole JSON-RPC answer (a result, or an error such as
+// -32002 when the audit trail refuses calls).
+async function httpSession(port, name) {
+  const headers = { Authorization: `Bearer ${TOKENS[name]}` };
+  const init = await rawExchange(port, post(port, INITIALIZE, headers));
+  assert.equal(init.status, 200, init.body);
+  const more = { ...headers, 'MCP-Protocol-Version': '2025-11-25', 'Mcp-Session-Id': init.headers['mcp-session-id'] };
+  let id = 0;
+  return async (tool, code) => {
+    const answer = await rawExchange(port, post(port, {
+      jsonrpc: '2.0', id: ++id, method: 'tools/call', params: { name: tool, arguments: { code } },
+    }, more));
+    assert.equal(answer.status, 200, answer.body);
+    return JSON.parse(answer.body);
+  };
+}
+
+describe('PostgreSQL (fail_closed): one call\'s hostile text never takes the trail down', () => {
+  let pg, config, server;
+  before(async (t) => {
+    pg = startPostgres();
+    if (!pg) return;
+    config = writeConfig({
+      http: { tokens: Object.entries(TOKENS).map(([name, token]) => ({ name, token })) },
+      audit: { postgres: pg.conninfo, server: 'e2e-pg', on_failure: 'fail_closed' },
+    });
+    server = await startHttpServer(['--http', '127.0.0.1:0', '--config', config], { PGPASSWORD: pg.password });
+  });
+  after(async () => {
+    await server?.stop();
+    pg?.stop();
+  });
+
+  test('alice\'s refused URLs are stored; bob\'s call after them is served and recorded; verify says intact', async (t) => {
+    if (!pg) return t.skip('PostgreSQL is not installed (scripts/setup --tests installs it)');
+    const env = { PGPASSWORD: pg.password };
+    const alice = await httpSession(server.port, 'alice');
+    const first = await alice('execute', HOSTILE_FETCHES);
+    assert.equal(first.result?.content[0].text, '3', JSON.stringify(first));
+    const requests = await eventuallyRecords(config, ['--principal', 'alice', '--kind', 'request'],
+      (records) => records.length === 3, env);
+    checkHostileRecords(requests);
+
+    const bob = await httpSession(server.port, 'bob');
+    const second = await bob('search', 'async () => 1 + 1');
+    assert.equal(second.error, undefined, `bob's call was refused: ${JSON.stringify(second.error)}`);
+    assert.equal(second.result.content[0].text, '2');
+    await eventuallyRecords(config, ['--principal', 'bob'], (records) => records.length === 1, env);
+
+    const verify = await run(['audit', '--config', config, 'verify'], { env });
+    assert.equal(verify.code, 0, verify.stdout + verify.stderr);
+    assert.match(verify.stdout, /^intact: 5 records in 1 chain$/m);
   });
 });

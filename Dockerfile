@@ -1,5 +1,6 @@
-# codemode-mcp as a container image: one static root with the stripped binary, the libraries it
-# links, CA certificates, and nothing else (no shell, no package manager, no curl).
+# codemode-mcp as a container image: one static root with the stripped binary, the engine its
+# sandbox processes run (node's binary and our addon), the libraries they link, CA certificates,
+# and nothing else (no shell, no package manager, no curl).
 #
 #   docker build -t codemode-mcp .
 #   docker run --rm --security-opt seccomp=deploy/seccomp.json -p 8080:8080 \
@@ -14,8 +15,8 @@ ARG BASE=debian:bookworm-slim
 # --- build: the project's own setup (no test dependencies) and build --------------------------
 FROM ${BASE} AS build
 WORKDIR /src
-# Setup first, alone: its layer (Debian packages, V8 from libnode108) is reused while only the
-# sources change.
+# Setup first, alone: its layer (Debian packages, node's release binary from npm) is reused while
+# only the sources change.
 COPY scripts/setup scripts/setup
 RUN scripts/setup
 COPY . .
@@ -24,18 +25,19 @@ COPY . .
 # but only the server is built.
 RUN cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE="-O2 -DNDEBUG" \
  && scripts/build codemode-mcp
-# The runtime root: the stripped binary, each library ldd names at the path it was found (libnode
-# from .deps goes to the system search path, where the loader finds it once the build's rpath
-# does not exist), the CA bundle (also where OpenSSL's default file is), an empty /tmp that the
+# The runtime root: the stripped binary and, beside it in engine/, what its sandbox processes run
+# (node's release binary from .deps, pinned by isolate/engine/package-lock.json, and our addon;
+# strip keeps the dynamic symbols the addon binds to), each library ldd names for the three at the
+# path it was found, the CA bundle (also where OpenSSL's default file is), an empty /tmp that the
 # sandbox processes mount their empty root on, and a user.
-RUN set -eu; out=/runtime; \
-    install -D -m 0755 build/codemode-mcp "$out/usr/local/bin/codemode-mcp"; \
-    strip --strip-unneeded "$out/usr/local/bin/codemode-mcp"; \
-    for lib in $(ldd build/codemode-mcp | grep -o '/[^ ]*'); do \
-      case "$lib" in \
-        /src/.deps/*) install -D -m 0644 "$lib" "$out/lib/x86_64-linux-gnu/$(basename "$lib")" ;; \
-        *) mkdir -p "$out$(dirname "$lib")"; cp -L "$lib" "$out$lib" ;; \
-      esac; \
+RUN set -eu; out=/runtime; bin="$out/usr/local/bin"; \
+    install -D -m 0755 build/codemode-mcp "$bin/codemode-mcp"; \
+    install -D -m 0755 "$(readlink -f build/engine/node)" "$bin/engine/node"; \
+    install -D -m 0755 build/engine/codemode_isolate.node "$bin/engine/codemode_isolate.node"; \
+    strip --strip-unneeded "$bin/codemode-mcp" "$bin/engine/node" "$bin/engine/codemode_isolate.node"; \
+    for lib in $(ldd build/codemode-mcp build/engine/node build/engine/codemode_isolate.node | \
+                 grep -o '/[^ ]*' | sort -u); do \
+      mkdir -p "$out$(dirname "$lib")"; cp -L "$lib" "$out$lib"; \
     done; \
     install -D -m 0644 /etc/ssl/certs/ca-certificates.crt "$out/etc/ssl/certs/ca-certificates.crt"; \
     mkdir -p "$out/usr/lib/ssl" "$out/etc/codemode-mcp"; \

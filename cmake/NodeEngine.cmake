@@ -104,7 +104,7 @@ if(CODEMODE_SANITIZE)
   execute_process(COMMAND ${CMAKE_CXX_COMPILER} -print-file-name=libclang_rt.asan-x86_64.so
                   OUTPUT_VARIABLE _asan_runtime OUTPUT_STRIP_TRAILING_WHITESPACE)
   if(NOT EXISTS "${_asan_runtime}")
-    message(FATAL_ERROR "No shared ASan runtime (${_asan_runtime}): install libclang-rt-14-dev")
+    message(FATAL_ERROR "No shared ASan runtime (${_asan_runtime}): install libclang-rt-16-dev")
   endif()
   set(CODEMODE_SANITIZER_ENVIRONMENT
       "LD_PRELOAD=${_asan_runtime}"

@@ -70,10 +70,11 @@ bool attach_to_node(v8::Local<v8::Context> context) {
   }
   attach(context);
   // node's own handlers for these reset the terminal with calls the seccomp filter refuses;
-  // SIGUSR1 would start node's inspector (--disable-sigusr1 says so too).
-  ::signal(SIGINT, SIG_DFL);
-  ::signal(SIGTERM, SIG_DFL);
-  ::signal(SIGUSR1, SIG_IGN);
+  // SIGUSR1 would start node's inspector (--disable-sigusr1 says so too). signal() fails only
+  // for a signal number that does not exist.
+  (void)::signal(SIGINT, SIG_DFL);
+  (void)::signal(SIGTERM, SIG_DFL);
+  (void)::signal(SIGUSR1, SIG_IGN);
   return true;
 }
 
@@ -83,6 +84,7 @@ void run_as_program(v8::Local<v8::Context> context, const char* name,
   std::vector<std::string> arguments = addon_arguments(context);
   arguments.insert(arguments.begin(), name);
   std::vector<char*> argv;
+  argv.reserve(arguments.size() + 1);
   for (auto& argument : arguments) argv.push_back(argument.data());
   argv.push_back(nullptr);
   const int status = program(static_cast<int>(arguments.size()), argv.data());

@@ -224,12 +224,14 @@ std::variant<std::shared_ptr<SandboxProcess>, std::string> SandboxProcess::start
   // Everything the child needs is prepared before fork(): after it, only async-signal-safe calls.
   // The last argument says which namespaces the child entered; its slot is filled in there.
   std::vector<char*> argv;
+  argv.reserve(options.command.size() + 2);
   for (const auto& arg : options.command) argv.push_back(const_cast<char*>(arg.c_str()));
   const std::size_t namespaces_slot = argv.size();
   argv.push_back(nullptr);
   argv.push_back(nullptr);
   NamespaceEntry entry;
   std::vector<char*> envp;
+  envp.reserve(options.environment.size() + 1);
   for (const auto& variable : options.environment) {
     envp.push_back(const_cast<char*>(variable.c_str()));
   }

@@ -233,8 +233,10 @@ struct SandboxSettings {
   // 0..100000: calls of one principal waiting beyond principal_calls; one more is refused
   // (HTTP 429 with Retry-After, or a JSON-RPC error on stdio).
   std::uint32_t principal_queue = 256;
-  // 0..16777216: while the sandbox processes' own resident memory together (shared library
-  // pages not counted) is over this many MiB, no call starts (calls wait, up to their wall_ms).
+  // 0..16777216: MiB of the sandbox processes' own resident memory together (shared library
+  // pages not counted), shared equally between the principals with a process or a call: while
+  // the processes hold more, a principal over its share starts no call (its calls wait, up to
+  // their wall_ms) and its idle processes retire; one within its share starts calls as usual.
   // 0: half of the machine's memory.
   std::uint32_t memory_mb = 0;
 };

@@ -142,6 +142,8 @@ struct ProcessPool::State : std::enable_shared_from_this<State> {
     std::deque<Job> queue;
     unsigned running = 0;
     bool in_turn = false;  // in `turn`
+    // Its next call was last held back for memory (over its share of memory_bytes).
+    bool held_for_memory = false;
   };
 
   State(ProcessPoolOptions options, boost::asio::any_io_executor executor, Launcher& launcher)
@@ -187,11 +189,15 @@ struct ProcessPool::State : std::enable_shared_from_this<State> {
       queue.erase(it);
       const auto waited =
           std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - job.queued_at);
-      channel::Outcome outcome = channel::Outcome::failure(
-          channel::ErrorKind::timeout,
-          "wall limit " + std::to_string(self->options.limits.wall_ms) +
-              " ms exceeded before the call started: it waited " + std::to_string(waited.count()) +
-              " ms for room in a sandbox process and never ran");
+      const char* for_what = found->second.held_for_memory
+                                 ? " ms while its principal's sandbox processes held more than "
+                                   "its share of sandbox.memory_mb, and never ran"
+                                 : " ms for room in a sandbox process and never ran";
+      channel::Outcome outcome =
+          channel::Outcome::failure(channel::ErrorKind::timeout,
+                                    "wall limit " + std::to_string(self->options.limits.wall_ms) +
+                                        " ms exceeded before the call started: it waited " +
+                                        std::to_string(waited.count()) + for_what);
       outcome.queued_us = microseconds_since(job.queued_at);
       job.done(std::move(outcome));
       self->dispatch();
@@ -221,8 +227,12 @@ struct ProcessPool::State : std::enable_shared_from_this<State> {
           continue;
         }
         turn.push_back(name);
-        if (principal.running >= options.principal_calls) continue;
-        if (!memory_allows(name)) {
+        if (principal.running >= options.principal_calls) {
+          principal.held_for_memory = false;
+          continue;
+        }
+        principal.held_for_memory = !memory_allows(name);
+        if (principal.held_for_memory) {
           held_by_memory = true;
           continue;
         }

@@ -680,9 +680,9 @@ TEST_CASE("idle processes retire, and the bound on processes holds across princi
   }
 }
 
-// A Sandbox on an I/O thread the test owns (so it can ask the pool for its stats there), with
-// a fetch() that the test answers when it chooses: a call that fetches holds what it allocated
-// until then.
+// A fetch() that the test answers when it chooses, waiting meanwhile as a request awaiting a
+// person's yes does (FetchDone::waiting: the call's wall clock stands still), so a call that
+// fetches holds what it allocated for as long as the test wants.
 struct HeldFetches {
   std::mutex mutex;
   std::condition_variable arrived;
@@ -691,6 +691,7 @@ struct HeldFetches {
   FetcherFactory factory() {
     return [this](const config::Limits&, const Call&) -> channel::Fetcher {
       return [this](const gateway::OutboundRequest&, channel::FetchDone done) {
+        done.waiting()(true);
         {
           std::lock_guard lock(mutex);
           held.push_back(std::move(done));
@@ -710,6 +711,7 @@ struct HeldFetches {
       answered = std::exchange(held, {});
     }
     for (auto& done : answered) {
+      done.waiting()(false);
       gateway::InboundResponse response;
       response.status = 200;
       response.final_url = "http://127.0.0.1:1/hold";
@@ -718,6 +720,7 @@ struct HeldFetches {
   }
 };
 
+// A Sandbox on an I/O thread the test owns, so that it can ask the pool for its stats there.
 class PoolOnThread {
  public:
   explicit PoolOnThread(SandboxOptions options) {
@@ -765,25 +768,26 @@ channel::Outcome within(std::future<channel::Outcome>& future, std::chrono::seco
 TEST_CASE("memory one principal holds makes its own calls wait, never another principal's",
           "[sandbox][process][pool][memory]") {
   SandboxOptions options = pool_options();
-  options.limits.heap_mb = 128;     // and as much again of ArrayBuffers
-  options.limits.wall_ms = 120000;  // Alice holds her memory until the test lets go
+  options.limits.heap_mb = 128;  // and as much again of ArrayBuffers
+  options.limits.wall_ms = 3000;
   options.processes.memory_mb = 48;
   HeldFetches fetches;
   options.fetch = fetches.factory();
   PoolOnThread pool(options);
-  // Alice's call holds 96 MiB, well within its own caps, and waits for its fetch. It spends 50
-  // ms of its own CPU after allocating, so that the pool reads resident memory again (every 20
-  // ms) after the allocation, before anything else is submitted.
+  // Alice's call holds 96 MiB, well within its own caps, and waits for its fetch for as long as
+  // the test likes (as for an approval). It spends 50 ms of its own CPU after allocating, so
+  // that the pool reads resident memory again (every 20 ms) before anything else is submitted.
   auto holding = pool.submit(channel::Tool::execute,
                              "async () => { const held = new Uint8Array(96 << 20).fill(1);"
                              " const start = Date.now(); while (Date.now() - start < 50) {}"
                              " await fetch('/hold'); return held[12345]; }",
                              "alice");
   fetches.wait_for(1);
-  // The pool holds more than memory_mb, all of it Alice's: her next call waits, Bob's does not.
+  // The pool holds more than memory_mb, nearly all of it Alice's: her next call waits, Bob's
+  // does not.
   auto alice_next = pool.submit(channel::Tool::search, "async () => 2", "alice");
   auto bob = pool.submit(channel::Tool::search, "async () => 1 + 1", "bob");
-  // Bob's call is answered while Alice still holds her memory (on 7d258f9 it waited for her).
+  // On 7d258f9 Bob's call waited for Alice's, and ended unstarted after wall_ms.
   const channel::Outcome bob_outcome = within(bob, std::chrono::seconds(30));
   INFO(to_string(bob_outcome.error_kind) << ": " << bob_outcome.error_message);
   REQUIRE(bob_outcome.ok);
@@ -791,10 +795,17 @@ TEST_CASE("memory one principal holds makes its own calls wait, never another pr
   const PoolStats stats = pool.stats();
   CHECK(stats.running == 1);  // Alice's first
   CHECK(stats.queued == 1);   // Alice's next: over her share while the pool is over its bound
-  // Her memory let go, Alice's next call runs.
+  // Alice's next never starts while she holds her memory, and says why.
+  const channel::Outcome waited = within(alice_next, std::chrono::seconds(30));
+  CHECK(waited.error_kind == channel::ErrorKind::timeout);
+  CHECK_THAT(waited.error_message,
+             Catch::StartsWith("wall limit 3000 ms exceeded before the call started") &&
+                 Catch::Contains("held more than its share of sandbox.memory_mb, and never ran"));
+  // Her memory let go, Alice's calls run again.
   fetches.answer_all();
   CHECK(result_of(within(holding, std::chrono::seconds(30))) == 1);
-  CHECK(result_of(within(alice_next, std::chrono::seconds(30))) == 2);
+  auto again = pool.submit(channel::Tool::search, "async () => 2", "alice");
+  CHECK(result_of(within(again, std::chrono::seconds(30))) == 2);
 }
 
 // Which of `needles` occur in any readable mapping of process `pid` (our child: reading its

@@ -5,8 +5,22 @@
 #include "net/ascii.h"
 #include "server/base64.h"
 #include "server/tools.h"
+#include "server/trace_context.h"
 
 namespace codemode::server {
+
+gateway::Headers code_set_headers(const gateway::Headers& headers) {
+  gateway::Headers out;
+  for (const auto& header : headers) {
+    if (!is_trace_header(header.first)) out.push_back(header);
+  }
+  return out;
+}
+
+std::string question_digest(const gateway::ApprovalRequest& request) {
+  return gateway::approval_digest(request.method, request.url, code_set_headers(request.headers),
+                                  request.body);
+}
 
 std::string approval_message(const gateway::ApprovalRequest& request) {
   std::string text = "Approve this request to the API?\n\n" + request.method + " " + request.url;
@@ -18,7 +32,7 @@ std::string approval_message(const gateway::ApprovalRequest& request) {
   // write means or where it lands (X-HTTP-Method-Override is dropped; others, such as an
   // account or tenant header, go as they are).
   std::string headers;
-  for (const auto& [name, value] : request.headers) {
+  for (const auto& [name, value] : code_set_headers(request.headers)) {
     if (net::iequals(name, "content-type")) continue;
     std::string line = name;
     line += ": ";
@@ -242,9 +256,10 @@ RetryApprover::RetryApprover(std::string call, const Json* state, const Json& re
 
 void RetryApprover::ask(std::uint64_t ticket, const gateway::ApprovalRequest& request,
                         std::function<void(gateway::ApprovalAnswer)> answer) {
+  const std::string digest = question_digest(request);
   std::unique_lock lock(mutex_);
   for (std::size_t i = 0; i < replayed_.size(); ++i) {
-    if (!replayed_[i] && text_of(done_[i], "d") == request.digest) {
+    if (!replayed_[i] && text_of(done_[i], "d") == digest) {
       replayed_[i] = true;
       gateway::ApprovalAnswer again{gateway::Verdict::accepted, text_of(done_[i], "by"),
                                     replayed(done_[i])};
@@ -252,14 +267,14 @@ void RetryApprover::ask(std::uint64_t ticket, const gateway::ApprovalRequest& re
       return answer(std::move(again));
     }
   }
-  if (const auto it = std::find(accepted_.begin(), accepted_.end(), request.digest);
+  if (const auto it = std::find(accepted_.begin(), accepted_.end(), digest);
       it != accepted_.end()) {
     accepted_.erase(it);
-    sending_.emplace(ticket, request.digest);
+    sending_.emplace(ticket, digest);
     lock.unlock();
     return answer({gateway::Verdict::accepted, by_, std::nullopt});
   }
-  if (std::find(declined_.begin(), declined_.end(), request.digest) != declined_.end()) {
+  if (std::find(declined_.begin(), declined_.end(), digest) != declined_.end()) {
     lock.unlock();
     return answer({gateway::Verdict::declined, by_, std::nullopt});
   }
@@ -320,7 +335,7 @@ Json RetryApprover::next_state() const {
   std::lock_guard lock(mutex_);
   Json asked = Json::object();
   for (std::size_t i = 0; i < questions_.size(); ++i) {
-    asked["approval-" + std::to_string(i + 1)] = questions_[i].digest;
+    asked["approval-" + std::to_string(i + 1)] = question_digest(questions_[i]);
   }
   // A request approved and sent whose answer had not come when the call stopped (the code went
   // on and reached another question meanwhile) may have reached the upstream: it counts as made,

@@ -32,6 +32,17 @@ inline constexpr std::size_t kApprovalBodyChars = 2000;
 // How much of one header line ("Name: value") it shows.
 inline constexpr std::size_t kApprovalHeaderChars = 200;
 
+// `headers` of a request without the ones the host put on it before the gateway asked: the
+// trace context (trace_context.h: the tracer drops the code's own and adds the call's, with a
+// new span id per request). What is left is what the code set, and only that is shown to a
+// person or bound by an approval: a header that changes every round would make a 2026-07-28
+// retry ask again for ever.
+gateway::Headers code_set_headers(const gateway::Headers& headers);
+
+// What an approval binds to: gateway::approval_digest over method, URL, code_set_headers and
+// body. (ApprovalRequest::digest also covers the host's trace context.)
+std::string question_digest(const gateway::ApprovalRequest& request);
+
 // The text a person reads: method and URL, the operation's summary and id, the headers the code
 // set (each cut to kApprovalHeaderChars), and the body (JSON without the whitespace between its
 // tokens, otherwise byte for byte), cut to kApprovalBodyChars.
@@ -97,7 +108,8 @@ class ElicitingApprover final : public gateway::Approver,
 // an InputRequiredResult with the questions and a sealed requestState (request_state.h). The
 // client sends the call again with the answers; the code runs again from the start, in a fresh
 // isolate, and:
-//   - a request identical (method, URL, body: its digest) to one the user accepted is sent, once;
+//   - a request identical (method, URL, the headers the code set, body: question_digest) to one
+//     the user accepted is sent, once;
 //   - one identical to one the user declined or dismissed is refused, as in a session;
 //   - one identical to a request already made, approved, in an earlier round gets that round's
 //     response again and is not sent again (so each round can go further than the last);

@@ -164,11 +164,9 @@ TEST_CASE("a 2026-07-28 round: an approved write still in flight when the call s
   codemode::gateway::ApprovalRequest write;
   write.method = "POST";
   write.url = "https://api.example.com/orders";
-  write.digest = "digest-a";
   codemode::gateway::ApprovalRequest other = write;
   other.url = "https://api.example.com/refunds";
-  other.digest = "digest-c";
-  const Json state{{"call", "c"}, {"asked", {{"approval-1", "digest-a"}}}};
+  const Json state{{"call", "c"}, {"asked", {{"approval-1", question_digest(write)}}}};
   const Json answers{{"approval-1", {{"action", "accept"}}}};
   int stops = 0;
   RetryApprover round("c", &state, answers, "sub:alice", [&] { ++stops; });
@@ -183,7 +181,7 @@ TEST_CASE("a 2026-07-28 round: an approved write still in flight when the call s
   CHECK(stops == 1);
   const Json next = round.next_state();
   REQUIRE(next["done"].size() == 1);
-  CHECK(next["done"][0]["d"] == "digest-a");
+  CHECK(next["done"][0]["d"] == question_digest(write));
 
   // The next round: the write is not sent again, nor asked about again.
   const Json next_answers{{"approval-1", {{"action", "accept"}}}};
@@ -207,12 +205,14 @@ TEST_CASE("a requestState carries at most kMaxCarriedResponseBytes over all roun
                      {"status", 200},
                      {"headers", Json::array()},
                      {"body", base64_encode(std::string(60000, 'r'))}};
-  const Json state{
-      {"call", "c"}, {"asked", {{"approval-1", "digest-b"}}}, {"done", Json::array({carried})}};
+  codemode::gateway::ApprovalRequest write;
+  write.method = "POST";
+  write.url = "https://api.example.com/orders";
+  const Json state{{"call", "c"},
+                   {"asked", {{"approval-1", question_digest(write)}}},
+                   {"done", Json::array({carried})}};
   const Json answers{{"approval-1", {{"action", "accept"}}}};
   RetryApprover round("c", &state, answers, "sub:alice", [] {});
-  codemode::gateway::ApprovalRequest write;
-  write.digest = "digest-b";
   round.ask(7, write, [](codemode::gateway::ApprovalAnswer) {});
   codemode::gateway::InboundResponse response;
   response.status = 201;

@@ -17,6 +17,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,9 +44,25 @@ gateway::Headers code_set_headers(const gateway::Headers& headers);
 // body. (ApprovalRequest::digest also covers the host's trace context.)
 std::string question_digest(const gateway::ApprovalRequest& request);
 
-// The text a person reads: method and URL, the operation's summary and id, the headers the code
-// set (each cut to kApprovalHeaderChars), and the body (JSON without the whitespace between its
-// tokens, otherwise byte for byte), cut to kApprovalBodyChars.
+// Why a person cannot read the request's body as the upstream will (a Content-Encoding other
+// than identity: the upstream inflates what the person would see as compressed bytes); nullopt
+// when they can. Such a request is never asked about: the approvers answer `impossible` at once,
+// with this reason in `by` for the log, so it fails closed.
+std::optional<std::string> unreadable_body(const gateway::ApprovalRequest& request);
+
+// The text a person reads; what it shows is what is sent, and where it cannot show all of it,
+// it says so:
+//   - method and URL, the operation's summary and id, the headers the code set (each line cut
+//     to kApprovalHeaderChars, saying how many bytes are not shown);
+//   - a warning naming every key a JSON body gives more than once in one object, wherever in
+//     the body it is (servers differ on which value they take);
+//   - the body: JSON without the whitespace between its tokens, anything else byte for byte,
+//     cut to kApprovalBodyChars; the line before it says how many bytes are not shown (the
+//     approval covers all of them), so nothing in the body can pose as what the server says.
+// Nothing reaches the person raw that is not visible text: control characters (ESC, CR, ...),
+// C1 controls, bidi controls, zero-width and tag characters and bytes that are not UTF-8 are
+// written as escapes: inside a JSON string as JSON's own (`\u202e`, meaning the same to a JSON
+// reader), elsewhere as `\xNN` or `\u{XXXX}`, with a backslash itself doubled.
 std::string approval_message(const gateway::ApprovalRequest& request);
 
 // The params of the elicitation/create that asks about `request`. `with_mode`: the client speaks

@@ -132,7 +132,9 @@ TEST_CASE("the question shows the body as sent, and the code's headers", "[serve
       "\"note\": \"a  b\\\" c\"}";
   CHECK(approval_message(request) ==
         "Approve this request to the API?\n\nPOST https://api.example.com/charges\n\nHeaders:\n"
-        "Stripe-Account: acct_other\n\nBody (application/json), " +
+        "Stripe-Account: acct_other\n\nWarning: this body gives a key more than once in one "
+        "object: \"amount\". Servers differ on which of the values they take.\n\nBody "
+        "(application/json), " +
             std::to_string(request.body.size()) +
             " bytes:\n{\"amount\":1,\"amount\":9999,\"n\":123456789012345678901234567890,"
             "\"note\":\"a  b\\\" c\"}");

@@ -1119,7 +1119,11 @@ class Loader {
       const std::string key = lower(*entry.name);
       // A clash with a generated name is reported at the given one: that is the name the author
       // chose and can change.
-      if (const auto it = generated.find(key); it != generated.end()) {
+      if (key == kStdioPrincipal) {
+        // The stdio client's principal: a token of that name would share its sandbox
+        // processes, memory share, turns and audit name with whoever holds stdin.
+        add(entry.name_path, "\"stdio\" is the stdio client's principal; choose another name");
+      } else if (const auto it = generated.find(key); it != generated.end()) {
         add(entry.name_path, "\"" + it->first + "\" is the name of " + it->second->token_path +
                                  " (entries of http.bearer_tokens are named token-1, token-2, "
                                  "... in file order); choose another");

@@ -76,13 +76,17 @@ struct Limits {
   std::uint32_t response_bytes = 1048576;  // 1..1073741824: largest upstream body accepted
 };
 
+// The principal of the stdio client (server/daemon.cpp), which no token may be named.
+inline constexpr std::string_view kStdioPrincipal = "stdio";
+
 // A token the HTTP transport accepts, and the principal it stands for. The name is who the
 // caller is: stateful sessions are bound to it, and it is what logs, metrics and audit records
 // may show of a caller (unlike the token, it is no secret).
 struct BearerToken {
   // 1..64 characters of [A-Za-z0-9._-], so that it is safe in a log line, a metric label and an
   // audit record without quoting. Unique among all the tokens ignoring ASCII case ("alice" and
-  // "Alice" would be one person to a reader of the logs); stored as written.
+  // "Alice" would be one person to a reader of the logs); stored as written. Never "stdio"
+  // (any case): kStdioPrincipal.
   std::string name;
   // At least 16 visible ASCII characters (short tokens are guessable), no whitespace. Unique
   // among all the tokens: one token stands for one principal. Never logged, never shown.

@@ -1067,6 +1067,22 @@ TEST_CASE("named tokens and plain bearer_tokens make one list, plain ones named 
         Tokens{{"token-2", "given-0123456789abc"}, {"token-1", "plain-one-0123456789"}});
 }
 
+TEST_CASE("no token may take the stdio client's principal", "[config][http][tokens]") {
+  const Workspace workspace;
+  // A token named so would share the stdio client's processes, memory share and audit name.
+  CHECK(workspace.problems(with_http(R"({"tokens": [
+      {"name": "alice", "token": "alice-0123456789abc"},
+      {"name": "stdio", "token": "stdio-0123456789abc"},
+      {"name": "STDIO", "token": "stdio-0123456789ABC"}]})")) ==
+        Problems{"http.tokens[1].name: \"stdio\" is the stdio client's principal; choose another "
+                 "name",
+                 "http.tokens[2].name: \"stdio\" is the stdio client's principal; choose another "
+                 "name"});
+  CHECK(workspace
+            .load(with_http(R"({"tokens": [{"name": "stdio-bot", "token": "bot-0123456789abc"}]})"))
+            .http.bearer_tokens.size() == 1);
+}
+
 TEST_CASE("a named token and its name expand ${VAR} like every string value",
           "[config][http][tokens][env]") {
   const Workspace workspace;

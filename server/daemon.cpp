@@ -473,7 +473,8 @@ int Daemon::run() {
             shut_down("stdout is gone", Grace::unbounded);
           });
         },
-        "stdio", max_calls, SessionAudit{trail ? &*trail : nullptr, "stdio", &metrics, &tracer});
+        std::string(config::kStdioPrincipal), max_calls,
+        SessionAudit{trail ? &*trail : nullptr, "stdio", &metrics, &tracer});
     stdio_session->use_request_states(request_states);
   }
 

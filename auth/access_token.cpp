@@ -186,13 +186,15 @@ bool safe_principal_part(std::string_view text) {
   });
 }
 
-std::string hashed(std::string_view text) {
+// `prefix` ("sub-sha256:", "client-sha256:") and 16 hex digits of the SHA-256 of `text`.
+std::string hashed(std::string_view prefix, std::string_view text) {
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int length = 0;
   EVP_Digest(text.data(), text.size(), digest, &length, EVP_sha256(), nullptr);
-  std::string hex = net::to_hex(
+  std::string name(prefix);
+  name += net::to_hex(
       std::string_view(reinterpret_cast<const char*>(digest), std::min<unsigned int>(8, length)));
-  return "sub-sha256:" + hex;
+  return name;
 }
 
 // The rules a token's claims share, however they were read (a JWT's payload, an introspection
@@ -248,9 +250,11 @@ std::optional<TokenHeader> peek_header(std::string_view token) {
 
 std::string principal_of(std::string_view subject, std::string_view client_id) {
   if (!client_id.empty() && (subject.empty() || subject == client_id)) {
-    return safe_principal_part(client_id) ? "client:" + std::string(client_id) : hashed(client_id);
+    return safe_principal_part(client_id) ? "client:" + std::string(client_id)
+                                          : hashed("client-sha256:", client_id);
   }
-  return safe_principal_part(subject) ? "sub:" + std::string(subject) : hashed(subject);
+  return safe_principal_part(subject) ? "sub:" + std::string(subject)
+                                      : hashed("sub-sha256:", subject);
 }
 
 Verification verify_access_token(std::string_view token, const KeySet& keys,

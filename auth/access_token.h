@@ -41,8 +41,10 @@ struct Expectations {
 // A token that passed. `principal` is who the caller is for sessions, fairness and logs:
 // "client:<client_id>" for a token a client holds for itself (client credentials: no `sub`, or
 // `sub` equal to the client id), else "sub:<sub>"; a value with characters outside
-// [A-Za-z0-9._@:+=|-] or longer than 128 is replaced by "sub-sha256:<16 hex>" of it, so a
-// principal is always safe in a log line, a metric label and an audit record.
+// [A-Za-z0-9._@:+=|-] or longer than 128 is replaced by "sub-sha256:<16 hex>" of it (a subject)
+// or "client-sha256:<16 hex>" (a client id), so a principal is always safe in a log line, a
+// metric label and an audit record, and a subject never hashes into a client's name (nor the
+// other way round).
 struct VerifiedToken {
   std::string principal;
   std::string subject;              // `sub`, may be empty for a client's own token

@@ -131,6 +131,18 @@ TEST_CASE("a subject unsafe in a log line becomes a digest", "[auth][token]") {
   CHECK(principal_of(std::string(200, 'a'), "") != "sub:" + std::string(200, 'a'));
 }
 
+TEST_CASE("a subject and a client id hashed are never one principal", "[auth][token]") {
+  // The same unsafe text as a user's subject and as a client acting for itself: two callers.
+  const std::string unsafe = "evil name";
+  const std::string as_subject = principal_of(unsafe, "app-1");
+  const std::string as_client = principal_of("", unsafe);
+  CHECK(as_subject.rfind("sub-sha256:", 0) == 0);
+  CHECK(as_client.rfind("client-sha256:", 0) == 0);
+  CHECK(as_client.size() == std::string_view("client-sha256:").size() + 16);
+  CHECK(as_subject != as_client);
+  CHECK(as_subject.substr(as_subject.find(':')) == as_client.substr(as_client.find(':')));
+}
+
 TEST_CASE("claims that do not fit are refused, each with its reason", "[auth][token]") {
   const KeySet keys = key_set({&rsa()});
   const auto with = [](const char* name, const json& value) {

@@ -630,7 +630,7 @@ class Loader {
   }
 
   // A token's name, or the principal an OAuth access token names ("sub:<subject>",
-  // "client:<client id>", "sub-sha256:<hex>": auth/access_token.h).
+  // "client:<client id>", "sub-sha256:<hex>", "client-sha256:<hex>": auth/access_token.h).
   static bool is_principal_name(std::string_view name) {
     return !name.empty() && name.size() <= kMaxPrincipalNameChars &&
            std::all_of(name.begin(), name.end(), [](char c) {

@@ -168,9 +168,10 @@ constexpr std::array<std::string_view, 7> kIntrospectionKeys = {
     "inactive_cache_s", "cache_entries", "concurrency"};
 constexpr std::array<std::string_view, 4> kHttpKeys = {"allowed_origins", "tokens", "bearer_tokens",
                                                        "oauth"};
-constexpr std::array<std::string_view, 9> kOAuthKeys = {
-    "issuer",         "introspection",       "resource", "scopes", "request_scopes", "extra_scopes",
-    "jwks_refresh_s", "jwks_min_interval_s", "leeway_s"};
+constexpr std::array<std::string_view, 10> kOAuthKeys = {
+    "issuer",         "introspection",     "resource",       "scopes",
+    "request_scopes", "extra_scopes",      "jwks_refresh_s", "jwks_min_interval_s",
+    "leeway_s",       "require_typ_at_jwt"};
 constexpr std::array<std::string_view, 3> kRequestScopeKeys = {"read", "write", "spec"};
 constexpr std::array<std::string_view, 2> kScopedTools = {"search", "execute"};
 
@@ -1048,6 +1049,12 @@ class Loader {
         read_u32(field, field_path, 0, 3600, oauth.jwks_min_interval_s);
       } else if (key == "leeway_s") {
         read_u32(field, field_path, 0, 300, oauth.leeway_s);
+      } else if (key == "require_typ_at_jwt") {
+        if (field.is_boolean()) {
+          oauth.require_typ_at_jwt = field.get<bool>();
+        } else {
+          add(field_path, "expected true or false, got " + std::string(type_phrase(field)));
+        }
       } else if (key == "introspection") {
         oauth.introspection = load_introspection(field, field_path);
       } else {

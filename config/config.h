@@ -158,6 +158,14 @@ struct OAuth {
   std::uint32_t jwks_min_interval_s = 10;
   // Clock skew allowed on `exp` and `nbf`, in seconds. 0..300, default 60.
   std::uint32_t leeway_s = 60;
+  // Which header `typ` a JWT access token may have. false: `at+jwt` (RFC 9068 §4), `JWT` or
+  // none, as the issuers in use write them (Keycloak, Entra ID and Auth0's default token profile
+  // write `JWT`, Okta and Cognito none); any other `typ` (`logout+jwt`, `dpop+jwt`, ...) is
+  // refused. An ID token, typed `JWT` too, still fails on `aud`, which holds the client's id, not
+  // `resource`. true: `at+jwt` only, so nothing but an RFC 9068 access token passes, whatever
+  // its `aud` (for issuers that type them so: Auth0's "RFC 9068" token profile, oidc-provider).
+  // Default: false.
+  bool require_typ_at_jwt = false;
   // Opaque tokens by introspection (above). Absent: only JWT access tokens are accepted.
   std::optional<Introspection> introspection;
 };

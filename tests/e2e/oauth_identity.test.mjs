@@ -1,7 +1,9 @@
-// Who an access token names, through the real binary over HTTP (issue 34, "also observed"): a
-// subject and a client id that are not safe to log are hashed into different names, so a user
-// and a client never share a principal; and no static token can take the stdio client's
-// principal. A minimal issuer on 127.0.0.1 serves its metadata and keys; tokens are signed here.
+// Who an access token names, through the real binary over HTTP (issue 34, "also observed"):
+// a JWT the issuer signed is no access token when its header types it as another kind of JWT,
+// and only `typ: at+jwt` (RFC 9068) is one when the config requires it; a subject and a client
+// id that are not safe to log are hashed into different names, so a user and a client never
+// share a principal; and no static token can take the stdio client's principal. A minimal
+// issuer on 127.0.0.1 serves its metadata and keys; tokens are signed here.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
@@ -63,6 +65,37 @@ async function startResourceServer(oauth = {}) {
   const initialize = (token) => rawExchange(port, post(port, INITIALIZE, { Authorization: `Bearer ${token}` }));
   return { server, claims, initialize };
 }
+
+test('a JWT typed as another kind is no access token, and with require_typ_at_jwt only at+jwt is', async () => {
+  const rs = await startResourceServer();
+  try {
+    // All an access token's claims, signed by the issuer, typed as the issuer's access tokens
+    // are (RFC 9068's at+jwt, or the JWT or nothing most issuers write).
+    for (const typ of ['at+jwt', 'application/at+jwt', 'JWT', undefined]) {
+      const response = await rs.initialize(sign(rs.claims({ sub: 'alice' }), { typ }));
+      assert.equal(response.status, 200, `typ ${typ}`);
+    }
+    // Typed as some other JWT the issuer signs: on 7d258f9 these were accepted (200).
+    for (const typ of ['logout+jwt', 'secevent+jwt', 'dpop+jwt']) {
+      const response = await rs.initialize(sign(rs.claims({ sub: 'alice' }), { typ }));
+      assert.equal(response.status, 401, `typ ${typ}`);
+      assert.match(response.headers['www-authenticate'], /error="invalid_token"/);
+    }
+  } finally {
+    await rs.server.stop();
+  }
+  const strict = await startResourceServer({ require_typ_at_jwt: true });
+  try {
+    for (const typ of ['JWT', undefined, 'logout+jwt']) {
+      const response = await strict.initialize(sign(strict.claims({ sub: 'alice' }), { typ }));
+      assert.equal(response.status, 401, `typ ${typ}`);
+      assert.match(response.headers['www-authenticate'], /error="invalid_token"/);
+    }
+    assert.equal((await strict.initialize(sign(strict.claims({ sub: 'alice' }), { typ: 'at+jwt' }))).status, 200);
+  } finally {
+    await strict.server.stop();
+  }
+});
 
 test('a subject and a client id that are hashed are never one principal', async () => {
   const rs = await startResourceServer();

@@ -7,6 +7,8 @@
 //                          [--ivm-spec parse|snapshot] [--session-per-lane] [--out FILE]
 //
 // Run it through bench/compare, which installs the peers (bench/peers/) and builds the binary.
+// CODEMODE_BIN_BASELINE=PATH adds another build of codemode-mcp as one more peer (e.g. the build
+// before an engine change), in the same sitting, in every workload (not beside the 2nd client).
 //
 // Every system sits behind one local IPC hop: codemode-mcp is driven over MCP (stdio with the SDK
 // client at c=1, Streamable HTTP lanes at c=8/32, as bench/run.mjs and bench/http.mjs do); each
@@ -63,6 +65,11 @@ const require = createRequire(import.meta.url);
 const githubSpec = require.resolve('@octokit/openapi/generated/api.github.com.json');
 const workerdBin = join(peersDir, 'node_modules/@cloudflare/workerd-linux-64/bin/workerd');
 const denoBin = join(peersDir, 'node_modules/@deno/linux-x64-glibc/deno');
+// isolated-vm 7 on the node the sandbox processes run (the newest node it supports), when
+// bench/compare could build it (bench/peers/node26/, against .deps/node's headers).
+const node26Bin = join(root, '.deps/node/bin/node');
+const ivm26Dir = join(peersDir, 'node26');
+const haveIvm26 = (() => { try { readFileSync(join(ivm26Dir, 'node_modules/isolated-vm/package.json')); readFileSync(node26Bin); return true; } catch { return false; } })();
 
 // ---------------------------------------------------------------------------------------------
 // Workloads: identical code for every system. `shared` ones run on every system; the others are
@@ -168,7 +175,7 @@ const configFor = (spec) => {
 // ---------------------------------------------------------------------------------------------
 // codemode-mcp: one server per spec, each serving stdio (SDK client, c=1) and Streamable HTTP
 // (c>1) at once; its info log gives the server-side time of every call.
-async function startOurs(kind) {
+async function startOurs(kind, bin) {
   const args = kind === 'synthetic' ? configFor(specFile) : kind === 'github' ? configFor(githubSpec) : [];
   const transport = new StdioClientTransport({ command: bin, args: [...args, '--http', '127.0.0.1:0', '--stdio', '--log-level', 'info'], stderr: 'pipe' });
   const server = { kind, transport, sink: null, url: null, lanes: [], pid: null };
@@ -215,12 +222,17 @@ function ourResult(result) {
   try { return { ok: true, result: JSON.parse(text) }; } catch { return { ok: true, result: text }; }
 }
 
-const ours = {
-  name: 'codemode-mcp',
+// One build of codemode-mcp as a system; `ours` is the build under test, `baseline` (when
+// CODEMODE_BIN_BASELINE names another build, e.g. before an engine change) runs beside it in the
+// same sitting, as one more peer.
+const oursSystem = (name, bin) => ({
+  name,
+  bin,
+  codemode: true,
   servers: {},
   async start() {
     const kinds = [...new Set(workloads.map((w) => w.server))];
-    for (const kind of kinds) this.servers[kind] = await startOurs(kind);
+    for (const kind of kinds) this.servers[kind] = await startOurs(kind, bin);
   },
   // A principal's first call starts a sandbox process for it (~40 ms; idle ones retire after a
   // minute): one untimed call per lane before a slice, as session setup is never timed (with
@@ -252,7 +264,10 @@ const ours = {
       await s.client.close();
     }
   },
-};
+});
+const ours = oursSystem('codemode-mcp', bin);
+const baselineBin = process.env.CODEMODE_BIN_BASELINE;
+const baseline = baselineBin ? oursSystem('codemode-mcp baseline', baselineBin) : null;
 
 // ---------------------------------------------------------------------------------------------
 // Peers: local HTTP servers, one lane = one keep-alive connection, POST {code, workload}.
@@ -291,8 +306,8 @@ process.on('exit', () => {
 });
 for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => process.exit(130));
 
-async function startNodeWrapper(script, args, env = {}) {
-  const proc = spawn(process.execPath, [join(peersDir, script), ...args], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, ...env } });
+async function startNodeWrapper(script, args, env = {}, node = process.execPath) {
+  const proc = spawn(node, [join(peersDir, script), ...args], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, ...env } });
   children.add(proc);
   const url = await waitForLine(proc.stdout, /listening on (http:\/\/\S+)/, proc, script);
   return { proc, url };
@@ -325,13 +340,15 @@ const ioArgs = (...args) => (upstream ? args : []);
 const denoDir = join(dir, 'deno-dir');
 const allSystems = [
   ours,
+  ...(baseline ? [baseline] : []),
   httpPeer('workerd', startWorkerd),
   httpPeer('isolated-vm', () => startNodeWrapper('ivm-server.mjs', ['--spec', specFile, '--spec-mode', opt('ivm-spec', 'parse'), ...ioArgs('--upstream', upstream?.url)])),
+  ...(haveIvm26 ? [httpPeer('isolated-vm-node26', () => startNodeWrapper('ivm-server.mjs', ['--ivm-dir', ivm26Dir, '--spec', specFile, '--spec-mode', opt('ivm-spec', 'parse'), ...ioArgs('--upstream', upstream?.url)], {}, node26Bin))] : []),
   httpPeer('deno', () => startNodeWrapper('subprocess-server.mjs', ['--runtime', 'deno', '--deno', denoBin, '--spec', specFile, ...ioArgs('--allow-net', upstream && new URL(upstream.url).host)], { DENO_DIR: denoDir })),
   httpPeer('node', () => startNodeWrapper('subprocess-server.mjs', ['--runtime', 'node', '--spec', specFile])),
 ];
-const systems = allSystems.filter((s) => !onlySystems || s === ours || onlySystems.includes(s.name));
-const systemsFor = (w) => systems.filter((s) => s === ours || w.shared);
+const systems = allSystems.filter((s) => !onlySystems || s.codemode || onlySystems.includes(s.name));
+const systemsFor = (w) => systems.filter((s) => s.codemode || w.shared);
 
 // ---------------------------------------------------------------------------------------------
 // Before a slice: wait (up to 2 s) until the peers are done with the last one: no more
@@ -341,7 +358,7 @@ const systemsFor = (w) => systems.filter((s) => s === ours || w.shared);
 // a p99 of ~80 ms in full runs against ~18 ms with one peer. The wait is not timed, so it can
 // only flatter the peers; codemode-mcp's own background work (a sandbox process replaced) is
 // not waited for, it lands on whoever runs next.
-const peerPids = () => systems.filter((s) => s !== ours).flatMap((s) => treePids(s.proc.pid));
+const peerPids = () => systems.filter((s) => !s.codemode).flatMap((s) => treePids(s.proc.pid));
 function cpuNs(pids) {
   let total = 0;
   for (const pid of pids) {
@@ -410,15 +427,17 @@ const machine = {
   node: process.version, loadStart: loadStart.map((l) => +l.toFixed(2)), binary: bin,
   versions: {
     'codemode-mcp': versionOf(bin, ['--version']),
+    ...(baseline ? { 'codemode-mcp baseline': versionOf(baselineBin, ['--version']) } : {}),
     workerd: versionOf(workerdBin, ['--version']),
     'isolated-vm': JSON.parse(readFileSync(join(peersDir, 'node_modules/isolated-vm/package.json'), 'utf8')).version,
+    ...(haveIvm26 ? { 'isolated-vm-node26': `${JSON.parse(readFileSync(join(ivm26Dir, 'node_modules/isolated-vm/package.json'), 'utf8')).version} on ${versionOf(node26Bin, ['--version'])}` } : {}),
     deno: versionOf(denoBin, ['--version']),
     node: process.version,
   },
 };
 console.log(`bench/compare: ${calls} calls per cell in ${rounds} interleaved rounds, ${warmup} warm-up calls per system and workload${quick ? ' (--quick)' : ''}`);
 console.log(`machine: ${machine.cpus} CPUs (${machine.model}), ${machine.memGb} GiB; load average at start ${machine.loadStart.join(' ')}`);
-console.log(`versions: ${Object.entries(machine.versions).map(([k, v]) => `${k} ${v}`).join('; ')}; codemode-mcp is ${bin}`);
+console.log(`versions: ${Object.entries(machine.versions).map(([k, v]) => `${k} ${v}`).join('; ')}; codemode-mcp is ${bin}${baseline ? `, the baseline ${baselineBin}` : ''}`);
 console.log(`synthetic spec: ${specText.length} bytes, ${Object.keys(JSON.parse(specText).paths).length} paths (${specFile})`);
 
 for (const s of systems) {
@@ -460,6 +479,7 @@ for (let round = 0; round < rounds; round++) {
   if (workloads.length) console.log(`round ${round + 1}/${rounds} done at ${((performance.now() - t0) / 1000).toFixed(0)} s; load ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
 }
 await ours.stop();
+if (baseline) await baseline.stop();
 
 // ---------------------------------------------------------------------------------------------
 // The I/O-bound workload: one time-bounded row per system and concurrency (bench/io_rows.mjs).
@@ -480,7 +500,8 @@ if (ioSelected) {
   const t1 = performance.now();
   const ioOurs = await startOursHttp({ bin, dir, upstream: upstream.url, track: (p) => children.add(p), code: ioCode, helloCode: 'async () => 1 + 1' });
   console.log(`\nio: \`${ioCode}\`, ${ioSeconds} s per row; started codemode-mcp (HTTP, ${ioOurs.url}) in ${(performance.now() - t1).toFixed(0)} ms`);
-  const ioSystems = [ioOurs, ...systems.filter((s) => s !== ours).map((p) => peerIoSystem(p, ioCode)),
+  const ioBaseline = baseline && await startOursHttp({ bin: baselineBin, dir, upstream: upstream.url, track: (p) => children.add(p), code: ioCode, helloCode: 'async () => 1 + 1', name: baseline.name });
+  const ioSystems = [ioOurs, ...(ioBaseline ? [ioBaseline] : []), ...systems.filter((s) => !s.codemode).map((p) => peerIoSystem(p, ioCode)),
     directLaneSystem(`${upstream.url}/slow`), directFetchSystem(`${upstream.url}/slow`)];
   for (const s of [...ioSystems, ioOurs.second]) {
     const [lane] = await s.openLanes(1);
@@ -540,8 +561,9 @@ if (ioSelected) {
   report(row);
   report(second);
   await ioOurs.stop();
+  if (ioBaseline) await ioBaseline.stop();
 }
-for (const s of systems) if (s !== ours) await s.stop();
+for (const s of systems) if (!s.codemode) await s.stop();
 if (upstream) {
   upstream.proc.kill('SIGTERM');
   await once(upstream.proc, 'exit');

@@ -238,15 +238,15 @@ export async function runIoRow({ system, concurrency, seconds, expect, upstreamP
 // a keep-alive connection from that address carrying that session and token. A lane is admitted
 // with a `ping` before the row (the server keeps at most 32 unauthenticated connections waiting
 // per address), 8 at a time, under the per-address limit of 16 requests in flight.
-export async function startOursHttp({ bin, dir, upstream, track, code, helloCode }) {
+export async function startOursHttp({ bin, dir, upstream, track, code, helloCode, name = 'codemode-mcp' }) {
   const tokens = [randomBytes(16).toString('hex'), randomBytes(16).toString('hex')];
-  const specFile = join(dir, 'io-openapi.json');
+  const specFile = join(dir, `io-openapi-${randomBytes(4).toString('hex')}.json`);
   writeFileSync(specFile, JSON.stringify({
     openapi: '3.0.3', info: { title: 'Slow upstream (bench/slow_upstream.mjs)', version: '1.0.0' },
     servers: [{ url: upstream }],
     paths: { '/slow': { get: { operationId: 'slow', responses: { 200: { description: 'after 200 ms: {"ok": true}' } } } } },
   }));
-  const configFile = join(dir, 'io-config.json');
+  const configFile = join(dir, `io-config-${randomBytes(4).toString('hex')}.json`);
   writeFileSync(configFile, JSON.stringify({
     openapi: specFile, upstreams: [{ origin: upstream }],
     limits: { cpu_ms: 5000, wall_ms: 20000 }, http: { bearer_tokens: tokens },
@@ -303,7 +303,7 @@ export async function startOursHttp({ bin, dir, upstream, track, code, helloCode
   const principal = await client('127.0.0.1', tokens[0], 'compare-io-principal');
   const second = await client('127.0.0.2', tokens[1], 'compare-io-second');
   return {
-    name: 'codemode-mcp',
+    name,
     proc,
     url,
     pids: () => [proc.pid],

@@ -1,7 +1,10 @@
 // Peer wrapper: isolated-vm, a new ivm.Isolate per call (disposed after), behind a small HTTP
 // server on 127.0.0.1 (so every system in bench/compare pays one local IPC hop).
 //
-//   node ivm-server.mjs --spec FILE [--spec-mode snapshot|parse] [--upstream ORIGIN]
+//   node ivm-server.mjs --spec FILE [--spec-mode snapshot|parse] [--upstream ORIGIN] [--ivm-dir DIR]
+//
+// --ivm-dir: take isolated-vm from DIR's node_modules (bench/peers/node26/, isolated-vm 7 built
+// for node 26, run by node 26's binary) instead of bench/peers/'s (isolated-vm 5 for node 20).
 //
 // POST /run {code, workload} -> {ok, result} | {ok: false, error}
 // Spec delivery for the `spec` workload (--spec-mode):
@@ -21,10 +24,11 @@ import http from 'node:http';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 
-const require = createRequire(import.meta.url);
-const ivm = require('isolated-vm');
 const argv = process.argv.slice(2);
 const opt = (name, fallback) => { const i = argv.indexOf(`--${name}`); return i >= 0 ? argv[i + 1] : fallback; };
+const ivmDir = opt('ivm-dir');
+const require = createRequire(ivmDir ? `${ivmDir}/package.json` : import.meta.url);
+const ivm = require('isolated-vm');
 const specFile = opt('spec');
 const mode = opt('spec-mode', 'parse');
 const specText = readFileSync(specFile, 'utf8');

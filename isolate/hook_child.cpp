@@ -23,7 +23,6 @@
 
 extern char** environ;
 
-
 namespace {
 
 v8::Local<v8::String> text(v8::Isolate* isolate, const std::string& value) {

@@ -663,10 +663,10 @@ ProcessPool::~ProcessPool() {
 }
 
 void ProcessPool::submit(Call call, Completion done) {
-  boost::asio::post(state_->executor,
-                    [state = state_, job = State::Job{std::move(call), std::move(done), Clock::now(), 0, nullptr}]() mutable {
-                      state->submit(std::move(job));
-                    });
+  boost::asio::post(
+      state_->executor,
+      [state = state_, job = State::Job{std::move(call), std::move(done), Clock::now(), 0,
+                                        nullptr}]() mutable { state->submit(std::move(job)); });
 }
 
 void ProcessPool::cancel_all() {

@@ -216,6 +216,17 @@ TEST_CASE("code that escaped V8 still cannot open a file, a socket or a process"
   CHECK_FALSE(process->usable());
 }
 
+TEST_CASE("io_uring, which node set up before the lockdown, is punished like execve",
+          "[sandbox][process][adversarial]") {
+  const auto limits = test_limits();
+  auto process = start(options_for(limits));
+  const channel::Outcome ring = run(*process, "async () => __native.uring()", limits);
+  CHECK_FALSE(ring.ok);
+  CHECK(ring.error_message ==
+        "the sandbox process made a forbidden system call and was killed; it was replaced");
+  CHECK_FALSE(process->usable());
+}
+
 TEST_CASE("a sandbox process sees no environment and no inherited descriptor",
           "[sandbox][process][adversarial]") {
   ::setenv("CODEMODE_TEST_SECRET", "hunter2-must-not-leak", 1);

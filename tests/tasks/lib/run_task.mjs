@@ -1,0 +1,80 @@
+// Runs one task through a codemode-mcp session the way an agent would: its first mistake (if it
+// has one), whose error text must say what to fix, then its steps in order; the last step's
+// result must be the task's answer. Every call is counted: round trips and o200k tokens of the
+// arguments the model writes and of the result text it reads.
+import { isDeepStrictEqual } from 'node:util';
+import { callTokens, resultText, tokens } from './tokens.mjs';
+
+export function describeValue(value) {
+  const text = JSON.stringify(value);
+  return text === undefined ? String(value) : text.length > 300 ? `${text.slice(0, 300)}…` : text;
+}
+
+// The answer check: a literal is compared deeply; a function returns true or says what is wrong.
+export function checkAnswer(expected, actual) {
+  if (typeof expected === 'function') {
+    const verdict = expected(actual);
+    return verdict === true ? null : verdict || `unexpected answer ${describeValue(actual)}`;
+  }
+  return isDeepStrictEqual(actual, expected) ? null : `expected ${describeValue(expected)}, got ${describeValue(actual)}`;
+}
+
+function parse(text) {
+  try { return JSON.parse(text); } catch { return text; }
+}
+
+// `task.mistake` is skipped, not run, while it has a `needs` of its own (its error text needs a
+// feature that has not landed), unless `tryNeeds`.
+export async function runTask(session, task, { tryNeeds = false } = {}) {
+  const calls = [];
+  const call = async (step, role) => {
+    const args = { code: step.code };
+    const started = performance.now();
+    const result = await session.client.callTool({ name: step.tool, arguments: args }, undefined, { timeout: 60000 });
+    const text = resultText(result);
+    const entry = {
+      role, tool: step.tool, code: step.code, is_error: result.isError === true, text,
+      tokens: { call: callTokens(step.tool, args), result: tokens(text) },
+      ms: Math.round(performance.now() - started),
+    };
+    calls.push(entry);
+    return entry;
+  };
+  const approvalsBefore = session.approvals.length;
+  const problems = [];
+  const mistake = task.mistake && (!task.mistake.needs || tryNeeds) ? task.mistake : null;
+  for (let i = 0; i < task.steps.length && problems.length === 0; i += 1) {
+    if (mistake && mistake.step === i) {
+      const m = await call({ tool: mistake.tool ?? task.steps[i].tool, code: mistake.code }, 'mistake');
+      if (!mistake.error.test(m.text)) {
+        problems.push(`the first mistake's text does not say what to fix (expected ${mistake.error}): ${m.text.slice(0, 400)}`);
+        break;
+      }
+    }
+    const step = task.steps[i];
+    const r = await call(step, i === task.steps.length - 1 ? 'answer' : 'step');
+    if (r.is_error) {
+      problems.push(`step ${i + 1} (${step.tool}) failed: ${r.text.slice(0, 400)}`);
+    } else if (step.shows && !step.shows.test(r.text)) {
+      problems.push(`step ${i + 1} (${step.tool}) does not show ${step.shows}: ${r.text.slice(0, 400)}`);
+    } else if (i === task.steps.length - 1) {
+      const wrong = checkAnswer(task.answer, parse(r.text));
+      if (wrong) problems.push(wrong);
+    }
+  }
+  const approvals = session.approvals.length - approvalsBefore;
+  if (problems.length === 0 && (task.approvals ?? 0) !== approvals) {
+    problems.push(`expected ${task.approvals ?? 0} approval question(s), the user was asked ${approvals}`);
+  }
+  const sum = (key) => calls.reduce((s, c) => s + c.tokens[key], 0);
+  return {
+    id: task.id,
+    passed: problems.length === 0,
+    problems,
+    round_trips: calls.length,
+    mistakes: calls.filter((c) => c.role === 'mistake').length,
+    approvals,
+    tokens: { calls: sum('call'), results: sum('result') },
+    calls,
+  };
+}

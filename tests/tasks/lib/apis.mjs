@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { ElicitRequestSchema, ResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { BIN, SOURCE_DIR, startFixture } from '../../e2e/harness.mjs';
 import { startStripe, STRIPE_KEY } from '../upstreams/stripe.mjs';
 import { startSlack, SLACK_TOKEN } from '../upstreams/slack.mjs';
@@ -82,27 +82,36 @@ export function writeCodemodeConfig(api, origin, { spec = APIS[api].spec, limits
   return config;
 }
 
-// An MCP session with the real binary over stdio, as an agent's client holds it: the user
-// answers every approval question with yes (the questions are kept in `approvals`).
-export async function connectCodemode(api, origin, options = {}) {
-  const config = writeCodemodeConfig(api, origin, options);
-  const approvals = [];
-  const client = new Client({ name: 'codemode-tasks', version: '1.0.0' }, { capabilities: { elicitation: { form: {} } } });
-  client.setRequestHandler(ElicitRequestSchema, async (request) => {
-    approvals.push(request.params.message);
-    return { action: 'accept' };
-  });
-  const transport = new StdioClientTransport({
-    command: BIN, args: ['--config', config, '--log-level', 'warn'],
-    env: { ...process.env, API_TOKEN: APIS[api].token }, stderr: 'pipe',
-  });
+// An MCP client session over stdio with any server, as an agent's client holds one; with
+// `onElicit`, the client declares elicitation and answers each question with it. Resolves
+// {client, stderr(), close()}.
+export async function connectStdio({ command, args = [], env = {}, onElicit, name = 'codemode-tasks' }) {
+  const client = new Client({ name, version: '1.0.0' }, { capabilities: onElicit ? { elicitation: { form: {} } } : {} });
+  if (onElicit) client.setRequestHandler(ElicitRequestSchema, onElicit);
+  const transport = new StdioClientTransport({ command, args, env: { ...process.env, ...env }, stderr: 'pipe' });
   let stderr = '';
   transport.stderr?.on('data', (d) => { stderr += d; });
   await client.connect(transport);
-  return {
-    client,
-    approvals,
-    stderr: () => stderr,
-    close: () => client.close(),
-  };
+  return { client, stderr: () => stderr, close: () => client.close() };
+}
+
+// tools/list without the SDK's checks of each tool: what a server sends, even where the
+// client's listTools() refuses it.
+export async function rawToolsList(client) {
+  return (await client.request({ method: 'tools/list', params: {} }, ResultSchema)).tools;
+}
+
+// A session with the real binary in front of `api`: the user answers every approval question
+// with yes (the questions are kept in `approvals`).
+export async function connectCodemode(api, origin, options = {}) {
+  const config = writeCodemodeConfig(api, origin, options);
+  const approvals = [];
+  const session = await connectStdio({
+    command: BIN, args: ['--config', config, '--log-level', 'warn'], env: { API_TOKEN: APIS[api].token },
+    onElicit: async (request) => {
+      approvals.push(request.params.message);
+      return { action: 'accept' };
+    },
+  });
+  return { ...session, approvals };
 }

@@ -24,8 +24,9 @@ function parse(text) {
 }
 
 // `task.mistake` is skipped, not run, while it has a `needs` of its own (its error text needs a
-// feature that has not landed), unless `tryNeeds`.
-export async function runTask(session, task, { tryNeeds = false } = {}) {
+// feature that has not landed), unless `tryNeeds`; `mistakes: false` leaves every mistake out
+// (bench/tokens compares the paths without them).
+export async function runTask(session, task, { tryNeeds = false, mistakes = true } = {}) {
   const calls = [];
   const call = async (step, role) => {
     const args = { code: step.code };
@@ -42,7 +43,7 @@ export async function runTask(session, task, { tryNeeds = false } = {}) {
   };
   const approvalsBefore = session.approvals.length;
   const problems = [];
-  const mistake = task.mistake && (!task.mistake.needs || tryNeeds) ? task.mistake : null;
+  const mistake = mistakes && task.mistake && (!task.mistake.needs || tryNeeds) ? task.mistake : null;
   for (let i = 0; i < task.steps.length && problems.length === 0; i += 1) {
     if (mistake && mistake.step === i) {
       const m = await call({ tool: mistake.tool ?? task.steps[i].tool, code: mistake.code }, 'mistake');
@@ -63,8 +64,9 @@ export async function runTask(session, task, { tryNeeds = false } = {}) {
     }
   }
   const approvals = session.approvals.length - approvalsBefore;
-  if (problems.length === 0 && (task.approvals ?? 0) !== approvals) {
-    problems.push(`expected ${task.approvals ?? 0} approval question(s), the user was asked ${approvals}`);
+  const asked = (task.approvals ?? 0) + (mistake ? mistake.approvals ?? 0 : 0);
+  if (problems.length === 0 && asked !== approvals) {
+    problems.push(`expected ${asked} approval question(s), the user was asked ${approvals}`);
   }
   const sum = (key) => calls.reduce((s, c) => s + c.tokens[key], 0);
   return {

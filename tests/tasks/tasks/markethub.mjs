@@ -330,7 +330,7 @@ return items.filter((c) => ['WA', 'OR', 'CA'].includes(c.address.region)).map((c
     id: 'markethub/place-order',
     kind: 'write',
     words: 'Order two VoltCharge chargers (prod_0003) for customer cust_004. What does the order come to?',
-    approvals: 2,  // the user is asked about the mistaken request too; the API then refuses it
+    approvals: 1,
     steps: [
       { tool: 'execute', code: `async () => {
   const res = await fetch('/orders', { method: 'POST', headers: { 'content-type': 'application/json' },
@@ -349,6 +349,7 @@ return items.filter((c) => ['WA', 'OR', 'CA'].includes(c.address.region)).map((c
   if (!res.ok) throw new Error(\`\${res.status} \${await res.text()}\`);
   return (await res.json()).total;
 }`,
+      approvals: 1,  // the user is asked about the mistaken request too; the API then refuses it
       error: /422 .*"field":"customer_id","message":"is required".*"field":"items\[0\]\.product_id","message":"is required".*"field":"items\[0\]\.quantity","message":"is required"/,
     },
     answer: { status: 'pending', total: { amount: 6998, currency: 'USD' } },

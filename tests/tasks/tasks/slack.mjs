@@ -180,7 +180,7 @@ export default [
     id: 'slack/post-message',
     kind: 'write',
     words: 'Tell #deployments that the deploy of api v2.42 is finished.',
-    approvals: 2,
+    approvals: 1,
     steps: [
       { tool: 'search', code: `async () => Object.keys(spec.paths['/chat.postMessage'].post.requestBody.content['application/x-www-form-urlencoded'].schema.properties)`, shows: /text/ },
       { tool: 'execute', code: `async () => {
@@ -201,6 +201,7 @@ export default [
   if (!body.ok) throw new Error(\`chat.postMessage: \${body.error}\`);
   return body.ts;
 }`,
+      approvals: 1,
       error: /chat\.postMessage: no_text/,
     },
     answer: { ok: true, channel: 'C0PW22QWLA5' },

@@ -208,7 +208,7 @@ export default [
     id: 'stripe/partial-refund',
     kind: 'write',
     words: 'Refund $12.50 of charge ch_3xCAU6TVpw45ovkLhiTZ8WIA; the customer asked for it.',
-    approvals: 2,
+    approvals: 1,
     steps: [
       { tool: 'search', code: `async () => Object.keys(spec.paths['/v1/refunds'].post.requestBody.content['application/x-www-form-urlencoded'].schema.properties)`, shows: /amount/ },
       { tool: 'execute', code: `async () => {
@@ -228,6 +228,7 @@ export default [
   if (!res.ok) throw new Error(\`\${res.status} \${await res.text()}\`);
   return (await res.json()).status;
 }`,
+      approvals: 1,
       error: /"message":"Invalid integer: 12\.50","param":"amount"/,
     },
     answer: { status: 'succeeded', amount: 1250 },

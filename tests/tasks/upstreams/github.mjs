@@ -1,7 +1,8 @@
 // A fake GitHub REST API (the endpoints the tasks use) with one seeded repository,
 // octo-org/widgets: 230 issues of which 38 are pull requests (GitHub's issues endpoint lists
 // both), 15 people. Pages by `per_page` (default 30, at most 100) and `page`, with a `Link`
-// header; objects carry the fields (and URLs) the real API returns.
+// header; objects carry the fields (and URLs) the real API returns. As on api.github.com, the
+// public repository is served without a token too, never with a wrong one.
 import { random, pick, serve } from './serve.mjs';
 
 // GitHub's timestamps: seconds, no fraction.
@@ -196,7 +197,8 @@ export async function startGithub() {
   const server = await serve({
     token: GITHUB_TOKEN,
     handle: (request) => handle(data, request),
-    unauthorized: () => ({ status: 401, body: { message: 'Requires authentication', documentation_url: 'https://docs.github.com/rest', status: '401' } }),
+    anonymous: true,
+    unauthorized: () => ({ status: 401, body: { message: 'Bad credentials', documentation_url: 'https://docs.github.com/rest', status: '401' } }),
   });
   return { ...server, data };
 }

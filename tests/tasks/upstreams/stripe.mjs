@@ -110,8 +110,10 @@ export function stripeData() {
   return { customers, charges, refunds: [], nextRefund: 1 };
 }
 
-function stripeError(status, error) {
-  return { status, body: { error: { request_log_url: 'https://dashboard.stripe.com/test/logs/req_tasks', type: 'invalid_request_error', ...error } } };
+// Stripe's error object, its keys in Stripe's (alphabetical) order.
+function stripeError(status, fields) {
+  const error = { request_log_url: 'https://dashboard.stripe.com/test/logs/req_tasks', type: 'invalid_request_error', ...fields };
+  return { status, body: { error: Object.fromEntries(Object.entries(error).sort(([a], [b]) => a.localeCompare(b))) } };
 }
 
 function distance(a, b) {
@@ -161,6 +163,10 @@ function listPage(kind, items, query, url) {
   let list = items;
   for (const [key, value] of query) {
     const m = CREATED.exec(key);
+    if (key === 'created' || m) {
+      const bad = integer(key, value);
+      if (bad) return bad;
+    }
     if (key === 'created') list = list.filter((x) => x.created === Number(value));
     if (!m) continue;
     const t = Number(value);

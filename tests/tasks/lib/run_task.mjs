@@ -37,6 +37,7 @@ export async function runTask(session, task, { tryNeeds = false, mistakes = true
       role, tool: step.tool, code: step.code, is_error: result.isError === true, text,
       tokens: { call: callTokens(step.tool, args), result: tokens(text) },
       ms: Math.round(performance.now() - started),
+      cpu_ms: result.structuredContent?.usage?.cpu_ms,
     };
     calls.push(entry);
     return entry;

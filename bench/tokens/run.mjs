@@ -148,10 +148,10 @@ const seqText = (seq) => (seq ?? []).map((turn) => {
 }).join(' → ');
 
 out();
-out('### Per task: round trips and context (tools/list + every call\'s arguments + every result), happy path');
+out('### Per task: round trips; tokens of the calls\' arguments + of the results; context (tools/list + both), happy path');
 out();
 const classic = systems.filter((s) => s !== 'codemode');
-out(`| task | codemode-mcp: trips, context | ${classic.map((s) => `${short[s]}: trips, context`).join(' | ')} | ${classic[0] ? `${short[classic[0]]} ÷ codemode-mcp` : ''} |`);
+out(`| task | codemode-mcp | ${classic.map((s) => short[s]).join(' | ')} | ${classic[0] ? `${short[classic[0]]} ÷ codemode-mcp` : ''} |`);
 out(`|---|---|${classic.map(() => '---').join('|')}|---|`);
 for (const e of results.rows) {
   for (const [id, per] of Object.entries(e.tasks)) {
@@ -161,7 +161,7 @@ for (const e of results.rows) {
       if (!r) return '';
       if (r.skipped) return `skipped (${r.skipped})`;
       const mark = r.passed ? '' : ' ✗';
-      return `${r.round_trips}, ${fmt(r.context)}${r.list_refused ? '*' : ''}${mark}`;
+      return `${r.round_trips}; ${fmt(r.tokens.calls)} + ${fmt(r.tokens.results)}; ${fmt(r.context)}${r.list_refused ? '*' : ''}${mark}`;
     };
     cells.push(cellOf(cm));
     for (const s of classic) cells.push(cellOf(per[s]));
@@ -182,33 +182,33 @@ if (misses.length) {
 out();
 out('### Totals per API: each server against codemode-mcp over the tasks both completed');
 out();
-out('| API | server | tasks | codemode-mcp: context (trips) | server: context (trips) | server ÷ codemode-mcp |');
+out('| API | server | tasks | codemode-mcp: context (trips; written) | server: context (trips; written) | server ÷ codemode-mcp |');
 out('|---|---|---|---|---|---|');
 for (const e of results.rows) {
   if (!Object.keys(e.tasks).length) continue;
   e.totals = {};
   for (const s of classic) {
     const ids = Object.entries(e.tasks).filter(([, per]) => per.codemode?.passed && per[s]?.passed).map(([id]) => id);
-    const sum = (sys, key) => ids.reduce((a, id) => a + e.tasks[id][sys][key], 0);
-    const t = { tasks: ids.length, codemode: { context: sum('codemode', 'context'), round_trips: sum('codemode', 'round_trips') },
-      server: { context: sum(s, 'context'), round_trips: sum(s, 'round_trips') } };
+    const sum = (sys, key) => ids.reduce((a, id) => a + (key === 'written' ? e.tasks[id][sys].tokens.calls : e.tasks[id][sys][key]), 0);
+    const side = (sys) => ({ context: sum(sys, 'context'), round_trips: sum(sys, 'round_trips'), written: sum(sys, 'written') });
+    const t = { tasks: ids.length, codemode: side('codemode'), server: side(s) };
     e.totals[s] = t;
     if (!ids.length) continue;
-    out(`| ${e.key} | ${short[s]} | ${ids.length} | ${fmt(t.codemode.context)} (${t.codemode.round_trips}) | ${fmt(t.server.context)} (${t.server.round_trips})`
+    out(`| ${e.key} | ${short[s]} | ${ids.length} | ${fmt(t.codemode.context)} (${t.codemode.round_trips}; ${fmt(t.codemode.written)}) | ${fmt(t.server.context)} (${t.server.round_trips}; ${fmt(t.server.written)})`
       + ` | ${(t.server.context / t.codemode.context).toFixed(1)}× context, ${(t.server.round_trips / t.codemode.round_trips).toFixed(2)}× trips |`);
   }
 }
 const overall = {};
 for (const e of results.rows) {
   for (const [s, t] of Object.entries(e.totals ?? {})) {
-    overall[s] ??= { tasks: 0, codemode: { context: 0, round_trips: 0 }, server: { context: 0, round_trips: 0 } };
+    overall[s] ??= { tasks: 0, codemode: { context: 0, round_trips: 0, written: 0 }, server: { context: 0, round_trips: 0, written: 0 } };
     overall[s].tasks += t.tasks;
-    for (const side of ['codemode', 'server']) for (const k of ['context', 'round_trips']) overall[s][side][k] += t[side][k];
+    for (const side of ['codemode', 'server']) for (const k of ['context', 'round_trips', 'written']) overall[s][side][k] += t[side][k];
   }
 }
 for (const [s, t] of Object.entries(overall)) {
   if (!t.tasks) continue;
-  out(`| all | ${short[s]} | ${t.tasks} | ${fmt(t.codemode.context)} (${t.codemode.round_trips}) | ${fmt(t.server.context)} (${t.server.round_trips})`
+  out(`| all | ${short[s]} | ${t.tasks} | ${fmt(t.codemode.context)} (${t.codemode.round_trips}; ${fmt(t.codemode.written)}) | ${fmt(t.server.context)} (${t.server.round_trips}; ${fmt(t.server.written)})`
     + ` | ${(t.server.context / t.codemode.context).toFixed(1)}× context, ${(t.server.round_trips / t.codemode.round_trips).toFixed(2)}× trips |`);
 }
 results.overall = overall;

@@ -208,7 +208,7 @@ TEST_CASE("a field is cut on a character boundary, never inside one", "[audit][r
   CHECK(utf8_prefix("\x80\x80\x80\x80\x80", 3) == "\x80\x80\x80");  // not UTF-8: bytes
 }
 
-TEST_CASE("a column holds valid UTF-8 with a NUL as U+FFFD; the JSON keeps the NUL",
+TEST_CASE("a column holds valid UTF-8 with a NUL as U+FFFD, and the JSON keeps the NUL",
           "[audit][record]") {
   CHECK(column_text(std::string("a\0b\xc3", 4)) ==
         "a\xef\xbf\xbd"

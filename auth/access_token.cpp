@@ -186,13 +186,26 @@ bool safe_principal_part(std::string_view text) {
   });
 }
 
-std::string hashed(std::string_view text) {
+// `prefix` ("sub-sha256:", "client-sha256:") and 16 hex digits of the SHA-256 of `text`.
+std::string hashed(std::string_view prefix, std::string_view text) {
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int length = 0;
   EVP_Digest(text.data(), text.size(), digest, &length, EVP_sha256(), nullptr);
-  std::string hex = net::to_hex(
+  std::string name(prefix);
+  name += net::to_hex(
       std::string_view(reinterpret_cast<const char*>(digest), std::min<unsigned int>(8, length)));
-  return "sub-sha256:" + hex;
+  return name;
+}
+
+// Whether a header `typ` may be an access token's under `rule` (media types ignore case; the
+// "application/" prefix may be left out, RFC 7515 §4.1.9).
+bool access_token_typ(const std::optional<std::string>& typ, TokenTyp rule) {
+  const bool jwt_too = rule == TokenTyp::at_jwt_or_jwt;
+  if (!typ) return jwt_too;
+  std::string_view type = *typ;
+  constexpr std::string_view kApplication = "application/";
+  if (net::istarts_with(type, kApplication)) type.remove_prefix(kApplication.size());
+  return net::iequals(type, "at+jwt") || (jwt_too && net::iequals(type, "jwt"));
 }
 
 // The rules a token's claims share, however they were read (a JWT's payload, an introspection
@@ -235,10 +248,14 @@ std::optional<TokenHeader> peek_header(std::string_view token) {
   if (header.is_discarded() || !header.is_object()) return std::nullopt;
   const auto alg = header.find("alg");
   if (alg == header.end() || !alg->is_string()) return std::nullopt;
-  TokenHeader result{alg->get<std::string>(), ""};
+  TokenHeader result{alg->get<std::string>(), "", std::nullopt};
   if (const auto kid = header.find("kid"); kid != header.end()) {
     if (!kid->is_string()) return std::nullopt;
     result.kid = kid->get<std::string>();
+  }
+  if (const auto typ = header.find("typ"); typ != header.end()) {
+    if (!typ->is_string()) return std::nullopt;
+    result.typ = typ->get<std::string>();
   }
   // A critical extension we do not know must make the token fail (RFC 7515 §4.1.11); we know
   // none.
@@ -248,9 +265,11 @@ std::optional<TokenHeader> peek_header(std::string_view token) {
 
 std::string principal_of(std::string_view subject, std::string_view client_id) {
   if (!client_id.empty() && (subject.empty() || subject == client_id)) {
-    return safe_principal_part(client_id) ? "client:" + std::string(client_id) : hashed(client_id);
+    return safe_principal_part(client_id) ? "client:" + std::string(client_id)
+                                          : hashed("client-sha256:", client_id);
   }
-  return safe_principal_part(subject) ? "sub:" + std::string(subject) : hashed(subject);
+  return safe_principal_part(subject) ? "sub:" + std::string(subject)
+                                      : hashed("sub-sha256:", subject);
 }
 
 Verification verify_access_token(std::string_view token, const KeySet& keys,
@@ -273,6 +292,12 @@ Verification verify_access_token(std::string_view token, const KeySet& keys,
   auto signature = base64url_decode(token.substr(second_dot + 1));
   if (!signature || !signature_verifies(*key, token.substr(0, second_dot), std::move(*signature))) {
     return invalid("the signature does not verify");
+  }
+  // Signed by the issuer, but is it an access token? Its other JWTs are signed with the same keys.
+  if (!access_token_typ(header->typ, expect.typ)) {
+    return invalid(expect.typ == TokenTyp::at_jwt
+                       ? "the token is not typed as an access token (typ at+jwt, RFC 9068)"
+                       : "the token is typed as another kind of JWT (typ not at+jwt or JWT)");
   }
   const std::size_t first_dot = token.find('.');
   const auto payload = base64url_decode(token.substr(first_dot + 1, second_dot - first_dot - 1));

@@ -2,13 +2,14 @@
 // expects of it, as a pure function of its inputs (the time is a parameter), so every rule is
 // tested without a network.
 //
-// Order: size and syntax; the header, read without trusting it, names a kid and an algorithm;
-// the key with that kid decides the algorithm, and a header that names another is refused (no
-// `none`, no HS256 made with the public key); OpenSSL verifies the signature with that key;
-// then the claims: `iss` equals the issuer, `aud` holds this server's resource URL (RFC 8707),
-// `exp` is in the future and `nbf` in the past (both with a small leeway), and a principal can
-// be named. Scopes are read, not required here: which scopes a request needs is the caller's
-// rule (ToolScopes).
+// Order: size and syntax; the header, read without trusting it, names a kid and an algorithm; the
+// key with that kid decides the algorithm, and a header that names another is refused (no `none`,
+// no HS256 made with the public key); OpenSSL verifies the signature with that key; the header's
+// `typ` does not say it is some other kind of JWT (`at+jwt`, RFC 9068 §4, or `JWT` or none, as
+// most issuers write; `at+jwt` only when the config requires it); then the claims: `iss` equals the
+// issuer, `aud` holds this server's resource URL (RFC 8707), `exp` is in the future and `nbf` in
+// the past (both with a small leeway), and a principal can be named. Scopes are read, not required
+// here: which scopes a request needs is the caller's rule (ToolScopes).
 //
 // Refusal messages start with the OAuth error code they map to ("invalid_token: ...") and never
 // hold the token or a claim's value.
@@ -32,17 +33,33 @@ namespace codemode::auth {
 // Longer tokens are refused before any parsing (real access tokens are 1 to 2 KiB).
 inline constexpr std::size_t kMaxTokenBytes = 8192;
 
+// Which header `typ` a JWT access token may have (RFC 7515 §4.1.9: a media type, compared
+// ignoring case, "application/" optional). Either way a JWT typed as anything else (`logout+jwt`,
+// `secevent+jwt`, `dpop+jwt`, ...) is not an access token, whatever its claims.
+enum class TokenTyp {
+  // `at+jwt` (RFC 9068 §4), `JWT`, or none: what the issuers in use write on their access tokens
+  // (Keycloak, Entra ID and Auth0's default token profile write `JWT`; Okta and Cognito none).
+  // An ID token, typed so too, still fails on `aud`: it holds the client's id, never `resource`.
+  at_jwt_or_jwt,
+  // `at+jwt` only (config http.oauth.require_typ_at_jwt): no other JWT the issuer signs can pass
+  // for an access token, even one whose `aud` holds the resource.
+  at_jwt,
+};
+
 struct Expectations {
-  std::string issuer;               // `iss` must equal it exactly
-  std::string resource;             // `aud` (a string or an array) must hold it exactly
-  std::chrono::seconds leeway{60};  // clock skew allowed on exp and nbf
+  std::string issuer;                      // `iss` must equal it exactly
+  std::string resource;                    // `aud` (a string or an array) must hold it exactly
+  std::chrono::seconds leeway{60};         // clock skew allowed on exp and nbf
+  TokenTyp typ = TokenTyp::at_jwt_or_jwt;  // config http.oauth.require_typ_at_jwt
 };
 
 // A token that passed. `principal` is who the caller is for sessions, fairness and logs:
 // "client:<client_id>" for a token a client holds for itself (client credentials: no `sub`, or
 // `sub` equal to the client id), else "sub:<sub>"; a value with characters outside
-// [A-Za-z0-9._@:+=|-] or longer than 128 is replaced by "sub-sha256:<16 hex>" of it, so a
-// principal is always safe in a log line, a metric label and an audit record.
+// [A-Za-z0-9._@:+=|-] or longer than 128 is replaced by "sub-sha256:<16 hex>" of it (a subject)
+// or "client-sha256:<16 hex>" (a client id), so a principal is always safe in a log line, a
+// metric label and an audit record, and a subject never hashes into a client's name (nor the
+// other way round).
 struct VerifiedToken {
   std::string principal;
   std::string subject;              // `sub`, may be empty for a client's own token
@@ -60,8 +77,10 @@ struct TokenRefusal {
 struct TokenHeader {
   std::string alg;
   std::string kid;
+  std::optional<std::string> typ;  // absent: the header has none
 };
-// nullopt: not three base64url parts with a JSON object header holding a string `alg`.
+// nullopt: not three base64url parts with a JSON object header holding a string `alg` (and, when
+// present, a string `kid` and `typ`).
 std::optional<TokenHeader> peek_header(std::string_view token);
 
 using Verification = std::variant<VerifiedToken, TokenRefusal>;

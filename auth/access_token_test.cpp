@@ -131,6 +131,67 @@ TEST_CASE("a subject unsafe in a log line becomes a digest", "[auth][token]") {
   CHECK(principal_of(std::string(200, 'a'), "") != "sub:" + std::string(200, 'a'));
 }
 
+TEST_CASE("a subject and a client id hashed are never one principal", "[auth][token]") {
+  // The same unsafe text as a user's subject and as a client acting for itself: two callers.
+  const std::string unsafe = "evil name";
+  const std::string as_subject = principal_of(unsafe, "app-1");
+  const std::string as_client = principal_of("", unsafe);
+  CHECK(as_subject.rfind("sub-sha256:", 0) == 0);
+  CHECK(as_client.rfind("client-sha256:", 0) == 0);
+  CHECK(as_client.size() == std::string_view("client-sha256:").size() + 16);
+  CHECK(as_subject != as_client);
+  CHECK(as_subject.substr(as_subject.find(':')) == as_client.substr(as_client.find(':')));
+}
+
+TEST_CASE(
+    "a JWT typed as another kind is no access token, and with require_typ_at_jwt only at+jwt is",
+    "[auth][token][hostile]") {
+  const KeySet keys = key_set({&rsa()});
+  // Every claim an access token has, signed by the issuer's key, under the given header `typ`
+  // (null: none).
+  const auto typed = [&](const json& typ) {
+    return testing::sign(rsa(), good_claims(), json{{"typ", typ}});
+  };
+  const Expectations strict{std::string(kIssuer), std::string(kResource), std::chrono::seconds(60),
+                            TokenTyp::at_jwt};
+  const auto strictly = [&](const json& typ) {
+    return refusal(verify_access_token(typed(typ), keys, strict, kNow));
+  };
+  const std::string other_kind =
+      "invalid_token: the token is typed as another kind of JWT (typ not at+jwt or JWT)";
+  const std::string not_at_jwt =
+      "invalid_token: the token is not typed as an access token (typ at+jwt, RFC 9068)";
+
+  // By default (http.oauth.require_typ_at_jwt false): at+jwt, and the JWT or nothing that
+  // Keycloak, Entra ID, Auth0, Okta and Cognito write on their access tokens.
+  for (const json& accepted :
+       {json("at+jwt"), json("AT+JWT"), json("application/at+jwt"), json("Application/At+Jwt"),
+        json("JWT"), json("jwt"), json("application/jwt"), json(nullptr)}) {
+    INFO(accepted.dump());
+    CHECK(refusal(check(typed(accepted), keys)) == "(accepted)");
+  }
+  // A logout token, a security event, a DPoP proof, ...: JWTs the issuer may sign with the
+  // same keys and the same claims, never access tokens.
+  for (const json& other :
+       {json("logout+jwt"), json("secevent+jwt"), json("dpop+jwt"), json("application/logout+jwt"),
+        json("at+jwt2"), json("jwt+at"), json("application/"), json("")}) {
+    INFO(other.dump());
+    CHECK(refusal(check(typed(other), keys)) == other_kind);
+  }
+  CHECK(refusal(check(typed(5), keys)) == "invalid_token: the token is not a signed JWT");
+  CHECK(refusal(check(typed(json::array({"at+jwt"})), keys)) ==
+        "invalid_token: the token is not a signed JWT");
+
+  // Required (true): at+jwt only; JWT, or none, is what an ID token has too.
+  CHECK(strictly("at+jwt") == "(accepted)");
+  CHECK(strictly("application/AT+JWT") == "(accepted)");
+  for (const json& refused :
+       {json("JWT"), json("application/jwt"), json(nullptr), json("logout+jwt"), json("")}) {
+    INFO(refused.dump());
+    CHECK(strictly(refused) == not_at_jwt);
+  }
+}
+
 TEST_CASE("claims that do not fit are refused, each with its reason", "[auth][token]") {
   const KeySet keys = key_set({&rsa()});
   const auto with = [](const char* name, const json& value) {

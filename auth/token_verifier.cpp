@@ -44,7 +44,8 @@ TokenVerifier::TokenVerifier(asio::io_context& io, const config::OAuth& settings
     : strand_(asio::make_strand(io)),
       timer_(strand_),
       settings_(settings),
-      expect_{settings.issuer, settings.resource, std::chrono::seconds(settings.leeway_s)},
+      expect_{settings.issuer, settings.resource, std::chrono::seconds(settings.leeway_s),
+              settings.require_typ_at_jwt ? TokenTyp::at_jwt : TokenTyp::at_jwt_or_jwt},
       client_(std::move(client)),
       introspector_(std::move(introspector)),
       introspection_endpoint_(settings.introspection ? settings.introspection->endpoint : "") {}

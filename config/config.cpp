@@ -168,9 +168,10 @@ constexpr std::array<std::string_view, 7> kIntrospectionKeys = {
     "inactive_cache_s", "cache_entries", "concurrency"};
 constexpr std::array<std::string_view, 4> kHttpKeys = {"allowed_origins", "tokens", "bearer_tokens",
                                                        "oauth"};
-constexpr std::array<std::string_view, 9> kOAuthKeys = {
-    "issuer",         "introspection",       "resource", "scopes", "request_scopes", "extra_scopes",
-    "jwks_refresh_s", "jwks_min_interval_s", "leeway_s"};
+constexpr std::array<std::string_view, 10> kOAuthKeys = {
+    "issuer",         "introspection",     "resource",       "scopes",
+    "request_scopes", "extra_scopes",      "jwks_refresh_s", "jwks_min_interval_s",
+    "leeway_s",       "require_typ_at_jwt"};
 constexpr std::array<std::string_view, 3> kRequestScopeKeys = {"read", "write", "spec"};
 constexpr std::array<std::string_view, 2> kScopedTools = {"search", "execute"};
 
@@ -630,7 +631,7 @@ class Loader {
   }
 
   // A token's name, or the principal an OAuth access token names ("sub:<subject>",
-  // "client:<client id>", "sub-sha256:<hex>": auth/access_token.h).
+  // "client:<client id>", "sub-sha256:<hex>", "client-sha256:<hex>": auth/access_token.h).
   static bool is_principal_name(std::string_view name) {
     return !name.empty() && name.size() <= kMaxPrincipalNameChars &&
            std::all_of(name.begin(), name.end(), [](char c) {
@@ -1048,6 +1049,12 @@ class Loader {
         read_u32(field, field_path, 0, 3600, oauth.jwks_min_interval_s);
       } else if (key == "leeway_s") {
         read_u32(field, field_path, 0, 300, oauth.leeway_s);
+      } else if (key == "require_typ_at_jwt") {
+        if (field.is_boolean()) {
+          oauth.require_typ_at_jwt = field.get<bool>();
+        } else {
+          add(field_path, "expected true or false, got " + std::string(type_phrase(field)));
+        }
       } else if (key == "introspection") {
         oauth.introspection = load_introspection(field, field_path);
       } else {
@@ -1119,7 +1126,11 @@ class Loader {
       const std::string key = lower(*entry.name);
       // A clash with a generated name is reported at the given one: that is the name the author
       // chose and can change.
-      if (const auto it = generated.find(key); it != generated.end()) {
+      if (key == kStdioPrincipal) {
+        // The stdio client's principal: a token of that name would share its sandbox
+        // processes, memory share, turns and audit name with whoever holds stdin.
+        add(entry.name_path, "\"stdio\" is the stdio client's principal; choose another name");
+      } else if (const auto it = generated.find(key); it != generated.end()) {
         add(entry.name_path, "\"" + it->first + "\" is the name of " + it->second->token_path +
                                  " (entries of http.bearer_tokens are named token-1, token-2, "
                                  "... in file order); choose another");

@@ -76,13 +76,17 @@ struct Limits {
   std::uint32_t response_bytes = 1048576;  // 1..1073741824: largest upstream body accepted
 };
 
+// The principal of the stdio client (server/daemon.cpp), which no token may be named.
+inline constexpr std::string_view kStdioPrincipal = "stdio";
+
 // A token the HTTP transport accepts, and the principal it stands for. The name is who the
 // caller is: stateful sessions are bound to it, and it is what logs, metrics and audit records
 // may show of a caller (unlike the token, it is no secret).
 struct BearerToken {
   // 1..64 characters of [A-Za-z0-9._-], so that it is safe in a log line, a metric label and an
   // audit record without quoting. Unique among all the tokens ignoring ASCII case ("alice" and
-  // "Alice" would be one person to a reader of the logs); stored as written.
+  // "Alice" would be one person to a reader of the logs); stored as written. Never "stdio"
+  // (any case): kStdioPrincipal.
   std::string name;
   // At least 16 visible ASCII characters (short tokens are guessable), no whitespace. Unique
   // among all the tokens: one token stands for one principal. Never logged, never shown.
@@ -154,6 +158,14 @@ struct OAuth {
   std::uint32_t jwks_min_interval_s = 10;
   // Clock skew allowed on `exp` and `nbf`, in seconds. 0..300, default 60.
   std::uint32_t leeway_s = 60;
+  // Which header `typ` a JWT access token may have. false: `at+jwt` (RFC 9068 §4), `JWT` or
+  // none, as the issuers in use write them (Keycloak, Entra ID and Auth0's default token profile
+  // write `JWT`, Okta and Cognito none); any other `typ` (`logout+jwt`, `dpop+jwt`, ...) is
+  // refused. An ID token, typed `JWT` too, still fails on `aud`, which holds the client's id, not
+  // `resource`. true: `at+jwt` only, so nothing but an RFC 9068 access token passes, whatever
+  // its `aud` (for issuers that type them so: Auth0's "RFC 9068" token profile, oidc-provider).
+  // Default: false.
+  bool require_typ_at_jwt = false;
   // Opaque tokens by introspection (above). Absent: only JWT access tokens are accepted.
   std::optional<Introspection> introspection;
 };
@@ -233,8 +245,10 @@ struct SandboxSettings {
   // 0..100000: calls of one principal waiting beyond principal_calls; one more is refused
   // (HTTP 429 with Retry-After, or a JSON-RPC error on stdio).
   std::uint32_t principal_queue = 256;
-  // 0..16777216: while the sandbox processes' own resident memory together (shared library
-  // pages not counted) is over this many MiB, no call starts (calls wait, up to their wall_ms).
+  // 0..16777216: MiB of the sandbox processes' own resident memory together (shared library
+  // pages not counted), shared equally between the principals with a process or a call: while
+  // the processes hold more, a principal over its share starts no call (its calls wait, up to
+  // their wall_ms) and its idle processes retire; one within its share starts calls as usual.
   // 0: half of the machine's memory.
   std::uint32_t memory_mb = 0;
 };

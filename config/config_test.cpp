@@ -1067,6 +1067,22 @@ TEST_CASE("named tokens and plain bearer_tokens make one list, plain ones named 
         Tokens{{"token-2", "given-0123456789abc"}, {"token-1", "plain-one-0123456789"}});
 }
 
+TEST_CASE("no token may take the stdio client's principal", "[config][http][tokens]") {
+  const Workspace workspace;
+  // A token named so would share the stdio client's processes, memory share and audit name.
+  CHECK(workspace.problems(with_http(R"({"tokens": [
+      {"name": "alice", "token": "alice-0123456789abc"},
+      {"name": "stdio", "token": "stdio-0123456789abc"},
+      {"name": "STDIO", "token": "stdio-0123456789ABC"}]})")) ==
+        Problems{"http.tokens[1].name: \"stdio\" is the stdio client's principal; choose another "
+                 "name",
+                 "http.tokens[2].name: \"stdio\" is the stdio client's principal; choose another "
+                 "name"});
+  CHECK(workspace
+            .load(with_http(R"({"tokens": [{"name": "stdio-bot", "token": "bot-0123456789abc"}]})"))
+            .http.bearer_tokens.size() == 1);
+}
+
 TEST_CASE("a named token and its name expand ${VAR} like every string value",
           "[config][http][tokens][env]") {
   const Workspace workspace;
@@ -1381,7 +1397,7 @@ TEST_CASE("http.oauth with every key is read, the rest default", "[config][oauth
     "issuer": "https://tenant.auth0.com/", "resource": "https://mcp.example.com/mcp",
     "scopes": {"search": ["mcp:read"], "execute": ["mcp:read", "mcp:execute"]},
     "extra_scopes": ["offline_access"], "jwks_refresh_s": 600, "jwks_min_interval_s": 0,
-    "leeway_s": 30}})"));
+    "leeway_s": 30, "require_typ_at_jwt": true}})"));
   REQUIRE(config.http.oauth);
   const OAuth& oauth = *config.http.oauth;
   CHECK(oauth.issuer == "https://tenant.auth0.com/");
@@ -1391,6 +1407,7 @@ TEST_CASE("http.oauth with every key is read, the rest default", "[config][oauth
   CHECK(oauth.jwks_refresh_s == 600);
   CHECK(oauth.jwks_min_interval_s == 0);
   CHECK(oauth.leeway_s == 30);
+  CHECK(oauth.require_typ_at_jwt);
 
   const Config minimal = workspace.load(with_http(
       R"({"oauth": {"issuer": "http://127.0.0.1:9000", "resource": "http://localhost:8080/mcp"}})"));
@@ -1399,6 +1416,7 @@ TEST_CASE("http.oauth with every key is read, the rest default", "[config][oauth
   CHECK(minimal.http.oauth->jwks_refresh_s == 3600);
   CHECK(minimal.http.oauth->jwks_min_interval_s == 10);
   CHECK(minimal.http.oauth->leeway_s == 60);
+  CHECK_FALSE(minimal.http.oauth->require_typ_at_jwt);  // at+jwt, JWT or none
   CHECK_FALSE(workspace.load(R"({"openapi": "openapi.json"})").http.oauth);
 }
 
@@ -1433,13 +1451,15 @@ TEST_CASE("http.oauth problems are all reported", "[config][oauth]") {
   CHECK(
       workspace.problems(with_http(R"({"oauth": {
     "issuer": "http://as.example.com", "resource": "https://mcp.example.com/mcp?x=1",
-    "scopes": {"search": ["has space"], "fetch": []}, "jwks_refresh_s": 5, "leeway": 1}})")) ==
+    "scopes": {"search": ["has space"], "fetch": []}, "jwks_refresh_s": 5, "leeway": 1,
+    "require_typ_at_jwt": "yes"}})")) ==
       Problems{
           "http.oauth.issuer" + not_a_url, "http.oauth.resource" + not_a_url,
           R"(http.oauth.scopes.search[0]: is not a scope (printable ASCII, no space, '"' or '\'))",
           "http.oauth.scopes.fetch: unknown key (known keys: search, execute)",
           "http.oauth.jwks_refresh_s: 5 is out of range 60..86400",
-          "http.oauth.leeway: unknown key (did you mean \"leeway_s\"?)"});
+          "http.oauth.leeway: unknown key (did you mean \"leeway_s\"?)",
+          "http.oauth.require_typ_at_jwt: expected true or false, got a string"});
 }
 
 TEST_CASE("http.oauth.introspection is read with its defaults, and its problems reported",

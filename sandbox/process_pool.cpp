@@ -136,11 +136,14 @@ struct ProcessPool::State : std::enable_shared_from_this<State> {
     bool spare = true;      // owned by nobody yet
     bool draining = false;  // takes no more calls; retires when its calls end
     Clock::time_point idle_since = Clock::now();
+    std::uint64_t resident = 0;  // its own resident bytes when last read (sample_memory)
   };
   struct Principal {
     std::deque<Job> queue;
     unsigned running = 0;
     bool in_turn = false;  // in `turn`
+    // Its next call was last held back for memory (over its share of memory_bytes).
+    bool held_for_memory = false;
   };
 
   State(ProcessPoolOptions options, boost::asio::any_io_executor executor, Launcher& launcher)
@@ -186,11 +189,15 @@ struct ProcessPool::State : std::enable_shared_from_this<State> {
       queue.erase(it);
       const auto waited =
           std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - job.queued_at);
-      channel::Outcome outcome = channel::Outcome::failure(
-          channel::ErrorKind::timeout,
-          "wall limit " + std::to_string(self->options.limits.wall_ms) +
-              " ms exceeded before the call started: it waited " + std::to_string(waited.count()) +
-              " ms for room in a sandbox process and never ran");
+      const char* for_what = found->second.held_for_memory
+                                 ? " ms while its principal's sandbox processes held more than "
+                                   "its share of sandbox.memory_mb, and never ran"
+                                 : " ms for room in a sandbox process and never ran";
+      channel::Outcome outcome =
+          channel::Outcome::failure(channel::ErrorKind::timeout,
+                                    "wall limit " + std::to_string(self->options.limits.wall_ms) +
+                                        " ms exceeded before the call started: it waited " +
+                                        std::to_string(waited.count()) + for_what);
       outcome.queued_us = microseconds_since(job.queued_at);
       job.done(std::move(outcome));
       self->dispatch();
@@ -203,6 +210,7 @@ struct ProcessPool::State : std::enable_shared_from_this<State> {
     bool started = true;
     while (started && !turn.empty()) {
       started = false;
+      bool held_by_memory = false;
       for (std::size_t n = turn.size(); n > 0; --n) {
         std::string name = std::move(turn.front());
         turn.pop_front();
@@ -219,7 +227,15 @@ struct ProcessPool::State : std::enable_shared_from_this<State> {
           continue;
         }
         turn.push_back(name);
-        if (principal.running >= options.principal_calls || !memory_allows()) continue;
+        if (principal.running >= options.principal_calls) {
+          principal.held_for_memory = false;
+          continue;
+        }
+        principal.held_for_memory = !memory_allows(name);
+        if (principal.held_for_memory) {
+          held_by_memory = true;
+          continue;
+        }
         Proc* target = room_for(name);
         if (target == nullptr) continue;
         Job job = std::move(principal.queue.front());
@@ -228,6 +244,9 @@ struct ProcessPool::State : std::enable_shared_from_this<State> {
         run(*target, principal, std::move(job));
         started = true;
       }
+      // Nothing could start for memory: an idle process over its principal's share gives it
+      // back, and the round is tried again.
+      if (!started && held_by_memory && retire_for_memory()) started = true;
     }
     ensure_processes();
     if (drained && nothing_left()) std::exchange(drained, nullptr)();
@@ -486,16 +505,73 @@ struct ProcessPool::State : std::enable_shared_from_this<State> {
     dispatch();
   }
 
-  bool memory_allows() {
-    if (options.memory_bytes == 0) return true;
+  // Reads the processes' resident memory again when the last reading is older than
+  // kMemorySampleEvery.
+  void sample_memory() {
     const auto now = Clock::now();
-    if (now - memory_sampled >= kMemorySampleEvery) {
-      memory_sampled = now;
-      resident = 0;
-      for (const auto& proc : procs) resident += resident_bytes(proc->process->pid());
+    if (now - memory_sampled < kMemorySampleEvery) return;
+    memory_sampled = now;
+    for (const auto& proc : procs) proc->resident = resident_bytes(proc->process->pid());
+  }
+
+  // What the processes hold, in all and of `name`'s (spares are nobody's), and its fair share of
+  // memory_bytes: an equal part for each principal with a process or a call.
+  struct MemoryUse {
+    std::uint64_t total = 0;
+    std::uint64_t own = 0;
+    std::uint64_t share = 0;
+  };
+  MemoryUse memory_use(const std::string& name) const {
+    MemoryUse use;
+    for (const auto& proc : procs) {
+      use.total += proc->resident;
+      if (!proc->spare && proc->owner == name) use.own += proc->resident;
     }
-    if (resident < options.memory_bytes) return true;
-    return running_tokens.empty();  // nothing runs to free memory: waiting would never end
+    // `principals` holds exactly those with a process, a queued or a running call
+    // (forget_if_unused).
+    use.share = options.memory_bytes / std::max<std::size_t>(principals.size(), 1);
+    return use;
+  }
+
+  // Whether a call of `name` may start, as far as memory goes. Under the bound anyone may; over
+  // it, a principal within its share still may (another's memory never holds it up), and one
+  // over its share waits for its own calls to give memory back. When nothing runs at all,
+  // nothing would ever give memory back: the call starts.
+  bool memory_allows(const std::string& name) {
+    if (options.memory_bytes == 0) return true;
+    sample_memory();
+    const MemoryUse use = memory_use(name);
+    if (use.total < options.memory_bytes || use.own <= use.share) return true;
+    return running_tokens.empty();
+  }
+
+  // Over the bound, with calls held up for memory: idle processes of principals over their share
+  // retire, the biggest first, until the pool is under the bound or none is left. A process of a
+  // principal within its share is never the one to go. True when one retired.
+  bool retire_for_memory() {
+    if (options.memory_bytes == 0) return false;
+    bool retired_one = false;
+    for (;;) {
+      std::uint64_t total = 0;
+      for (const auto& proc : procs) total += proc->resident;
+      if (total < options.memory_bytes) break;
+      auto victim = procs.end();
+      for (auto it = procs.begin(); it != procs.end(); ++it) {
+        const Proc& proc = **it;
+        if (proc.spare || proc.process->running() > 0) continue;
+        const MemoryUse use = memory_use(proc.owner);
+        if (use.own <= use.share) continue;
+        if (victim == procs.end() || proc.resident > (*victim)->resident) victim = it;
+      }
+      if (victim == procs.end()) break;
+      spdlog::debug(
+          "sandbox: idle process {} retires: its principal holds more than its share of "
+          "sandbox.memory_mb",
+          (*victim)->process->pid());
+      retire(victim, "room");
+      retired_one = true;
+    }
+    return retired_one;
   }
 
   void reap(pid_t pid) {
@@ -567,7 +643,6 @@ struct ProcessPool::State : std::enable_shared_from_this<State> {
   boost::asio::steady_timer sweep_timer;
   bool sweeping = false;
   Clock::time_point memory_sampled;
-  std::uint64_t resident = 0;
   bool closed = false;
   bool stopped = false;
   std::string stop_message;

@@ -18,8 +18,11 @@
 //
 // Fairness: a principal runs at most `principal_calls` calls at once; beyond that its calls
 // queue, and a queued call that cannot start within its wall_ms ends as `timeout` (it never
-// ran). Memory: while the processes' resident memory together is over `memory_bytes`, no call
-// starts (calls wait, bounded as above), unless nothing runs at all.
+// ran). Memory is shared the same way: while the processes' own resident memory together is
+// over `memory_bytes`, a principal whose processes hold more than its share (`memory_bytes`
+// divided equally among the principals with a process or a call) starts no call (its calls
+// wait, bounded as above) unless nothing runs at all, and its idle processes retire to give the
+// memory back; a principal within its share starts calls whatever the others hold.
 #pragma once
 
 #include <chrono>
@@ -60,7 +63,8 @@ struct PoolStats {
   std::uint64_t starting = 0;   // being started
   std::uint64_t started = 0;    // started since the pool began
   // Retired since the pool began, by why: "idle", "lifetime" (calls served), "failed" (it died
-  // or broke a rule), "room" (made room for another principal).
+  // or broke a rule), "room" (made room: a process for another principal, or memory over its
+  // principal's share).
   std::map<std::string, std::uint64_t> retired;
 };
 

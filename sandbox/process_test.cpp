@@ -11,14 +11,18 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <condition_variable>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <future>
+#include <mutex>
 #include <optional>
 #include <random>
 
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <catch2/catch.hpp>
 #include <filesystem>
@@ -674,6 +678,134 @@ TEST_CASE("idle processes retire, and the bound on processes holds across princi
     REQUIRE(waited < 5000);
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
+}
+
+// A fetch() that the test answers when it chooses, waiting meanwhile as a request awaiting a
+// person's yes does (FetchDone::waiting: the call's wall clock stands still), so a call that
+// fetches holds what it allocated for as long as the test wants.
+struct HeldFetches {
+  std::mutex mutex;
+  std::condition_variable arrived;
+  std::vector<channel::FetchDone> held;
+
+  FetcherFactory factory() {
+    return [this](const config::Limits&, const Call&) -> channel::Fetcher {
+      return [this](const gateway::OutboundRequest&, channel::FetchDone done) {
+        done.waiting()(true);
+        {
+          std::lock_guard lock(mutex);
+          held.push_back(std::move(done));
+        }
+        arrived.notify_all();
+      };
+    };
+  }
+  void wait_for(std::size_t count) {
+    std::unique_lock lock(mutex);
+    REQUIRE(arrived.wait_for(lock, std::chrono::seconds(60), [&] { return held.size() >= count; }));
+  }
+  void answer_all() {
+    std::vector<channel::FetchDone> answered;
+    {
+      std::lock_guard lock(mutex);
+      answered = std::exchange(held, {});
+    }
+    for (auto& done : answered) {
+      done.waiting()(false);
+      gateway::InboundResponse response;
+      response.status = 200;
+      response.final_url = "http://127.0.0.1:1/hold";
+      done(std::move(response));
+    }
+  }
+};
+
+// A Sandbox on an I/O thread the test owns, so that it can ask the pool for its stats there.
+class PoolOnThread {
+ public:
+  explicit PoolOnThread(SandboxOptions options) {
+    options.executor = io_.get_executor();
+    sandbox_ = std::make_unique<Sandbox>(options);
+    thread_ = std::thread([this] { io_.run(); });
+  }
+  // The executor stops first, then the Sandbox goes (sandbox.h: with a given executor).
+  ~PoolOnThread() {
+    work_.reset();
+    io_.stop();
+    thread_.join();
+    sandbox_.reset();
+  }
+  PoolOnThread(const PoolOnThread&) = delete;
+  PoolOnThread& operator=(const PoolOnThread&) = delete;
+
+  std::future<channel::Outcome> submit(channel::Tool tool, std::string code,
+                                       std::string principal) {
+    auto promise = std::make_shared<std::promise<channel::Outcome>>();
+    sandbox_->submit(
+        Call{tool, std::move(code), std::move(principal), nullptr},
+        [promise](channel::Outcome outcome) { promise->set_value(std::move(outcome)); });
+    return promise->get_future();
+  }
+  PoolStats stats() {
+    std::promise<PoolStats> promise;
+    boost::asio::post(io_, [&] { promise.set_value(sandbox_->stats()); });
+    return promise.get_future().get();
+  }
+
+ private:
+  boost::asio::io_context io_;
+  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_{
+      io_.get_executor()};
+  std::unique_ptr<Sandbox> sandbox_;
+  std::thread thread_;
+};
+
+channel::Outcome within(std::future<channel::Outcome>& future, std::chrono::seconds bound) {
+  REQUIRE(future.wait_for(bound) == std::future_status::ready);
+  return future.get();
+}
+
+TEST_CASE("memory one principal holds makes its own calls wait, never another principal's",
+          "[sandbox][process][pool][memory]") {
+  SandboxOptions options = pool_options();
+  options.limits.heap_mb = 128;  // and as much again of ArrayBuffers
+  options.limits.wall_ms = 3000;
+  options.processes.memory_mb = 48;
+  HeldFetches fetches;
+  options.fetch = fetches.factory();
+  PoolOnThread pool(options);
+  // Alice's call holds 96 MiB, well within its own caps, and waits for its fetch for as long as
+  // the test likes (as for an approval). It spends 50 ms of its own CPU after allocating, so
+  // that the pool reads resident memory again (every 20 ms) before anything else is submitted.
+  auto holding = pool.submit(channel::Tool::execute,
+                             "async () => { const held = new Uint8Array(96 << 20).fill(1);"
+                             " const start = Date.now(); while (Date.now() - start < 50) {}"
+                             " await fetch('/hold'); return held[12345]; }",
+                             "alice");
+  fetches.wait_for(1);
+  // The pool holds more than memory_mb, nearly all of it Alice's: her next call waits, Bob's
+  // does not.
+  auto alice_next = pool.submit(channel::Tool::search, "async () => 2", "alice");
+  auto bob = pool.submit(channel::Tool::search, "async () => 1 + 1", "bob");
+  // On 7d258f9 Bob's call waited for Alice's, and ended unstarted after wall_ms.
+  const channel::Outcome bob_outcome = within(bob, std::chrono::seconds(30));
+  INFO(to_string(bob_outcome.error_kind) << ": " << bob_outcome.error_message);
+  REQUIRE(bob_outcome.ok);
+  CHECK(bob_outcome.result_json == "2");
+  const PoolStats stats = pool.stats();
+  CHECK(stats.running == 1);  // Alice's first
+  CHECK(stats.queued == 1);   // Alice's next: over her share while the pool is over its bound
+  // Alice's next never starts while she holds her memory, and says why.
+  const channel::Outcome waited = within(alice_next, std::chrono::seconds(30));
+  CHECK(waited.error_kind == channel::ErrorKind::timeout);
+  CHECK_THAT(waited.error_message,
+             Catch::StartsWith("wall limit 3000 ms exceeded before the call started") &&
+                 Catch::Contains("held more than its share of sandbox.memory_mb, and never ran"));
+  // Her memory let go, Alice's calls run again.
+  fetches.answer_all();
+  CHECK(result_of(within(holding, std::chrono::seconds(30))) == 1);
+  auto again = pool.submit(channel::Tool::search, "async () => 2", "alice");
+  CHECK(result_of(within(again, std::chrono::seconds(30))) == 2);
 }
 
 // Which of `needles` occur in any readable mapping of process `pid` (our child: reading its

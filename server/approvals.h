@@ -17,6 +17,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,9 +33,36 @@ inline constexpr std::size_t kApprovalBodyChars = 2000;
 // How much of one header line ("Name: value") it shows.
 inline constexpr std::size_t kApprovalHeaderChars = 200;
 
-// The text a person reads: method and URL, the operation's summary and id, the headers the code
-// set (each cut to kApprovalHeaderChars), and the body (JSON without the whitespace between its
-// tokens, otherwise byte for byte), cut to kApprovalBodyChars.
+// `headers` of a request without the ones the host put on it before the gateway asked: the
+// trace context (trace_context.h: the tracer drops the code's own and adds the call's, with a
+// new span id per request). What is left is what the code set, and only that is shown to a
+// person or bound by an approval: a header that changes every round would make a 2026-07-28
+// retry ask again for ever.
+gateway::Headers code_set_headers(const gateway::Headers& headers);
+
+// What an approval binds to: gateway::approval_digest over method, URL, code_set_headers and
+// body. (ApprovalRequest::digest also covers the host's trace context.)
+std::string question_digest(const gateway::ApprovalRequest& request);
+
+// Why a person cannot read the request's body as the upstream will (a Content-Encoding other
+// than identity: the upstream inflates what the person would see as compressed bytes); nullopt
+// when they can. Such a request is never asked about: the approvers answer `impossible` at once,
+// with this reason in `by` for the log, so it fails closed.
+std::optional<std::string> unreadable_body(const gateway::ApprovalRequest& request);
+
+// The text a person reads; what it shows is what is sent, and where it cannot show all of it,
+// it says so:
+//   - method and URL, the operation's summary and id, the headers the code set (each line cut
+//     to kApprovalHeaderChars, saying how many bytes are not shown);
+//   - a warning naming every key a JSON body gives more than once in one object, wherever in
+//     the body it is (servers differ on which value they take);
+//   - the body: JSON without the whitespace between its tokens, anything else byte for byte,
+//     cut to kApprovalBodyChars; the line before it says how many bytes are not shown (the
+//     approval covers all of them), so nothing in the body can pose as what the server says.
+// Nothing reaches the person raw that is not visible text: control characters (ESC, CR, ...),
+// C1 controls, bidi controls, zero-width and tag characters and bytes that are not UTF-8 are
+// written as escapes: inside a JSON string as JSON's own (`\u202e`, meaning the same to a JSON
+// reader), elsewhere as `\xNN` or `\u{XXXX}`, with a backslash itself doubled.
 std::string approval_message(const gateway::ApprovalRequest& request);
 
 // The params of the elicitation/create that asks about `request`. `with_mode`: the client speaks
@@ -97,7 +125,8 @@ class ElicitingApprover final : public gateway::Approver,
 // an InputRequiredResult with the questions and a sealed requestState (request_state.h). The
 // client sends the call again with the answers; the code runs again from the start, in a fresh
 // isolate, and:
-//   - a request identical (method, URL, body: its digest) to one the user accepted is sent, once;
+//   - a request identical (method, URL, the headers the code set, body: question_digest) to one
+//     the user accepted is sent, once;
 //   - one identical to one the user declined or dismissed is refused, as in a session;
 //   - one identical to a request already made, approved, in an earlier round gets that round's
 //     response again and is not sent again (so each round can go further than the last);

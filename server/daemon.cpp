@@ -252,7 +252,8 @@ int Daemon::run() {
     // access token names cannot be checked before it comes.
     const bool from_tokens = options_.config.http.oauth &&
                              (name.starts_with("sub:") || name.starts_with("client:") ||
-                              name.starts_with("sub-sha256:") || name.starts_with("claim:"));
+                              name.starts_with("sub-sha256:") ||
+                              name.starts_with("client-sha256:") || name.starts_with("claim:"));
     if (!named && !from_tokens) {
       spdlog::warn("config: principals.{}: no bearer token has this name", name);
     }
@@ -473,7 +474,8 @@ int Daemon::run() {
             shut_down("stdout is gone", Grace::unbounded);
           });
         },
-        "stdio", max_calls, SessionAudit{trail ? &*trail : nullptr, "stdio", &metrics, &tracer});
+        std::string(config::kStdioPrincipal), max_calls,
+        SessionAudit{trail ? &*trail : nullptr, "stdio", &metrics, &tracer});
     stdio_session->use_request_states(request_states);
   }
 

@@ -132,7 +132,9 @@ TEST_CASE("the question shows the body as sent, and the code's headers", "[serve
       "\"note\": \"a  b\\\" c\"}";
   CHECK(approval_message(request) ==
         "Approve this request to the API?\n\nPOST https://api.example.com/charges\n\nHeaders:\n"
-        "Stripe-Account: acct_other\n\nBody (application/json), " +
+        "Stripe-Account: acct_other\n\nWarning: this body gives a key more than once in one "
+        "object: \"amount\". Servers differ on which of the values they take.\n\nBody "
+        "(application/json), " +
             std::to_string(request.body.size()) +
             " bytes:\n{\"amount\":1,\"amount\":9999,\"n\":123456789012345678901234567890,"
             "\"note\":\"a  b\\\" c\"}");
@@ -164,11 +166,9 @@ TEST_CASE("a 2026-07-28 round: an approved write still in flight when the call s
   codemode::gateway::ApprovalRequest write;
   write.method = "POST";
   write.url = "https://api.example.com/orders";
-  write.digest = "digest-a";
   codemode::gateway::ApprovalRequest other = write;
   other.url = "https://api.example.com/refunds";
-  other.digest = "digest-c";
-  const Json state{{"call", "c"}, {"asked", {{"approval-1", "digest-a"}}}};
+  const Json state{{"call", "c"}, {"asked", {{"approval-1", question_digest(write)}}}};
   const Json answers{{"approval-1", {{"action", "accept"}}}};
   int stops = 0;
   RetryApprover round("c", &state, answers, "sub:alice", [&] { ++stops; });
@@ -183,7 +183,7 @@ TEST_CASE("a 2026-07-28 round: an approved write still in flight when the call s
   CHECK(stops == 1);
   const Json next = round.next_state();
   REQUIRE(next["done"].size() == 1);
-  CHECK(next["done"][0]["d"] == "digest-a");
+  CHECK(next["done"][0]["d"] == question_digest(write));
 
   // The next round: the write is not sent again, nor asked about again.
   const Json next_answers{{"approval-1", {{"action", "accept"}}}};
@@ -207,12 +207,14 @@ TEST_CASE("a requestState carries at most kMaxCarriedResponseBytes over all roun
                      {"status", 200},
                      {"headers", Json::array()},
                      {"body", base64_encode(std::string(60000, 'r'))}};
-  const Json state{
-      {"call", "c"}, {"asked", {{"approval-1", "digest-b"}}}, {"done", Json::array({carried})}};
+  codemode::gateway::ApprovalRequest write;
+  write.method = "POST";
+  write.url = "https://api.example.com/orders";
+  const Json state{{"call", "c"},
+                   {"asked", {{"approval-1", question_digest(write)}}},
+                   {"done", Json::array({carried})}};
   const Json answers{{"approval-1", {{"action", "accept"}}}};
   RetryApprover round("c", &state, answers, "sub:alice", [] {});
-  codemode::gateway::ApprovalRequest write;
-  write.digest = "digest-b";
   round.ask(7, write, [](codemode::gateway::ApprovalAnswer) {});
   codemode::gateway::InboundResponse response;
   response.status = 201;

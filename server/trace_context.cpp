@@ -99,4 +99,8 @@ std::string format_traceparent(std::string_view trace_id, std::string_view span_
 std::string new_trace_id() { return random_hex(16); }
 std::string new_span_id() { return random_hex(8); }
 
+bool is_trace_header(std::string_view name) {
+  return net::iequals(name, "traceparent") || net::iequals(name, "tracestate");
+}
+
 }  // namespace codemode::server

@@ -32,6 +32,11 @@ std::optional<TraceParent> parse_traceparent(std::string_view text);
 // as the specification allows: it is only ever forwarded, never read).
 std::string valid_tracestate(std::string_view text);
 
+// Whether `name` is a trace context header (`traceparent`, `tracestate`, any case). On an
+// execute call's request these are always the host's: the tracer drops any the code set and puts
+// the call's own on (tracing.h), so they say nothing about what the code asked for.
+bool is_trace_header(std::string_view name);
+
 // "00-<trace_id>-<span_id>-<01 or 00>".
 std::string format_traceparent(std::string_view trace_id, std::string_view span_id, bool sampled);
 

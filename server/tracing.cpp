@@ -11,7 +11,6 @@
 #include "audit/record.h"
 #include "gateway/http_client.h"
 #include "gateway/request_check.h"
-#include "net/ascii.h"
 #include "server/metrics.h"
 
 namespace codemode::server {
@@ -52,10 +51,6 @@ Json span_json(const Span& span) {
     out["status"] = Json{{"code", 2}, {"message", span.status_message}};  // STATUS_CODE_ERROR
   }
   return out;
-}
-
-bool is_trace_header(std::string_view name) {
-  return net::iequals(name, "traceparent") || net::iequals(name, "tracestate");
 }
 
 }  // namespace

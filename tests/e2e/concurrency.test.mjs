@@ -168,6 +168,37 @@ test("one principal's waiting calls do not hold up another's", async () => {
   }
 });
 
+test("memory one principal holds does not hold up another's calls", async () => {
+  // memory_mb far below what alice's one call holds (96 MiB, within its own heap_mb): before,
+  // no call of anyone started until hers ended (issue 34, finding 9).
+  const upstream = await startUpstream();
+  const server = await startServer(upstream, {
+    sandbox: { memory_mb: 48 }, limits: { heap_mb: 128, cpu_ms: 2000, wall_ms: 20000 },
+  });
+  try {
+    let aliceDone = false;
+    const arrived = once(upstream.server, 'request');
+    // It spends 50 ms of CPU after allocating, so the pool reads memory again (every 20 ms)
+    // before bob calls.
+    const alice = call(server, TOKENS[0], 'execute', `async () => {
+      const held = new Uint8Array(96 << 20).fill(1);
+      const start = Date.now(); while (Date.now() - start < 50) {}
+      try { await fetch('/never'); } catch {}
+      return held[12345];
+    }`).then((result) => { aliceDone = true; return result; });
+    await arrived;  // alice holds her memory now, and waits
+    const bob = await call(server, TOKENS[1], 'search', 'async () => 1 + 1');
+    assert.equal(bob.text, '2');
+    assert.equal(aliceDone, false, `bob was answered only after alice's call ended (${Math.round(bob.ms)} ms)`);
+    assert.ok(bob.ms < 5000 * SLOWER, `bob waited ${Math.round(bob.ms)} ms`);
+    upstream.close();  // alice's fetch fails; her call ends
+    assert.equal((await alice).text, '1');
+  } finally {
+    upstream.close();
+    await server.stop();
+  }
+});
+
 test('hostile calls of three principals do not starve a fourth', async () => {
   const server = await startServer(null, { limits: { cpu_ms: 200, heap_mb: 32 } });
   try {

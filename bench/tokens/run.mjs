@@ -5,7 +5,7 @@
 // tasks write); tokens are o200k_base (gpt-tokenizer). Prints the tables; writes everything,
 // the classic servers' call sequences included, to bench/results/tokens-<date>.json.
 //
-//   node bench/tokens/run.mjs [--only TEXT] [--systems codemode,ivotoby-all,ivotoby-dynamic,generator] [--try-needs]
+//   node bench/tokens/run.mjs [--only TEXT] [--systems codemode,ivotoby-all,ivotoby-dynamic,generator]
 import { mkdirSync, writeFileSync, readFileSync } from 'node:fs';
 import { cpus, hostname } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -14,6 +14,7 @@ import { createRequire } from 'node:module';
 import { parseArgs } from 'node:util';
 import { execFileSync } from 'node:child_process';
 import { APIS, checkSpecs, connectCodemode } from '../../tests/tasks/lib/apis.mjs';
+import { needsText } from '../../tests/tasks/lib/needs.mjs';
 import { runTask } from '../../tests/tasks/lib/run_task.mjs';
 import { toolsTokens, TOKENIZER } from '../../tests/tasks/lib/tokens.mjs';
 import { TASKS } from '../../tests/tasks/tasks/index.mjs';
@@ -25,7 +26,7 @@ const require = createRequire(import.meta.url);
 const OCTOKIT_SPEC = join(dirname(require.resolve('@octokit/openapi/package.json')), 'generated/api.github.com.json');
 
 const { values: opts } = parseArgs({
-  options: { only: { type: 'string' }, systems: { type: 'string' }, 'try-needs': { type: 'boolean' } },
+  options: { only: { type: 'string' }, systems: { type: 'string' } },
 });
 const ALL = ['codemode', ...Object.keys(SYSTEMS)];
 const systems = opts.systems ? opts.systems.split(',') : ALL;
@@ -91,9 +92,9 @@ for (const row of ROWS) {
     try {
       for (const task of tasks) {
         if (system === 'codemode') {
-          if (task.needs && !opts['try-needs']) { entry.tasks[task.id] ??= {}; entry.tasks[task.id][system] = { skipped: `needs ${task.needs}` }; continue; }
-          const r = await runTask(server, task, { mistakes: false, tryNeeds: opts['try-needs'] });
+          const r = await runTask(server, task, { mistakes: false });
           entry.tasks[task.id] ??= {};
+          if (r.skipped) { entry.tasks[task.id][system] = { skipped: needsText(r.skipped) }; continue; }
           entry.tasks[task.id][system] = { passed: r.passed, problem: r.problems[0], round_trips: r.round_trips, calls: r.round_trips,
             tokens: r.tokens, context: list.tokens + r.tokens.calls + r.tokens.results,
             sequence: r.calls.map((c) => [{ tool: c.tool, code: c.code, tokens: c.tokens }]) };

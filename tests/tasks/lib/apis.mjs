@@ -102,7 +102,8 @@ export async function rawToolsList(client) {
 }
 
 // A session with the real binary in front of `api`: the user answers every approval question
-// with yes (the questions are kept in `approvals`).
+// with yes (the questions are kept in `approvals`); `basePath` tells lib/run_task.mjs where the
+// API's methods live.
 export async function connectCodemode(api, origin, options = {}) {
   const config = writeCodemodeConfig(api, origin, options);
   const approvals = [];
@@ -113,5 +114,5 @@ export async function connectCodemode(api, origin, options = {}) {
       return { action: 'accept' };
     },
   });
-  return { ...session, approvals };
+  return { ...session, approvals, api, basePath: APIS[api].basePath };
 }

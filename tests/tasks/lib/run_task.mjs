@@ -4,6 +4,7 @@
 // arguments the model writes and of the result text it reads.
 import { isDeepStrictEqual } from 'node:util';
 import { callTokens, resultText, tokens } from './tokens.mjs';
+import { unmetNeeds } from './needs.mjs';
 
 export function describeValue(value) {
   const text = JSON.stringify(value);
@@ -23,18 +24,25 @@ function parse(text) {
   try { return JSON.parse(text); } catch { return text; }
 }
 
-// `task.mistake` is skipped, not run, while it has a `needs` of its own (its error text needs a
-// feature that has not landed), unless `tryNeeds`; `mistakes: false` leaves every mistake out
-// (bench/tokens compares the paths without them).
-export async function runTask(session, task, { tryNeeds = false, mistakes = true } = {}) {
+// A task whose `needs` the server does not meet is not run: the result is {id, skipped: [the
+// needs not met]}. `task.mistake` is left out while its own `needs` are not met (`mistake_skipped`
+// says which); `mistakes: false` leaves every mistake out (bench/tokens compares the paths
+// without them). On an API whose methods live under a base path (Slack's /api), the code names
+// it until the server resolves relative URLs under it (#37 base path); from then on the code is
+// written as the description's paths are, as a model reading it would.
+export async function runTask(session, task, { mistakes = true } = {}) {
+  const unmet = await unmetNeeds(session, task.needs);
+  if (unmet.length) return { id: task.id, skipped: unmet };
+  const rebased = session.basePath && (await unmetNeeds(session, ['#37 base path'])).length === 0;
+  const codeOf = (code) => (rebased ? code.replaceAll(`'${session.basePath}/`, "'/").replaceAll(`\`${session.basePath}/`, '`/') : code);
   const calls = [];
   const call = async (step, role) => {
-    const args = { code: step.code };
+    const args = { code: codeOf(step.code) };
     const started = performance.now();
     const result = await session.client.callTool({ name: step.tool, arguments: args }, undefined, { timeout: 60000 });
     const text = resultText(result);
     const entry = {
-      role, tool: step.tool, code: step.code, is_error: result.isError === true, text,
+      role, tool: step.tool, code: args.code, is_error: result.isError === true, text,
       tokens: { call: callTokens(step.tool, args), result: tokens(text) },
       ms: Math.round(performance.now() - started),
       cpu_ms: result.structuredContent?.usage?.cpu_ms,
@@ -42,9 +50,10 @@ export async function runTask(session, task, { tryNeeds = false, mistakes = true
     calls.push(entry);
     return entry;
   };
+  const mistakeUnmet = mistakes && task.mistake ? await unmetNeeds(session, task.mistake.needs) : [];
+  const mistake = mistakes && task.mistake && mistakeUnmet.length === 0 ? task.mistake : null;
   const approvalsBefore = session.approvals.length;
   const problems = [];
-  const mistake = mistakes && task.mistake && (!task.mistake.needs || tryNeeds) ? task.mistake : null;
   for (let i = 0; i < task.steps.length && problems.length === 0; i += 1) {
     if (mistake && mistake.step === i) {
       const m = await call({ tool: mistake.tool ?? task.steps[i].tool, code: mistake.code }, 'mistake');
@@ -73,6 +82,7 @@ export async function runTask(session, task, { tryNeeds = false, mistakes = true
   return {
     id: task.id,
     passed: problems.length === 0,
+    ...(mistakeUnmet.length ? { mistake_skipped: mistakeUnmet } : {}),
     problems,
     round_trips: calls.length,
     mistakes: calls.filter((c) => c.role === 'mistake').length,

@@ -32,7 +32,7 @@ export default [
   return { name: p.name, price: p.price };
 }`,
       error: /execute/,
-      needs: 'issue37-errors',  // today: "runtime: ReferenceError: fetch is not defined"
+      needs: ['#37 errors'],  // today: "runtime: ReferenceError: fetch is not defined"
     },
     answer: { name: 'TrailCam 4K Action Camera', price: { amount: 19999, currency: 'USD' } },
     classic: async ({ call }) => {
@@ -257,7 +257,7 @@ export default [
     id: 'markethub/in-stock-by-category',
     kind: 'join',
     words: 'How many products are in stock in each category, most first?',
-    needs: 'engine',  // Object.groupBy and Array.prototype.toSorted: V8 14.6
+    needs: ['#36 Object.groupBy', '#36 toSorted'],
     steps: [
       { tool: 'search', code: findOperations('product|categor'), shows: /in_stock/ },
       { tool: 'execute', code: `async () => {
@@ -281,7 +281,7 @@ export default [
     id: 'markethub/toy-average',
     kind: 'filter',
     words: 'What is the average price of a toy or game, in dollars?',
-    needs: 'issue37-typescript',  // type annotations and an interface: compile errors until types are stripped
+    needs: ['#37 typescript'],  // type annotations, an interface, `as` and `!`
     steps: [
       { tool: 'search', code: findOperations('product|categor'), shows: /category/ },
       { tool: 'execute', code: `async (): Promise<number> => {
@@ -303,7 +303,7 @@ export default [
     id: 'markethub/west-coast-customers',
     kind: 'filter',
     words: 'Which customers live on the West Coast (WA, OR or CA)?',
-    needs: 'issue37-statements',  // a body of statements with top-level await and return
+    needs: ['#37 statements'],  // a body of statements with top-level await and return
     steps: [
       { tool: 'search', code: findOperations('customer'), shows: /\/customers/ },
       { tool: 'execute', code: `const res = await fetch('/customers?limit=100');
@@ -318,7 +318,7 @@ return items.filter((c) => ['WA', 'OR', 'CA'].includes(c.address.region)).map((c
     id: 'markethub/fenced-code',
     kind: 'lookup',
     words: 'Which categories are there?',
-    needs: 'issue37-fences',  // the code arrives in a markdown fence, as chat models often send it
+    needs: ['#37 fences'],  // the code arrives in a markdown fence, as chat models often send it
     steps: [
       { tool: 'execute', code: "```js\nasync () => (await (await fetch('/categories')).json()).items.map((c) => c.name)\n```" },
     ],

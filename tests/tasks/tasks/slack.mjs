@@ -3,9 +3,10 @@
 // seeded workspace every answer below follows from.
 //
 // The code writes /api/… because an upstream here has no base path yet: `fetch('/conversations.list')`
-// reaches /conversations.list, a 404 page, as on slack.com. Once relative URLs resolve under the
-// description's base path (issue 37, item 3), these paths change to the description's own and
-// slack/base-path drops its marker.
+// reaches /conversations.list, a 404 page, as on slack.com. Once the server resolves relative
+// URLs under the description's base path (the probe of `#37 base path`), lib/run_task.mjs drops
+// the `/api` from this code, as a model reading the description would write it, and
+// slack/base-path, written that way already, runs.
 import { findOperations } from './markethub.mjs';
 
 // A Slack method answers HTTP 200 with ok: false and an error code; the code a model writes
@@ -143,7 +144,7 @@ export default [
     id: 'slack/base-path',
     kind: 'lookup',
     words: 'How many people are in #design?',
-    needs: 'issue37-basepath',  // the path as the description writes it, under servers' /api
+    needs: ['#37 base path'],  // the path as the description writes it, under servers' /api
     steps: [
       { tool: 'search', code: findOperations('conversations\\.(list|members)'), shows: /conversations\.members/ },
       { tool: 'execute', code: `async () => {
@@ -159,7 +160,7 @@ export default [
     id: 'slack/time-zones',
     kind: 'filter',
     words: 'How many active people (no bots, no deactivated accounts) are in each time zone?',
-    needs: 'engine',  // Object.groupBy
+    needs: ['#36 Object.groupBy'],
     steps: [
       { tool: 'search', code: findOperations('users\\.'), shows: /users\.list/ },
       { tool: 'execute', code: `async () => {

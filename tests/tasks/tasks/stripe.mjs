@@ -147,7 +147,7 @@ export default [
     id: 'stripe/list-charges-operation',
     kind: 'lookup',
     words: 'How do I list one customer\'s charges? Show me the operation.',
-    needs: 'issue37-results',  // the whole operation: `timeout: cpu limit 50 ms exceeded` while serialising today
+    needs: ['#37 results'],  // the whole operation: `timeout: cpu limit 50 ms exceeded` while serialising today
     steps: [
       { tool: 'search', code: `async () => spec.paths['/v1/charges'].get` },
     ],
@@ -162,7 +162,7 @@ export default [
     id: 'stripe/recent-customers',
     kind: 'filter',
     words: 'Which customers joined on or after 1 July 2025?',
-    needs: 'issue37-typescript',
+    needs: ['#37 typescript'],
     steps: [
       { tool: 'search', code: `async () => spec.paths['/v1/customers'].get.parameters.map((p) => p.name)`, shows: /created/ },
       { tool: 'execute', code: `async (): Promise<string[]> => {
@@ -180,7 +180,7 @@ export default [
     id: 'stripe/monthly-revenue',
     kind: 'pagination',
     words: 'What was our US-dollar revenue per month this year?',
-    needs: 'engine',  // Object.groupBy and iterator helpers
+    needs: ['#36 Object.groupBy', '#36 iterator helpers', '#36 toSorted'],
     steps: [
       { tool: 'search', code: `async () => spec.paths['/v1/charges'].get.parameters.map((p) => p.name)`, shows: /starting_after/ },
       { tool: 'execute', code: `async () => {

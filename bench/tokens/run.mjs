@@ -229,4 +229,6 @@ results.machine = { host: hostname(), cpus: cpus().length, model: cpus()[0]?.mod
 mkdirSync(join(ROOT, 'bench/results'), { recursive: true });
 const file = join(ROOT, `bench/results/tokens-${results.started.slice(0, 16).replace(/[:T]/g, '-')}.json`);
 writeFileSync(file, JSON.stringify(results, null, 2));
-console.log(`\nresults: ${file}`);
+const seconds = Math.round((Date.parse(results.finished) - Date.parse(results.started)) / 1000);
+console.log(`\nrun: ${results.started.slice(0, 16).replace('T', ' ')} UTC, commit ${commit || '?'}, ${seconds} s `
+  + `(node ${process.version}, ${cpus().length} CPUs: ${cpus()[0]?.model ?? '?'}); results: ${file}`);

@@ -656,12 +656,13 @@ std::uint64_t Gateway::connections_opened() const { return state_->client->conne
 void Gateway::fetch(OutboundRequest request, CallBudget& budget, Deadline deadline, Completion done,
                     const Caller& caller, const WaitHook& waiting) {
   if (budget.refusals_exhausted()) {
-    // Checked, logged and answered no more: the call's code loops over refused requests.
-    return state_->refuse(
-        std::move(done),
-        policy_error("subrequest limit reached: this call had " +
-                     std::to_string(budget.refusal_limit()) +
-                     " requests refused, the most a call may have; it sends no more"));
+    // Checked no more and answered alike: the call's code loops over refused requests. Only the
+    // first of these answers is recorded by the observers that keep one record per request.
+    GatewayError error = policy_error(
+        "subrequest limit reached: this call had " + std::to_string(budget.refusal_limit()) +
+        " requests refused, the most a call may have; it sends no more");
+    error.repeated = !budget.first_past_refusal_limit();
+    return state_->refuse(std::move(done), std::move(error));
   }
   const auto refuse = [&](GatewayError error) {
     budget.refused();

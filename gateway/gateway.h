@@ -72,6 +72,8 @@ class CallBudget {
   void refused() { ++refused_; }
   // Whether the call had as many fetch()es refused as it may.
   bool refusals_exhausted() const { return refused_.load() >= refusal_limit_; }
+  // Counts one fetch() refused past that bound; true for the first of them only.
+  bool first_past_refusal_limit() { return past_limit_++ == 0; }
   std::uint32_t refusal_limit() const { return refusal_limit_; }
 
  private:
@@ -79,6 +81,7 @@ class CallBudget {
   const std::uint32_t refusal_limit_;
   std::atomic<std::uint32_t> used_{0};
   std::atomic<std::uint32_t> refused_{0};
+  std::atomic<std::uint32_t> past_limit_{0};
 };
 
 // What one principal's requests get instead of the defaults (config `principals`): its own

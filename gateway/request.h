@@ -78,6 +78,10 @@ constexpr std::string_view to_string(ErrorKind kind) {
 struct GatewayError {
   ErrorKind kind = ErrorKind::runtime;
   std::string message;
+  // A refusal repeated past the call's bound on refused requests (CallBudget): the bound's first
+  // refusal stands for every later one, so an observer that keeps one record per request (the
+  // audit trail) skips it, and code looping over refused requests cannot fill the trail.
+  bool repeated = false;
 
   std::string text() const { return std::string(to_string(kind)) + ": " + message; }
 };

@@ -46,6 +46,12 @@ std::string CallAudit::session_name(std::string_view transport) {
 void CallAudit::on_answer(const ObservedCall& call, const ObservedFetch& fetch,
                           const gateway::FetchResult& result) {
   if (call.audit_id.empty()) return;
+  // Past the call's bound on refused requests, the bound's first refusal was recorded and stands
+  // for the rest (gateway::GatewayError::repeated): ~6,000 of them in one call would otherwise
+  // be as many records.
+  if (const auto* error = std::get_if<gateway::GatewayError>(&result); error && error->repeated) {
+    return;
+  }
   audit::RequestRecord record;
   record.call_id = call.audit_id;
   record.principal = call.principal;

@@ -208,6 +208,28 @@ TEST_CASE("a refused URL is recorded cut on a character boundary", "[server][aud
   CHECK(records[0]["refusal"] == "policy: origin not allowed");
 }
 
+// Issue 34 item 3: code that loops over refused requests leaves one record for the bound the
+// gateway puts on them, not one per fetch.
+TEST_CASE("refusals repeated past a call's bound leave no record each", "[server][audit]") {
+  TempDir dir;
+  const fs::path file = dir.path() / "audit.db";
+  auto writer = writer_on(file, config::Audit::OnFailure::fail_closed);
+  const gateway::UrlPolicy urls{std::vector<config::Upstream>{}};
+  CallAudit trail(*writer, gateway::OperationPolicy(), urls);
+  ObservedFetch fetch;
+  fetch.method = "GET";
+  fetch.url = "http://evil.test/";
+  const ObservedCall call{"0123456789abcdef0123456789abcdef", "alice", "", ""};
+  gateway::GatewayError bound{gateway::ErrorKind::policy, "subrequest limit reached"};
+  trail.on_answer(call, fetch, bound);
+  bound.repeated = true;
+  for (int i = 0; i < 1000; ++i) trail.on_answer(call, fetch, bound);
+  REQUIRE(writer->flush(std::chrono::seconds(10)));
+  const std::vector<Json> records = calls_in(file);
+  REQUIRE(records.size() == 1);
+  CHECK(records[0]["refusal"] == "policy: subrequest limit reached");
+}
+
 // Issue 34 item 3: the refusal says which bound a call met, and only the principal whose share
 // is full meets that one.
 TEST_CASE("fail_closed: a principal holding its share of the queue gets its own refusal",

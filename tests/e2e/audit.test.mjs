@@ -330,3 +330,37 @@ describe('PostgreSQL (fail_closed): one call\'s hostile text never takes the tra
     assert.match(verify.stdout, /^intact: 5 records in 1 chain$/m);
   });
 });
+
+// Issue 34 finding 3: code that loops over refused requests. The gateway checks 100 of a call's
+// refusals and refuses the rest unchecked; the trail keeps one record for each checked one and
+// one for the bound, not one per fetch (~6,000 in a call at the default cpu_ms).
+describe('a call looping over refused requests leaves a bounded number of records', () => {
+  let dir, config;
+  before(() => {
+    dir = mkdtempSync(join(tmpdir(), 'codemode-audit-loop-'));
+    config = join(dir, 'config.json');
+    writeFileSync(config, JSON.stringify({
+      openapi: join(SOURCE_DIR, 'fixtures/markethub/openapi.json'),
+      audit: { sqlite: 'audit.db', server: 'e2e-loop' },
+    }));
+  });
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  test('1,000 refused fetches in one call: 101 request records; the next call is served', async () => {
+    const client = new Client({ name: 'audit-loop', version: '1' });
+    await client.connect(new StdioClientTransport({ command: BIN, args: ['--config', config], stderr: 'ignore' }));
+    const looped = await client.callTool({ name: 'execute', arguments: { code:
+      "async () => { let n = 0; for (let i = 0; i < 1000; i++) { try { await fetch('http://evil.test/' + i); } catch { n++; } } return n; }" } });
+    assert.equal(looped.content[0].text, '1000', JSON.stringify(looped));
+    const next = await client.callTool({ name: 'search', arguments: { code: 'async () => 1 + 1' } });
+    assert.equal(next.content[0].text, '2');
+    await client.close();
+    const requests = await eventuallyRecords(config, ['--kind', 'request'], (records) => records.length >= 101);
+    assert.equal(requests.length, 101);
+    assert.ok(requests.slice(0, 100).every((r) => /^policy: origin http:\/\/evil\.test is not allowed/.test(r.refusal)), requests[0].refusal);
+    assert.match(requests[100].refusal, /^policy: subrequest limit reached: this call had 100 requests refused/);
+    assert.equal(requests[100].path, 'http://evil.test/100');
+    const calls = await eventuallyRecords(config, ['--kind', 'call'], (records) => records.length === 2);
+    assert.deepEqual(calls.map((r) => r.outcome), ['ok', 'ok']);
+  });
+});

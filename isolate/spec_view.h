@@ -33,6 +33,11 @@ class SpecView {
   // The root object, to be installed as the `spec` global. Empty if V8 threw (e.g. terminated).
   v8::MaybeLocal<v8::Value> root(v8::Local<v8::Context> context);
 
+  // The $ref targets this call has met, object -> its pointer ("#/components/schemas/x"), for
+  // the result's serialiser (a shared object met again is written as {"$ref": pointer}). Kept
+  // by the host, never reachable from the code.
+  v8::Local<v8::Map> refs();
+
  private:
   static void lazy_get(v8::Local<v8::Name> name, const v8::PropertyCallbackInfo<v8::Value>& info);
   using Node = openapi::DocumentImage::Node;
@@ -45,7 +50,10 @@ class SpecView {
   v8::Isolate* isolate_;
   const openapi::DocumentImage& image_;
   SpecView* previous_;
+  bool remember_ref(v8::Local<v8::Context> context, v8::Local<v8::Value> value,
+                    std::string_view pointer);
   std::unordered_map<Node, v8::Global<v8::Value>> shared_;
+  v8::Global<v8::Map> refs_;
   v8::Global<v8::Value> object_prototype_;  // this context's Object.prototype, once needed
 };
 

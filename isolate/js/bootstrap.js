@@ -439,14 +439,356 @@
     });
   }
 
-  // ---------------------------------------------------------------- what the host keeps
-  function replacer(key, value) {
-    return typeof value === 'bigint' ? '' + value : value;
+  // ---------------------------------------------------------------- the result as JSON
+  // JSON.stringify's output (toJSON, BigInt as a decimal string, undefined, functions and symbols
+  // left out or null, non-finite numbers null), written piece by piece and never past `budget`
+  // characters (result_chars; 0: no limit): a value of any size costs what its first `budget`
+  // characters cost, and a cut result is still JSON. Where it was cut, an array ends with a
+  // string "…[cut: N more items]", an object with a member "…[cut]": "N more keys", a string
+  // with "…[cut: N more characters]". Each open container keeps room for its closing marker.
+  // `refs` (search): the spec's $ref targets met by this call, object -> "#/components/…"; the
+  // second time one is met it is written {"$ref": pointer}, so shared schemas (Stripe's refs
+  // expand combinatorially) come out once. Returns [text, cut].
+  const kLevelReserve = 28;
+  const NumberCtor = Number;
+  const StringCtor = String;
+  const BooleanCtor = Boolean;
+  const ObjectPrototypeToString = Object.prototype.toString;
+  const StringPrototypeSlice = String.prototype.slice;
+  const ArrayPrototypeJoin = Array.prototype.join;
+  const MapGet = Map.prototype.get;
+  const MapSet = Map.prototype.set;
+  const MapHas = Map.prototype.has;
+  const kNotJson = {
+    __proto__: null,
+    '[object Response]': 'a Response: return await response.json(), .text() or .status',
+    '[object Request]': 'a Request: return its url or method',
+    '[object Headers]': 'Headers: return Object.fromEntries(headers)',
+    '[object Map]': 'a Map, which JSON writes as {}: return Object.fromEntries(map)',
+    '[object Set]': 'a Set, which JSON writes as {}: return [...set]',
+    '[object Promise]': 'a Promise inside the value: await it first',
+  };
+  function serialize(value, budget, refs) {
+    const limit = budget > 0 ? budget : Infinity;
+    const out = [];
+    let size = 0;
+    let cut = false;
+    const open = [];  // containers being written, for cycles
+    const written = refs ? new MapCtor() : null;
+    if (value !== null && typeof value === 'object') {
+      const hint = kNotJson[call(ObjectPrototypeToString, value)];
+      if (hint !== undefined && !ArrayIsArray(value)) {
+        throw new TypeErrorCtor('the code returned ' + hint);
+      }
+    }
+    const room = (depth) => limit - size - kLevelReserve * depth;
+    function put(text) { out[out.length] = text; size += text.length; }
+    // A leaf's JSON text, or undefined for what JSON leaves out.
+    function leaf(v) {
+      switch (typeof v) {
+        case 'string': return JSONStringify(v);
+        case 'number': return JSONStringify(v);
+        case 'boolean': return v ? 'true' : 'false';
+        case 'bigint': return JSONStringify('' + v);
+        default: return undefined;
+      }
+    }
+    function cutString(v, depth) {
+      let keep = room(depth) - 40;
+      while (keep > 0) {
+        const text = JSONStringify(call(StringPrototypeSlice, v, 0, keep) + '…[cut: ' +
+                                   (v.length - keep) + ' more characters]');
+        if (text.length <= room(depth)) return text;
+        keep = keep >> 1;
+      }
+      return undefined;
+    }
+    // 'done', 'partial' (written up to the cut), 'none' (nothing fitted), or 'skip' (undefined).
+    function write(holder, key, v, depth) {
+      if (v !== null && (typeof v === 'object' || typeof v === 'bigint') &&
+          typeof v.toJSON === 'function') {
+        v = v.toJSON(key);
+      }
+      if (v === null) {
+        if (room(depth) < 4) return 'none';
+        put('null');
+        return 'done';
+      }
+      if (typeof v === 'object') {
+        if (v instanceof NumberCtor) v = NumberCtor(v);
+        else if (v instanceof StringCtor) v = StringCtor(v);
+        else if (v instanceof BooleanCtor) v = JSONStringify(v) === 'true';
+      }
+      if (typeof v !== 'object') {
+        const text = leaf(v);
+        if (text === undefined) return 'skip';
+        if (text.length <= room(depth)) {
+          put(text);
+          return 'done';
+        }
+        if (typeof v === 'string') {
+          const shorter = cutString(v, depth);
+          if (shorter !== undefined) {
+            put(shorter);
+            return 'partial';
+          }
+        }
+        return 'none';
+      }
+      if (written !== null) {
+        const pointer = call(MapGet, refs, v);
+        if (pointer !== undefined) {
+          if (call(MapHas, written, v)) {
+            const text = '{"$ref":' + JSONStringify(pointer) + '}';
+            if (text.length > room(depth)) return 'none';
+            put(text);
+            return 'done';
+          }
+          call(MapSet, written, v, true);
+        }
+      }
+      for (let i = 0; i < open.length; ++i) {
+        if (open[i] === v) throw new TypeErrorCtor('Converting circular structure to JSON');
+      }
+      if (room(depth + 1) < 2) return 'none';
+      open[open.length] = v;
+      const state = ArrayIsArray(v) ? writeArray(v, depth + 1) : writeObject(v, depth + 1);
+      open.length -= 1;
+      return state;
+    }
+    function writeArray(array, depth) {
+      const count = array.length;
+      put('[');
+      for (let i = 0; i < count; ++i) {
+        const mark = out.length;
+        const before = size;
+        if (i > 0) put(',');
+        let state = write(array, '' + i, array[i], depth);
+        if (state === 'skip') {
+          if (room(depth) >= 4) {
+            put('null');
+            state = 'done';
+          } else {
+            state = 'none';
+          }
+        }
+        if (state === 'done') continue;
+        if (state === 'none') {
+          out.length = mark;
+          size = before;
+        }
+        const left = count - i - (state === 'partial' ? 1 : 0);
+        if (left > 0) put((i > 0 || state === 'partial' ? ',' : '') + '"…[cut: ' + left + ' more items]"');
+        put(']');
+        cut = true;
+        return 'partial';
+      }
+      put(']');
+      return 'done';
+    }
+    function writeObject(object, depth) {
+      const keys = ObjectKeys(object);
+      const count = keys.length;
+      put('{');
+      let first = true;
+      for (let i = 0; i < count; ++i) {
+        const key = keys[i];
+        const mark = out.length;
+        const before = size;
+        put((first ? '' : ',') + JSONStringify(key) + ':');
+        const state = write(object, key, object[key], depth);
+        if (state === 'done') {
+          first = false;
+          continue;
+        }
+        if (state === 'skip' || state === 'none') {
+          out.length = mark;
+          size = before;
+          if (state === 'skip') continue;
+        }
+        const left = count - i - (state === 'partial' ? 1 : 0);
+        if (left > 0) {
+          put((first && state !== 'partial' ? '' : ',') + '"…[cut]":"' + left + ' more keys"');
+        }
+        put('}');
+        cut = true;
+        return 'partial';
+      }
+      put('}');
+      return 'done';
+    }
+    const state = write({'': value}, '', value, 0);
+    if (state === 'skip') return ['null', false];
+    if (state === 'none') return ['"…[cut: the result does not fit in ' + budget + ' characters]"', true];
+    if (state === 'partial') cut = true;
+    return [call(ArrayPrototypeJoin, out, ''), cut];
   }
-  function serialize(value) {
-    const text = JSONStringify(value, replacer);
-    return text === undefined ? 'null' : text;
+  // ---------------------------------------------------------------- spec.describe (search)
+  // makeDescribe(spec, refs) -> describe(operation): one operation of the spec as a compact
+  // TypeScript-style declaration (its parameters by place, request body, responses, and the
+  // named schemas they use, by their $ref names), so a model can write the execute call in one
+  // step. `operation` is an operationId or "GET /path". The host installs it as a
+  // non-enumerable `spec.describe` in a search isolate; `refs` is the host's map of $ref
+  // targets (object -> pointer), which names shared schemas.
+  const kMethods = ['get', 'put', 'post', 'delete', 'patch', 'head', 'options', 'trace'];
+  const kMaxNamed = 16;
+  const kMaxDescribeChars = 8000;
+  function makeDescribe(spec, refs) {
+    const refName = (object) => {
+      const pointer = refs ? call(MapGet, refs, object) : undefined;
+      if (typeof pointer !== 'string') return undefined;
+      const last = pointer.slice(pointer.lastIndexOf('/') + 1).replace(/~1/g, '/').replace(/~0/g, '~');
+      return /^[A-Za-z_$][\w$]*$/.test(last) ? last : JSONStringify(last);
+    };
+    const findOperation = (name) => {
+      const paths = spec.paths ?? {};
+      const text = '' + name;
+      const spaced = /^\s*([A-Za-z]+)\s+(\S+)\s*$/.exec(text);
+      if (spaced) {
+        const method = spaced[1].toLowerCase();
+        const path = spaced[2];
+        const item = paths[path];
+        if (item && item[method]) return {method, path, item, op: item[method]};
+      }
+      const lower = text.toLowerCase();
+      let loose = null;
+      const near = [];
+      for (const path of ObjectKeys(paths)) {
+        const item = paths[path];
+        if (item === null || typeof item !== 'object') continue;
+        for (const method of kMethods) {
+          const op = item[method];
+          if (op === null || typeof op !== 'object' || typeof op.operationId !== 'string') continue;
+          if (op.operationId === text) return {method, path, item, op};
+          const id = op.operationId.toLowerCase();
+          if (id === lower) loose = {method, path, item, op};
+          else if (near.length < 5 && lower.length > 2 && id.includes(lower)) near.push(op.operationId);
+        }
+      }
+      if (loose) return loose;
+      throw new ErrorCtor('spec.describe: no operation ' + JSONStringify(text) +
+                          ' (give an operationId or "GET /path")' +
+                          (near.length ? '; similar: ' + near.join(', ') : ''));
+    };
+    return function describe(operation) {
+      const {method, path, item, op} = findOperation(operation);
+      const named = new MapCtor();  // name -> declaration text (null while being written)
+      const pending = [];
+      let more = 0;
+      const typeOf = (schema, depth) => {
+        if (schema === null || typeof schema !== 'object') return 'unknown';
+        if (typeof schema.$circular === 'string') {
+          const last = schema.$circular.slice(schema.$circular.lastIndexOf('/') + 1);
+          return /^[A-Za-z_$][\w$]*$/.test(last) ? last : 'unknown';
+        }
+        const name = depth > 0 ? refName(schema) : undefined;
+        if (name !== undefined) {
+          if (!named.has(name)) {
+            if (named.size < kMaxNamed) {
+              named.set(name, null);
+              pending.push([name, schema]);
+            } else {
+              ++more;
+              return name + ' /* not shown */';
+            }
+          }
+          return name;
+        }
+        if (depth > 6) return 'object';
+        let t;
+        const union = schema.oneOf ?? schema.anyOf;
+        if (ArrayIsArray(union)) {
+          t = union.map((s) => typeOf(s, depth + 1)).join(' | ');
+        } else if (ArrayIsArray(schema.allOf)) {
+          t = schema.allOf.map((s) => typeOf(s, depth + 1)).join(' & ');
+        } else if (ArrayIsArray(schema.enum)) {
+          t = schema.enum.slice(0, 12).map((v) => JSONStringify(v)).join(' | ') +
+              (schema.enum.length > 12 ? ' | …' : '');
+        } else {
+          const types = ArrayIsArray(schema.type) ? schema.type : [schema.type];
+          t = types.map((type) => {
+            switch (type) {
+              case 'integer': case 'number': return 'number';
+              case 'string': return schema.format ? 'string /* ' + schema.format + ' */' : 'string';
+              case 'boolean': return 'boolean';
+              case 'null': return 'null';
+              case 'array': return (schema.items ? wrapUnion(typeOf(schema.items, depth + 1)) : 'unknown') + '[]';
+              default: return objectType(schema, depth);
+            }
+          }).join(' | ');
+        }
+        return schema.nullable === true ? t + ' | null' : t;
+      };
+      const wrapUnion = (t) => (/[|&]/.test(t) ? '(' + t + ')' : t);
+      const indent = (depth) => '  '.repeat(depth + 1);
+      const objectType = (schema, depth) => {
+        const props = schema.properties;
+        if (props === null || typeof props !== 'object' || ObjectKeys(props).length === 0) {
+          const extra = schema.additionalProperties;
+          if (extra && typeof extra === 'object') return 'Record<string, ' + typeOf(extra, depth + 1) + '>';
+          return schema.type === 'object' || extra ? 'Record<string, unknown>' : 'unknown';
+        }
+        const required = ArrayIsArray(schema.required) ? schema.required : [];
+        const lines = ObjectKeys(props).map((key) => {
+          const k = /^[A-Za-z_$][\w$]*$/.test(key) ? key : JSONStringify(key);
+          return indent(depth) + k + (required.includes(key) ? '' : '?') + ': ' +
+                 typeOf(props[key], depth + 1) + ';';
+        });
+        return '{\n' + lines.join('\n') + '\n' + indent(depth - 1) + '}';
+      };
+      const comment = (text) => (typeof text === 'string' && text
+        ? ' // ' + text.replace(/\s+/g, ' ').slice(0, 100) : '');
+      const out = ['// ' + method.toUpperCase() + ' ' + path +
+                   (op.operationId ? ' (operationId ' + op.operationId + ')' : '') +
+                   comment(op.summary ?? op.description).replace(' //', ':')];
+      const params = [...(ArrayIsArray(item.parameters) ? item.parameters : []),
+                      ...(ArrayIsArray(op.parameters) ? op.parameters : [])];
+      const request = [];
+      for (const place of ['path', 'query', 'header', 'cookie']) {
+        const here = params.filter((p) => p && p.in === place);
+        if (!here.length) continue;
+        const lines = here.map((p) => '    ' + (/^[A-Za-z_$][\w$]*$/.test(p.name) ? p.name : JSONStringify(p.name)) +
+          (p.required ? '' : '?') + ': ' + typeOf(p.schema ?? {}, 2) + ';' + comment(p.description));
+        request.push('  ' + place + (here.some((p) => p.required) ? '' : '?') + ': {\n' + lines.join('\n') + '\n  };');
+      }
+      const body = op.requestBody;
+      if (body && typeof body === 'object' && body.content && typeof body.content === 'object') {
+        const types = ObjectKeys(body.content);
+        const media = types.find((m) => /json/i.test(m)) ?? types[0];
+        if (media !== undefined) {
+          request.push('  body' + (body.required ? '' : '?') + ': ' +
+                       typeOf(body.content[media]?.schema ?? {}, 1) + '; // ' + media);
+        }
+      }
+      out.push('type Request = {' + (request.length ? '\n' + request.join('\n') + '\n' : '') + '};');
+      const responses = op.responses && typeof op.responses === 'object' ? op.responses : {};
+      const lines = ObjectKeys(responses).map((status) => {
+        const r = responses[status] ?? {};
+        const content = r.content && typeof r.content === 'object' ? r.content : {};
+        const types = ObjectKeys(content);
+        const media = types.find((m) => /json/i.test(m)) ?? types[0];
+        const key = /^\d+$/.test(status) ? status : JSONStringify(status);
+        return '  ' + key + ': ' + (media === undefined ? 'void' : typeOf(content[media]?.schema ?? {}, 1)) +
+               ';' + (media && !/json/i.test(media) ? ' // ' + media : comment(r.description));
+      });
+      out.push('type Responses = {\n' + lines.join('\n') + '\n};');
+      let size = out.join('\n').length;
+      while (pending.length) {
+        const [name, schema] = pending.shift();
+        const text = 'type ' + name + ' = ' + typeOf(schema, 0) + ';';
+        if (size + text.length > kMaxDescribeChars) {
+          ++more;
+          continue;
+        }
+        size += text.length + 1;
+        out.push(text);
+      }
+      if (more) out.push('// ' + more + ' more types not shown: read them with spec.components.schemas.NAME');
+      return out.join('\n');
+    };
   }
+  serialize.makeDescribe = makeDescribe;
+
   return {serialize, describe: (value) => format([value]),
           urlClasses: {ifMade: () => urlClasses, make: makeUrlClasses}};
 })

@@ -13,9 +13,14 @@ namespace {
 // left out (the text item still carries the result).
 constexpr std::size_t kMaxResultNesting = 1000;
 
+constexpr std::string_view kCutNote = "…[cut: the result is longer than result_chars";
+constexpr std::string_view kCutAdvice =
+    "; it is still JSON, each shortened array, object or string marked where it was cut: return "
+    "less, e.g. select fields, slice arrays or take one item]";
+
 constexpr std::string_view kCodeDescription =
-    "An async arrow function expression, e.g. `async () => { ... }`. Its resolved value is "
-    "returned as JSON.";
+    "JavaScript or TypeScript: async () => { … }, or statements ending in return. Its value "
+    "comes back as JSON.";
 
 Json code_schema(std::size_t code_chars) {
   return Json{
@@ -43,6 +48,34 @@ Json usage(const channel::Outcome& outcome, channel::Tool tool, const config::Li
   if (outcome.sandbox_us > 0 || outcome.queued_us > 0) out["queued_ms"] = ms_of(outcome.queued_us);
   if (tool == channel::Tool::execute) {
     out["subrequests"] = {{"used", outcome.subrequests}, {"limit", limits.subrequests}};
+  }
+  return out;
+}
+
+// The failure text names the call's last requests: what the code asked for explains most
+// failures (a 404 HTML page read with .json()), and many clients never show structuredContent.
+constexpr std::size_t kRequestsInText = 3;
+
+std::string last_requests(const channel::Outcome& outcome) {
+  const auto& requests = outcome.requests;
+  const std::size_t first =
+      requests.size() > kRequestsInText ? requests.size() - kRequestsInText : 0;
+  std::string out = "after ";
+  if (first > 0 || outcome.fetches > requests.size()) {
+    out += std::to_string(outcome.fetches - kRequestsInText) + " earlier requests, ";
+  }
+  for (std::size_t i = first; i < requests.size(); ++i) {
+    const auto& request = requests[i];
+    if (i > first) out += ", ";
+    out += request.method + " " + request.path + " → ";
+    if (!request.error.empty()) {
+      out += request.error;
+    } else if (request.status == 0) {
+      out += "no answer before the call ended";
+    } else {
+      out += std::to_string(request.status);
+      if (!request.content_type.empty()) out += " " + request.content_type;
+    }
   }
   return out;
 }
@@ -99,7 +132,17 @@ std::optional<channel::Tool> ToolCatalog::find(std::string_view name) const {
 Json ToolCatalog::result(const channel::Outcome& outcome, channel::Tool tool) const {
   Json content = Json::array();
   Json structured = Json::object();
-  if (outcome.ok) {
+  if (outcome.ok && outcome.result_cut) {
+    // Cut in the sandbox as it was serialised: still JSON, each shortened part marked inside.
+    const std::size_t chars = sandbox::count_code_points(outcome.result_json);
+    content.push_back(text_item(outcome.result_json + "\n" + std::string(kCutNote) + " (" +
+                                std::to_string(limits_.result_chars) + " characters)" +
+                                std::string(kCutAdvice)));
+    BoundedParse parsed = parse_bounded(outcome.result_json, kMaxResultNesting);
+    structured["result"] =
+        parsed.problem == BoundedParse::Problem::none ? std::move(parsed.value) : Json(nullptr);
+    structured["cut"] = {{"shown_chars", chars}, {"result_chars", limits_.result_chars}};
+  } else if (outcome.ok) {
     const std::size_t chars = sandbox::count_code_points(outcome.result_json);
     content.push_back(text_item(cut_text(outcome.result_json, limits_.result_chars)));
     if (chars <= limits_.result_chars) {
@@ -114,8 +157,14 @@ Json ToolCatalog::result(const channel::Outcome& outcome, channel::Tool tool) co
     }
   } else {
     const std::string kind(channel::to_string(outcome.error_kind));
-    content.push_back(text_item(kind + ": " + outcome.error_message));
+    std::string text = kind + ": " + outcome.error_message;
+    if (!outcome.error_detail.empty()) text += "\n" + outcome.error_detail;
+    if (tool == channel::Tool::execute && !outcome.requests.empty()) {
+      text += "\n" + last_requests(outcome);
+    }
+    content.push_back(text_item(std::move(text)));
     structured["error"] = {{"type", kind}, {"message", outcome.error_message}};
+    if (!outcome.error_detail.empty()) structured["error"]["detail"] = outcome.error_detail;
   }
   structured["logs"] = outcome.logs;
   structured["usage"] = usage(outcome, tool, limits_);
@@ -125,6 +174,7 @@ Json ToolCatalog::result(const channel::Outcome& outcome, channel::Tool tool) co
       Json item{{"method", request.method}, {"path", request.path}};
       if (request.error.empty()) {
         item["status"] = request.status;
+        if (!request.content_type.empty()) item["content_type"] = request.content_type;
       } else {
         item["error"] = request.error;
       }

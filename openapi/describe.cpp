@@ -148,16 +148,15 @@ std::string describe_search(const Document& document, const DescribeOptions& opt
       "them with `execute`.\n" +
       std::to_string(document.path_count) + " paths, " + std::to_string(operations.size()) +
       " operations. Servers: " + servers_text(document) +
-      ".\nTags (operations): " + tag_index(document, 400) + ".\n```ts\n" + search_declarations() +
+      ".\nTags (operations): " + tag_index(document, 250) + ".\n```ts\n" + search_declarations() +
       "\n```\nExamples:\n"
       "async () => Object.entries(spec.paths).flatMap(([path, item]) => Object.entries(item)\n"
       "  .filter(([, op]) => /order/i.test(path + op.summary)).map(([m, op]) => `${m} ${path} "
       "${op.operationId}`))\n";
   const std::string path = examples.item.empty() ? examples.list : examples.item;
   if (!path.empty()) {
-    text += "async () => spec.describe('GET " + path.substr(0, 120) + "')\n";
-    text += "async () => spec.paths['" + path.substr(0, 120) +
-            "'].get.parameters?.map((p) => p.name)\n";
+    text += "async () => spec.describe('GET " + path.substr(0, 120) + "') // or spec.paths['" +
+            path.substr(0, 120) + "'].get\n";
   }
   text += limits_text(options);
   return fit(std::move(text));

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <span>
 
 namespace codemode::server {
 
@@ -56,14 +57,23 @@ Json usage(const channel::Outcome& outcome, channel::Tool tool, const config::Li
 // failures (a 404 HTML page read with .json()), and many clients never show structuredContent.
 constexpr std::size_t kRequestsInText = 3;
 
+std::string text_of(const channel::Outcome& outcome) {
+  return std::string(channel::to_string(outcome.error_kind)) + ": " + outcome.error_message;
+}
+
 std::string last_requests(const channel::Outcome& outcome) {
-  const auto& requests = outcome.requests;
+  std::span<const channel::RequestRecord> requests = outcome.requests;
+  const std::size_t unrecorded =
+      outcome.fetches > requests.size() ? outcome.fetches - requests.size() : 0;
+  // A refusal that is the failure itself is said once, on the first line.
+  if (unrecorded == 0 && !requests.empty() && requests.back().error == text_of(outcome)) {
+    requests = requests.first(requests.size() - 1);
+  }
+  if (requests.empty()) return {};
   const std::size_t first =
       requests.size() > kRequestsInText ? requests.size() - kRequestsInText : 0;
   std::string out = "after ";
-  if (first > 0 || outcome.fetches > requests.size()) {
-    out += std::to_string(outcome.fetches - kRequestsInText) + " earlier requests, ";
-  }
+  if (first > 0) out += std::to_string(first) + " earlier requests, ";
   for (std::size_t i = first; i < requests.size(); ++i) {
     const auto& request = requests[i];
     if (i > first) out += ", ";
@@ -77,6 +87,7 @@ std::string last_requests(const channel::Outcome& outcome) {
       if (!request.content_type.empty()) out += " " + request.content_type;
     }
   }
+  if (unrecorded > 0) out += ", and " + std::to_string(unrecorded) + " more not recorded";
   return out;
 }
 
@@ -160,7 +171,8 @@ Json ToolCatalog::result(const channel::Outcome& outcome, channel::Tool tool) co
     std::string text = kind + ": " + outcome.error_message;
     if (!outcome.error_detail.empty()) text += "\n" + outcome.error_detail;
     if (tool == channel::Tool::execute && !outcome.requests.empty()) {
-      text += "\n" + last_requests(outcome);
+      std::string requests = last_requests(outcome);
+      if (!requests.empty()) text += "\n" + requests;
     }
     content.push_back(text_item(std::move(text)));
     structured["error"] = {{"type", kind}, {"message", outcome.error_message}};

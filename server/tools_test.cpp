@@ -138,7 +138,7 @@ TEST_CASE("a failure's text says where, what to do and after which requests", "[
   channel::Outcome outcome =
       channel::Outcome::failure(channel::ErrorKind::runtime, "SyntaxError: Unexpected token '<'");
   outcome.error_detail = "line 2, column 9:\n  await r.json()\n        ^";
-  outcome.fetches = 5;
+  outcome.fetches = 6;
   for (int i = 0; i < 4; ++i) {
     outcome.requests.push_back({"GET", "/a" + std::to_string(i), 200, "", 1, "application/json"});
   }
@@ -147,7 +147,7 @@ TEST_CASE("a failure's text says where, what to do and after which requests", "[
   CHECK(result["content"][0]["text"] ==
         "runtime: SyntaxError: Unexpected token '<'\nline 2, column 9:\n  await r.json()\n"
         "        ^\nafter 2 earlier requests, GET /a2 → 200 application/json, GET /a3 → 200 "
-        "application/json, GET /conversations.list → 404 text/html");
+        "application/json, GET /conversations.list → 404 text/html, and 1 more not recorded");
   CHECK(result["structuredContent"]["error"]["detail"] == outcome.error_detail);
   CHECK(result["structuredContent"]["requests"][4]["content_type"] == "text/html");
   // search has no requests to name.

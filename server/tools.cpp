@@ -110,7 +110,8 @@ std::string cut_text(std::string_view text, std::size_t limit) {
          " more characters; return less, e.g. select fields or slice arrays]";
 }
 
-ToolCatalog::ToolCatalog(ApiSummary api, config::Limits limits) : limits_(limits) {
+ToolCatalog::ToolCatalog(ApiSummary api, config::Limits limits)
+    : limits_(limits), origins_(std::move(api.origins)) {
   list_ = Json::array();
   list_.push_back(Json{{"name", "search"},
                        {"title", "Search the API description"},
@@ -132,6 +133,34 @@ ToolCatalog::ToolCatalog(ApiSummary api, config::Limits limits) : limits_(limits
                          {"destructiveHint", true},
                          {"idempotentHint", false},
                          {"openWorldHint", true}}}});
+}
+
+// What is allowed, for a refusal the code met (the failure itself, or one it caught).
+std::string ToolCatalog::refusal_hint(const channel::Outcome& outcome) const {
+  // The refusal's text, as the failure (without its kind) or as a request's error.
+  auto refused = [&](std::string_view start, std::string_view part) {
+    const auto matches = [&](std::string_view text) {
+      return text.starts_with(start) && text.find(part) != std::string_view::npos;
+    };
+    if (outcome.error_kind == channel::ErrorKind::policy &&
+        matches(std::string("policy: ") + outcome.error_message)) {
+      return true;
+    }
+    return std::any_of(outcome.requests.begin(), outcome.requests.end(),
+                       [&](const auto& r) { return matches(r.error); });
+  };
+  if (refused("policy: origin ", " is not allowed")) {
+    if (origins_.empty()) return "no upstream is configured: execute can call nothing";
+    std::string allowed;
+    for (const auto& origin : origins_) allowed += (allowed.empty() ? "" : ", ") + origin;
+    return "requests may go only to " + allowed +
+           "; write a relative URL such as '/path', which resolves against " + origins_.front();
+  }
+  if (refused("policy: ", "matches no operation in the API description")) {
+    return "only the operations of the API description may be called: find them with the "
+           "search tool (spec.describe('GET /path') shows one)";
+  }
+  return {};
 }
 
 std::optional<channel::Tool> ToolCatalog::find(std::string_view name) const {
@@ -170,6 +199,10 @@ Json ToolCatalog::result(const channel::Outcome& outcome, channel::Tool tool) co
     const std::string kind(channel::to_string(outcome.error_kind));
     std::string text = kind + ": " + outcome.error_message;
     if (!outcome.error_detail.empty()) text += "\n" + outcome.error_detail;
+    if (tool == channel::Tool::execute) {
+      const std::string hint = refusal_hint(outcome);
+      if (!hint.empty()) text += "\nhint: " + hint;
+    }
     if (tool == channel::Tool::execute && !outcome.requests.empty()) {
       std::string requests = last_requests(outcome);
       if (!requests.empty()) text += "\n" + requests;

@@ -169,3 +169,18 @@ TEST_CASE("a result the sandbox cut keeps its typed value", "[server][tools]") {
   CHECK(result["structuredContent"]["result"] == Json::array({1, 2, "…[cut: 98 more items]"}));
   CHECK(result["structuredContent"]["cut"] == Json{{"shown_chars", 29}, {"result_chars", 100}});
 }
+
+TEST_CASE("a refusal says what is allowed", "[server][tools]") {
+  const ToolCatalog tools(ApiSummary{"s", "e", {"http://127.0.0.1:8788"}}, config::Limits{});
+  const auto outcome = channel::Outcome::failure(channel::ErrorKind::policy,
+                                                 "origin https://api.stripe.com is not allowed");
+  CHECK(tools.result(outcome, channel::Tool::execute)["content"][0]["text"] ==
+        "policy: origin https://api.stripe.com is not allowed\nhint: requests may go only to "
+        "http://127.0.0.1:8788; write a relative URL such as '/path', which resolves against "
+        "http://127.0.0.1:8788");
+  const auto undeclared = channel::Outcome::failure(
+      channel::ErrorKind::policy, "GET /x matches no operation in the API description");
+  CHECK(tools.result(undeclared, channel::Tool::execute)["content"][0]["text"]
+            .get<std::string>()
+            .ends_with("(spec.describe('GET /path') shows one)"));
+}

@@ -113,6 +113,10 @@ test('what cannot run says where and what to do', async () => {
     assert.match(text, /\nhint: the response is not JSON/);
     assert.match(text, /\nafter GET \/conversations\.list → 404 text\/html$/);
     assert.equal(slack.structuredContent.requests[0].content_type, 'text/html');
+    // A refusal says what is allowed.
+    const origin = await execute("async () => (await fetch('https://slack.com/api/auth.test')).status");
+    assert.match(origin.content[0].text,
+      /^policy: origin https:\/\/slack\.com is not allowed\nhint: requests may go only to http:\/\/127\.0\.0\.1:\d+; write a relative URL/);
     const ok = await execute("const r = await fetch('/api/conversations.list');\nreturn (await r.json()).channels.map((c) => c.name);");
     assert.deepEqual(ok.structuredContent.result, ['general', 'random'], ok.content[0].text);
   } finally {

@@ -443,7 +443,12 @@ class Run {
     }
     if (request_.tool == channel::Tool::search && request_.api != nullptr) {
       v8::Local<v8::Value> spec;
-      if (!spec_view_.emplace(isolate_, *request_.api).root(context).ToLocal(&spec) ||
+      v8::Local<v8::Map> refs;
+      if (!spec_refs(context).ToLocal(&refs)) {
+        outcome = setup_failed(try_catch);
+        return false;
+      }
+      if (!spec_view_.emplace(isolate_, *request_.api, refs).root(context).ToLocal(&spec) ||
           global->Set(context, v8_string(isolate_, "spec"), spec).IsNothing() ||
           !install_describe(context, spec)) {
         outcome = setup_failed(try_catch);
@@ -454,23 +459,28 @@ class Run {
     return true;
   }
 
-  // spec.describe(operation) (js/bootstrap.js, makeDescribe): non-enumerable, so the document's
-  // own keys, Object.keys(spec) and JSON.stringify(spec) stay as they were.
+  // spec.describe(operation) (js/bootstrap.js): non-enumerable, so the document's own keys,
+  // Object.keys(spec) and JSON.stringify(spec) stay as they were. No JavaScript runs here.
   bool install_describe(v8::Local<v8::Context> context, v8::Local<v8::Value> spec) {
-    v8::Local<v8::Value> make;
     v8::Local<v8::Value> describe;
-    v8::Local<v8::Value> arguments[] = {spec, spec_view_->refs()};
     return spec->IsObject() &&
            serialize_.Get(isolate_)
-               ->Get(context, v8_string(isolate_, "makeDescribe"))
-               .ToLocal(&make) &&
-           make->IsFunction() &&
-           make.As<v8::Function>()
-               ->Call(context, v8::Undefined(isolate_), 2, arguments)
+               ->Get(context, v8_string(isolate_, "describeOperation"))
                .ToLocal(&describe) &&
+           describe->IsFunction() &&
            spec.As<v8::Object>()
                ->DefineOwnProperty(context, v8_string(isolate_, "describe"), describe, v8::DontEnum)
                .FromMaybe(false);
+  }
+
+  // The map of $ref targets the spec view fills (js/bootstrap.js's specRefs), or empty.
+  v8::MaybeLocal<v8::Map> spec_refs(v8::Local<v8::Context> context) {
+    v8::Local<v8::Value> refs;
+    if (!serialize_.Get(isolate_)->Get(context, v8_string(isolate_, "specRefs")).ToLocal(&refs) ||
+        !refs->IsMap()) {
+      return {};
+    }
+    return refs.As<v8::Map>();
   }
 
   // A call's path run once with constant code, before the call is known. The first compile,

@@ -20,8 +20,10 @@ v8::MaybeLocal<v8::String> v8_string(v8::Isolate* isolate, std::string_view text
 
 }  // namespace
 
-SpecView::SpecView(v8::Isolate* isolate, const openapi::DocumentImage& image)
+SpecView::SpecView(v8::Isolate* isolate, const openapi::DocumentImage& image,
+                   v8::Local<v8::Map> refs)
     : isolate_(isolate), image_(image), previous_(active_view) {
+  if (!refs.IsEmpty()) refs_.Reset(isolate, refs);
   active_view = this;
 }
 

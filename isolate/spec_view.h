@@ -25,7 +25,8 @@ namespace codemode::isolate {
 
 class SpecView {
  public:
-  SpecView(v8::Isolate* isolate, const openapi::DocumentImage& image);
+  // `refs`: where the $ref targets a call meets are noted (refs()).
+  SpecView(v8::Isolate* isolate, const openapi::DocumentImage& image, v8::Local<v8::Map> refs = {});
   ~SpecView();
   SpecView(const SpecView&) = delete;
   SpecView& operator=(const SpecView&) = delete;
@@ -34,8 +35,9 @@ class SpecView {
   v8::MaybeLocal<v8::Value> root(v8::Local<v8::Context> context);
 
   // The $ref targets this call has met, object -> its pointer ("#/components/schemas/x"), for
-  // the result's serialiser (a shared object met again is written as {"$ref": pointer}). Kept
-  // by the host, never reachable from the code.
+  // the result's serialiser (a shared object met again is written as {"$ref": pointer}) and
+  // spec.describe: the map given to the constructor (js/bootstrap.js keeps it in its closure,
+  // never reachable from the code), or one of its own.
   v8::Local<v8::Map> refs();
 
  private:

@@ -624,12 +624,15 @@
     return [call(ArrayPrototypeJoin, out, ''), cut];
   }
   // ---------------------------------------------------------------- spec.describe (search)
-  // makeDescribe(spec, refs) -> describe(operation): one operation of the spec as a compact
+  // describeOperation(operation), called as spec.describe(…): one operation of the spec as a compact
   // TypeScript-style declaration (its parameters by place, request body, responses, and the
   // named schemas they use, by their $ref names), so a model can write the execute call in one
   // step. `operation` is an operationId or "GET /path". The host installs it as a
-  // non-enumerable `spec.describe` in a search isolate; `refs` is the host's map of $ref
-  // targets (object -> pointer), which names shared schemas.
+  // non-enumerable `spec.describe` in a search isolate without calling any JavaScript (a call
+  // would compile this code in every search isolate; a call that uses it compiles it), and
+  // `specRefs` is the map of $ref targets (object -> pointer) that the host's SpecView fills as
+  // the code reads the spec, which names shared schemas; it stays in this closure.
+  const specRefs = new MapCtor();
   const kMethods = ['get', 'put', 'post', 'delete', 'patch', 'head', 'options', 'trace'];
   const kMaxNamed = 16;
   const kMaxDescribeChars = 8000;
@@ -787,7 +790,14 @@
       return out.join('\n');
     };
   }
-  serialize.makeDescribe = makeDescribe;
+  function describeOperation(operation) {
+    if (this === null || typeof this !== 'object' || typeof this.paths !== 'object') {
+      throw new TypeErrorCtor('spec.describe: call it as spec.describe(operation)');
+    }
+    return makeDescribe(this, specRefs)(operation);
+  }
+  serialize.describeOperation = describeOperation;
+  serialize.specRefs = specRefs;
 
   return {serialize, describe: (value) => format([value]),
           urlClasses: {ifMade: () => urlClasses, make: makeUrlClasses}};

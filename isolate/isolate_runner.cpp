@@ -25,6 +25,10 @@
 #include "isolate/v8_text.h"
 #include "isolate/watchdog.h"
 
+namespace codemode::embedded {
+std::string_view sandbox_describe_js();
+}  // namespace codemode::embedded
+
 namespace codemode::isolate {
 
 namespace {
@@ -450,7 +454,7 @@ class Run {
       }
       if (!spec_view_.emplace(isolate_, *request_.api, refs).root(context).ToLocal(&spec) ||
           global->Set(context, v8_string(isolate_, "spec"), spec).IsNothing() ||
-          !install_describe(context, spec)) {
+          !install_describe(context, spec, refs)) {
         outcome = setup_failed(try_catch);
         return false;
       }
@@ -459,18 +463,44 @@ class Run {
     return true;
   }
 
-  // spec.describe(operation) (js/bootstrap.js): non-enumerable, so the document's own keys,
-  // Object.keys(spec) and JSON.stringify(spec) stay as they were. No JavaScript runs here.
-  bool install_describe(v8::Local<v8::Context> context, v8::Local<v8::Value> spec) {
-    v8::Local<v8::Value> describe;
+  // spec.describe(operation) (js/describe.js): non-enumerable, so the document's own keys,
+  // Object.keys(spec) and JSON.stringify(spec) stay as they were. A native function that
+  // compiles js/describe.js when a call first uses it: in the globals snapshot its code would
+  // cost every isolate of both tools (globals_snapshot.h), and calling anything here would
+  // cost every search isolate.
+  bool install_describe(v8::Local<v8::Context> context, v8::Local<v8::Value> spec,
+                        v8::Local<v8::Map> refs) {
+    v8::Local<v8::Function> describe;
     return spec->IsObject() &&
-           serialize_.Get(isolate_)
-               ->Get(context, v8_string(isolate_, "describeOperation"))
+           v8::Function::New(context, describe_callback, refs, 1, v8::ConstructorBehavior::kThrow)
                .ToLocal(&describe) &&
-           describe->IsFunction() &&
            spec.As<v8::Object>()
                ->DefineOwnProperty(context, v8_string(isolate_, "describe"), describe, v8::DontEnum)
                .FromMaybe(false);
+  }
+  static void describe_callback(const v8::FunctionCallbackInfo<v8::Value>& info) {
+    v8::Isolate* isolate = info.GetIsolate();
+    v8::Local<v8::Context> context = isolate->GetCurrentContext();
+    v8::Local<v8::Script> script;
+    v8::Local<v8::Value> factory;
+    v8::Local<v8::Value> refs = info.Data();
+    v8::Local<v8::Value> describe;
+    if (!compile(context, embedded::sandbox_describe_js(), "describe.js", 0).ToLocal(&script) ||
+        !script->Run(context).ToLocal(&factory) || !factory->IsFunction() ||
+        !factory.As<v8::Function>()
+             ->Call(context, v8::Undefined(isolate), 1, &refs)
+             .ToLocal(&describe) ||
+        !describe->IsFunction()) {
+      return;  // the exception (or termination) is pending
+    }
+    std::vector<v8::Local<v8::Value>> arguments;
+    for (int i = 0; i < info.Length(); ++i) arguments.push_back(info[i]);
+    v8::Local<v8::Value> result;
+    if (describe.As<v8::Function>()
+            ->Call(context, info.This(), static_cast<int>(arguments.size()), arguments.data())
+            .ToLocal(&result)) {
+      info.GetReturnValue().Set(result);
+    }
   }
 
   // The map of $ref targets the spec view fills (js/bootstrap.js's specRefs), or empty.

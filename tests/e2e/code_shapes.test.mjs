@@ -177,6 +177,13 @@ test('tools/list stays small for any spec, and GitHub and Slack describe their o
       const { tools } = await client.listTools();
       // About 1,000 o200k tokens (bench figures in the report); 4 characters a token at most.
       assert.ok(JSON.stringify(tools).length <= 4300, `${name}: tools/list is ${JSON.stringify(tools).length} chars`);
+      // Each description's own examples run on its spec.
+      const examples = tools[0].description.split('\nExamples:\n')[1].split('\nLimits per call')[0]
+        .split(/\n(?=async \(\) =>)/);
+      for (const example of examples) {
+        const r = await search(example);
+        assert.equal(r.isError, undefined, `${name}: ${example} → ${r.content[0].text.slice(0, 300)}`);
+      }
       if (name === 'GitHub') {
         const r = await search("async () => spec.describe('repos/get')");
         assert.match(r.structuredContent.result, /^\/\/ GET \/repos\/\{owner\}\/\{repo\}/, r.content[0].text.slice(0, 300));

@@ -464,19 +464,25 @@ class Run {
   }
 
   // spec.describe(operation) (js/describe.js): non-enumerable, so the document's own keys,
-  // Object.keys(spec) and JSON.stringify(spec) stay as they were. A native function that
-  // compiles js/describe.js when a call first uses it: in the globals snapshot its code would
-  // cost every isolate of both tools (globals_snapshot.h), and calling anything here would
-  // cost every search isolate.
+  // Object.keys(spec) and JSON.stringify(spec) stay as they were. A lazy property whose first
+  // read makes a native function that compiles js/describe.js when called: in the globals
+  // snapshot its code would cost every isolate of both tools (globals_snapshot.h), and even
+  // making a function per search isolate cost a visible share of a hello call.
   bool install_describe(v8::Local<v8::Context> context, v8::Local<v8::Value> spec,
                         v8::Local<v8::Map> refs) {
+    return spec->IsObject() && spec.As<v8::Object>()
+                                   ->SetLazyDataProperty(context, v8_string(isolate_, "describe"),
+                                                         describe_getter, refs, v8::DontEnum)
+                                   .FromMaybe(false);
+  }
+  static void describe_getter(v8::Local<v8::Name>,
+                              const v8::PropertyCallbackInfo<v8::Value>& info) {
     v8::Local<v8::Function> describe;
-    return spec->IsObject() &&
-           v8::Function::New(context, describe_callback, refs, 1, v8::ConstructorBehavior::kThrow)
-               .ToLocal(&describe) &&
-           spec.As<v8::Object>()
-               ->DefineOwnProperty(context, v8_string(isolate_, "describe"), describe, v8::DontEnum)
-               .FromMaybe(false);
+    if (v8::Function::New(info.GetIsolate()->GetCurrentContext(), describe_callback, info.Data(), 1,
+                          v8::ConstructorBehavior::kThrow)
+            .ToLocal(&describe)) {
+      info.GetReturnValue().Set(describe);
+    }
   }
   static void describe_callback(const v8::FunctionCallbackInfo<v8::Value>& info) {
     v8::Isolate* isolate = info.GetIsolate();

@@ -500,6 +500,7 @@ class Run {
       return;  // the exception (or termination) is pending
     }
     std::vector<v8::Local<v8::Value>> arguments;
+    arguments.reserve(static_cast<std::size_t>(info.Length()));
     for (int i = 0; i < info.Length(); ++i) arguments.push_back(info[i]);
     v8::Local<v8::Value> result;
     if (describe.As<v8::Function>()

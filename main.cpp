@@ -30,7 +30,8 @@ namespace {
 
 constexpr const char* kInstructions =
     "Use `search` to find the endpoints you need in the API description, then `execute` to call "
-    "them. Both take one async JavaScript arrow function and return its result as JSON.";
+    "them. Both take JavaScript or TypeScript code (an async arrow function, or statements "
+    "ending in return) and return its value as JSON.";
 
 // The layers one sandbox process gets here, or why none could start (printed, and nullopt).
 std::optional<std::vector<std::string>> probe_layers() {

@@ -221,9 +221,11 @@ struct Encoder {
                 {"last", m.last}};
     if (m.outcome.ok) {
       out["value"] = m.outcome.result_json;
+      out["cut"] = m.outcome.result_cut;
     } else {
       out["kind"] = std::string(to_string(m.outcome.error_kind));
       out["message"] = m.outcome.error_message;
+      out["detail"] = m.outcome.error_detail;
     }
     return out;
   }
@@ -325,11 +327,13 @@ std::variant<Message, DecodeError> decode_object(const json& body) {
     m.last = f.boolean("last");
     if (m.outcome.ok) {
       m.outcome.result_json = f.text("value");
+      m.outcome.result_cut = f.boolean("cut");
     } else {
       const auto kind = error_kind_from(f.text("kind"));
       if (!kind && f.problem().empty()) return DecodeError{"message \"result\": unknown kind"};
       if (kind) m.outcome.error_kind = *kind;
       m.outcome.error_message = f.text("message");
+      m.outcome.error_detail = f.text("detail");
     }
     return done(std::move(m));
   }

@@ -46,16 +46,23 @@ struct RequestRecord {
   unsigned status = 0;  // the response's status; 0 when there was none
   std::string error;    // when there was no response: the gateway's `policy: …` or `runtime: …`
   double ms = 0;        // from the request to its answer; 0 if the call ended first
+  std::string content_type;  // the response's media type (no parameters), when it had one
 };
 
 struct Outcome {
   bool ok = false;
-  // ok: the JSON text of the value the code's promise resolved to, complete (the server cuts
-  // it to result_chars). "null" stands for undefined.
+  // ok: the JSON text of the value the code's promise resolved to. "null" stands for undefined.
+  // The sandbox serialises within result_chars: a larger value comes back cut (result_cut),
+  // still valid JSON, each shortened array, object or string marked where it was cut.
   std::string result_json;
+  bool result_cut = false;
   // !ok: the kind and a one-line fact, without the kind prefix and without host stack frames.
   ErrorKind error_kind = ErrorKind::runtime;
   std::string error_message;
+  // !ok: what helps the code's author after that line, possibly several lines: where in the
+  // code (its line as sent, a caret at the column) and what to do for a usual mistake. Empty
+  // when there is nothing to add. Not part of the pinned message.
+  std::string error_detail;
   // console.* lines in call order, already bounded by the sandbox.
   std::vector<std::string> logs;
   // For the log: how long the call took inside its sandbox process, from the Run frame read to

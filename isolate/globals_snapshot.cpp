@@ -18,6 +18,7 @@ std::string_view sandbox_bootstrap_js();
 std::string_view sandbox_whatwg_url_js();
 std::string_view sandbox_tr46_js();
 std::string_view sandbox_encodings_js();
+std::string_view sandbox_sucrase_js();
 std::string_view sandbox_fetch_js();
 std::string_view sandbox_warm_js();
 }  // namespace codemode::embedded
@@ -214,6 +215,8 @@ std::string_view vendor_source(Vendor which) {
       return embedded::sandbox_tr46_js();
     case Vendor::encodings:
       return embedded::sandbox_encodings_js();
+    case Vendor::sucrase:
+      return embedded::sandbox_sucrase_js();
   }
   CODEMODE_CHECK(false, "every Vendor has a source");
   return {};
@@ -227,6 +230,8 @@ const char* vendor_name(Vendor which) {
       return "tr46.js";
     case Vendor::encodings:
       return "encodings.js";
+    case Vendor::sucrase:
+      return "sucrase.js";
   }
   CODEMODE_CHECK(false, "every Vendor has a name");
   return "";

@@ -14,7 +14,9 @@ namespace codemode::isolate::detail {
 
 // The bundles under js/vendor/ that a call compiles on first use; the values are what
 // js/bootstrap.js passes host.loadVendor.
-enum class Vendor { whatwg_url = 0, tr46 = 1, encodings = 2 };
+// sucrase is not one of them: isolate_runner.cpp loads it itself, for code that does not parse
+// as JavaScript (its TypeScript is stripped), before the code runs.
+enum class Vendor { whatwg_url = 0, tr46 = 1, encodings = 2, sucrase = 3 };
 
 // The sandbox's globals, made once per process into a V8 startup snapshot: one context with
 // install_globals() done without fetch, one with. An isolate created from it deserialises its
@@ -48,7 +50,8 @@ class GlobalsSnapshot {
   void make_code_caches();
   v8::StartupData blob_{};
   std::vector<std::uint8_t> whatwg_url_cache_;  // empty until made, and if V8 made none
-  std::vector<std::uint8_t> no_cache_;  // tr46.js, encodings.js: none (make_code_caches says why)
+  std::vector<std::uint8_t>
+      no_cache_;  // tr46.js, encodings.js, sucrase.js: none (make_code_caches)
 };
 
 // Sets what js/fetch.js's Request resolves a relative URL against (SandboxOptions::fetch_base)

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <optional>
@@ -15,6 +16,7 @@
 #include <variant>
 #include <vector>
 
+#include "isolate/code_text.h"
 #include "isolate/globals_snapshot.h"
 #include "isolate/host_functions.h"
 #include "isolate/interrupts.h"
@@ -22,6 +24,10 @@
 #include "isolate/v8_platform.h"
 #include "isolate/v8_text.h"
 #include "isolate/watchdog.h"
+
+namespace codemode::embedded {
+std::string_view sandbox_describe_js();
+}  // namespace codemode::embedded
 
 namespace codemode::isolate {
 
@@ -36,9 +42,12 @@ using detail::GlobalsSnapshot;
 using detail::Interrupts;
 using detail::kMB;
 using detail::one_line;
+using detail::run_vendor_script;
 using detail::Stop;
 using detail::Timer;
 using detail::utf8;
+using detail::utf8_prefix;
+using detail::Utf8Prefix;
 using detail::v8_string;
 using detail::Watchdog;
 
@@ -123,42 +132,190 @@ channel::ErrorKind stop_kind(Stop reason) {
   }
 }
 
-// Compiles the code as exactly one expression, or returns the SyntaxError text.
+// Two wrappers around a piece of the code: the one that runs, and a check. The code must parse
+// in both, whose innermost open brackets differ.
 //
-// Why two wrappers: a single wrapper like `(\n<code>\n)` is escapable, because the code may
-// close the wrapper's bracket itself and smuggle statements in between
-// (`1); evil(); (2`). So the code must parse in two wrappers whose innermost open bracket
-// differs: `(\n<code>\n)` and `({[\n<code>\n]: 0})`. Both parses see the same token stream for
-// the code (after `(` and after `[` the lexer is in the same state: a `/` starts a regex), so
-// a bracket in the code that closes the wrapper's `(` would have to close the other's `[`
-// too, which no grammar allows: one of the two parses fails. Hence when both succeed the
-// code is balanced and spans the whole inside of each wrapper. The computed property key
-// `[ AssignmentExpression ]` also refuses a top-level comma, so `f, evil()` fails there.
-// The newlines keep a trailing `//` comment from eating the closing bracket; an unterminated
-// `/*`, string or template swallows the closing bracket and so fails to parse.
-// Compiling does not run anything; the first wrapper's script is then run to get the value.
+// Why two: a single wrapper like `(\n<code>\n)` is escapable, because the code may close the
+// wrapper's bracket itself and smuggle statements in between (`1); evil(); (2`). So the code
+// must parse in two wrappers whose innermost open bracket differs: `(\n<code>\n)` and
+// `({[\n<code>\n]: 0})` for an expression, `{\n<code>\n}` and `{{\n<code>\n}}` for a body. Both
+// parses see the same token stream for the code (after `(`, `[` and `{` the lexer is in the same
+// state: a `/` starts a regex), so a bracket in the code that closes the wrapper's bracket would
+// have to close the other's too, which no grammar allows: one of the two parses fails. Hence
+// when both succeed the code is balanced and spans the whole inside of each wrapper. The
+// computed property key `[ AssignmentExpression ]` also refuses a top-level comma. The
+// newlines keep a trailing `//` comment from eating the closing bracket; an unterminated `/*`,
+// string or template swallows the closing bracket and so fails to parse. Statements are no
+// longer smuggled when they are allowed (a body), but the wrapper still decides what runs: the
+// code is inside one function, so nothing of it runs outside the call's limits and order.
+// Compiling runs nothing; the wrapper that runs is then run to get the value.
+struct Wrapper {
+  std::string_view open;
+  std::string_view close;
+};
+struct Form {
+  Wrapper run;
+  Wrapper check;
+  bool async_function;  // the script's value is an async function to call first
+};
+// The code's value: an expression (a function, as the contract has always asked, or any value).
+constexpr Form kExpression{{"(\n", "\n)"}, {"({[\n", "\n]: 0})"}, false};
+// A bare expression that awaits (`(await fetch('/x')).status`).
+constexpr Form kAwaitedExpression{
+    {"(async () => (\n", "\n))"}, {"(async () => ({[\n", "\n]: 0}))"}, true};
+// Statements, `return` and top-level `await`: the body of an async function.
+constexpr Form kBody{{"(async () => {\n", "\n})"}, {"(async () => {{\n", "\n}})"}, true};
+
+std::string wrap(const Wrapper& wrapper, std::string_view code) {
+  std::string out;
+  out.reserve(wrapper.open.size() + code.size() + wrapper.close.size());
+  out += wrapper.open;
+  out += code;
+  out += wrapper.close;
+  return out;
+}
+
+// Where V8 refused a piece of code, in the wrapped source.
+struct SyntaxFailure {
+  std::string message;  // "SyntaxError: …", or "terminated"
+  int line = 0;         // 1-based, in the wrapped source; 0: unknown
+  int column = 0;       // 0-based
+};
+
+std::variant<v8::Local<v8::Script>, SyntaxFailure> compile_source(v8::Local<v8::Context> context,
+                                                                  const std::string& source) {
+  v8::Isolate* isolate = v8::Isolate::GetCurrent();
+  v8::TryCatch try_catch(isolate);
+  v8::Local<v8::Script> script;
+  if (compile(context, source, "code.js", -1).ToLocal(&script)) return script;
+  SyntaxFailure failure;
+  if (try_catch.HasTerminated()) {
+    failure.message = "terminated";
+    return failure;
+  }
+  if (!try_catch.HasCaught()) {
+    failure.message = "SyntaxError: the code does not parse";
+    return failure;
+  }
+  failure.message = describe_exception(isolate, try_catch.Exception());
+  v8::Local<v8::Message> message = try_catch.Message();
+  if (!message.IsEmpty()) {
+    failure.line = message->GetLineNumber(context).FromMaybe(0);
+    failure.column = message->GetStartColumn(context).FromMaybe(0);
+  }
+  return failure;
+}
+
+// Compiles `code` in `form`'s two wrappers: the script of the wrapper that runs, or why the
+// code does not parse that way.
+std::variant<v8::Local<v8::Script>, SyntaxFailure> compile_in(v8::Local<v8::Context> context,
+                                                              std::string_view code,
+                                                              const Form& form) {
+  auto checked = compile_source(context, wrap(form.check, code));
+  if (auto* failure = std::get_if<SyntaxFailure>(&checked)) return std::move(*failure);
+  return compile_source(context, wrap(form.run, code));
+}
+
+// Compiles the code as exactly one expression, or returns the SyntaxError text. The calls'
+// rehearsal and the fast path of every call: code that is one expression, as models usually
+// send it, costs what it always did.
 std::variant<v8::Local<v8::Script>, std::string> compile_one_expression(
     v8::Local<v8::Context> context, std::string_view code) {
-  v8::Isolate* isolate = v8::Isolate::GetCurrent();
-  std::string check = "({[\n";
-  check += code;
-  check += "\n]: 0})";
-  std::string wrapped = "(\n";
-  wrapped += code;
-  wrapped += "\n)";
-  for (const std::string* source : {&check, &wrapped}) {
-    v8::TryCatch try_catch(isolate);
-    v8::Local<v8::Script> script;
-    if (compile(context, *source, "code.js", -1).ToLocal(&script)) {
-      if (source == &wrapped) return script;
+  auto compiled = compile_in(context, code, kExpression);
+  if (auto* failure = std::get_if<SyntaxFailure>(&compiled)) return std::move(failure->message);
+  return std::get<v8::Local<v8::Script>>(compiled);
+}
+
+// Where a line and column of a wrapped source are in the code as sent: the wrapper's own first
+// line, the lines a markdown fence took, and (helpers before a last expression) the column at
+// which the last expression started on its line.
+struct CodeMap {
+  int lines_before = 0;    // lines of the code as sent before the compiled text (a fence)
+  int tail_line = 0;       // helpers form: wrapped line where the last expression starts; 0: none
+  int tail_code_line = 0;  // ... its line in the compiled text (1-based)
+  int tail_column = 0;     // ... its column there
+  // 1-based line and 0-based column in the code as sent, from a line as V8 reports it: the
+  // scripts are compiled one line up (origin -1, v8_text.h's compile), so that the wrapped
+  // source's second line, where the code starts, is line 1.
+  std::pair<int, int> to_code(int reported_line, int column) const {
+    const int line = reported_line + 1;
+    if (tail_line > 0 && line >= tail_line) {
+      const int code_line = tail_code_line + (line - tail_line);
+      return {code_line + lines_before, line == tail_line ? column + tail_column : column};
+    }
+    return {line - 1 + lines_before, column};
+  }
+};
+
+// What the code compiled to, and how to run it.
+struct CompiledCode {
+  v8::Local<v8::Script> script;
+  bool async_function = false;
+  CodeMap map;
+};
+
+int count_lines(std::string_view text) {
+  return static_cast<int>(std::count(text.begin(), text.end(), '\n'));
+}
+
+// The ways the tools' contract reads a text that is not one expression as sent, in order: one
+// expression (after a fence and trailing semicolons and comments are gone), an expression that
+// awaits, statements followed by a last expression (helpers before the function, or a body whose
+// last statement is its value), a function body. Only tried when the fast path failed.
+std::optional<CompiledCode> compile_readings(v8::Local<v8::Context> context, std::string_view text,
+                                             int lines_before, SyntaxFailure& body_failure) {
+  CompiledCode out;
+  out.map.lines_before = lines_before;
+  const std::string_view trimmed = trim_tail(text);
+  for (const Form* form : {&kExpression, &kAwaitedExpression}) {
+    auto compiled = compile_in(context, trimmed, *form);
+    if (auto* script = std::get_if<v8::Local<v8::Script>>(&compiled)) {
+      out.script = *script;
+      out.async_function = form->async_function;
+      return out;
+    }
+    if (std::get<SyntaxFailure>(compiled).message == "terminated") return std::nullopt;
+  }
+  constexpr std::size_t kMaxSplits = 24;
+  for (const std::size_t start : final_expression_starts(trimmed, kMaxSplits)) {
+    const std::string_view last = trimmed.substr(start);
+    const std::string_view helpers = trimmed.substr(0, start);
+    if (!std::holds_alternative<v8::Local<v8::Script>>(
+            compile_source(context, wrap(kAwaitedExpression.check, last)))) {
       continue;
     }
-    if (try_catch.HasTerminated()) return std::string("terminated");
-    std::string text = try_catch.HasCaught() ? describe_exception(isolate, try_catch.Exception())
-                                             : std::string("SyntaxError: the code does not parse");
-    return text;
+    if (!std::holds_alternative<v8::Local<v8::Script>>(
+            compile_source(context, wrap(kBody.check, helpers)))) {
+      continue;
+    }
+    // Both parts are balanced on their own (their check wrappers say so): joined, the helpers
+    // run and the last expression is the value.
+    std::string joined(kBody.run.open);
+    joined += helpers;
+    joined += "\nreturn (\n";
+    joined += last;
+    joined += "\n);\n})";
+    auto compiled = compile_source(context, joined);
+    if (auto* script = std::get_if<v8::Local<v8::Script>>(&compiled)) {
+      out.script = *script;
+      out.async_function = true;
+      const int helper_lines = count_lines(helpers);
+      const std::size_t line_start = helpers.rfind('\n');
+      out.map.tail_line = 1 + helper_lines + 2 + 1;
+      out.map.tail_code_line = 1 + helper_lines;
+      out.map.tail_column =
+          static_cast<int>(line_start == std::string_view::npos ? start : start - line_start - 1);
+      return out;
+    }
   }
-  return std::string("unreachable");
+  auto compiled = compile_in(context, text, kBody);
+  if (auto* script = std::get_if<v8::Local<v8::Script>>(&compiled)) {
+    out.script = *script;
+    out.async_function = true;
+    return out;
+  }
+  body_failure = std::get<SyntaxFailure>(std::move(compiled));
+  return std::nullopt;
 }
 
 size_t near_heap_limit(void* data, size_t current_limit, size_t initial_limit) {
@@ -266,7 +423,10 @@ class Run {
           channel::ErrorKind::memory,
           "ArrayBuffer limit " + std::to_string(limits_.heap_mb) + " MB exceeded");
     }
-    return channel::Outcome::failure(channel::ErrorKind::runtime, std::move(text));
+    channel::Outcome outcome = channel::Outcome::failure(channel::ErrorKind::runtime, text);
+    outcome.error_detail = where_thrown(isolate_->GetCurrentContext(), exception);
+    add_hint(outcome, runtime_hint(text));
+    return outcome;
   }
 
   // What a context from the snapshot needs before its call: what deserialisation does not
@@ -287,14 +447,77 @@ class Run {
     }
     if (request_.tool == channel::Tool::search && request_.api != nullptr) {
       v8::Local<v8::Value> spec;
-      if (!spec_view_.emplace(isolate_, *request_.api).root(context).ToLocal(&spec) ||
-          global->Set(context, v8_string(isolate_, "spec"), spec).IsNothing()) {
+      v8::Local<v8::Map> refs;
+      if (!spec_refs(context).ToLocal(&refs)) {
+        outcome = setup_failed(try_catch);
+        return false;
+      }
+      if (!spec_view_.emplace(isolate_, *request_.api, refs).root(context).ToLocal(&spec) ||
+          global->Set(context, v8_string(isolate_, "spec"), spec).IsNothing() ||
+          !install_describe(context, spec, refs)) {
         outcome = setup_failed(try_catch);
         return false;
       }
     }
     if (request_.extend_context != nullptr) request_.extend_context(isolate_, context);
     return true;
+  }
+
+  // spec.describe(operation) (js/describe.js): non-enumerable, so the document's own keys,
+  // Object.keys(spec) and JSON.stringify(spec) stay as they were. A lazy property whose first
+  // read makes a native function that compiles js/describe.js when called: in the globals
+  // snapshot its code would cost every isolate of both tools (globals_snapshot.h), and even
+  // making a function per search isolate cost a visible share of a hello call.
+  bool install_describe(v8::Local<v8::Context> context, v8::Local<v8::Value> spec,
+                        v8::Local<v8::Map> refs) {
+    return spec->IsObject() && spec.As<v8::Object>()
+                                   ->SetLazyDataProperty(context, v8_string(isolate_, "describe"),
+                                                         describe_getter, refs, v8::DontEnum)
+                                   .FromMaybe(false);
+  }
+  static void describe_getter(v8::Local<v8::Name>,
+                              const v8::PropertyCallbackInfo<v8::Value>& info) {
+    v8::Local<v8::Function> describe;
+    if (v8::Function::New(info.GetIsolate()->GetCurrentContext(), describe_callback, info.Data(), 1,
+                          v8::ConstructorBehavior::kThrow)
+            .ToLocal(&describe)) {
+      info.GetReturnValue().Set(describe);
+    }
+  }
+  static void describe_callback(const v8::FunctionCallbackInfo<v8::Value>& info) {
+    v8::Isolate* isolate = info.GetIsolate();
+    v8::Local<v8::Context> context = isolate->GetCurrentContext();
+    v8::Local<v8::Script> script;
+    v8::Local<v8::Value> factory;
+    v8::Local<v8::Value> refs = info.Data();
+    v8::Local<v8::Value> describe;
+    if (!compile(context, embedded::sandbox_describe_js(), "describe.js", 0).ToLocal(&script) ||
+        !script->Run(context).ToLocal(&factory) || !factory->IsFunction() ||
+        !factory.As<v8::Function>()
+             ->Call(context, v8::Undefined(isolate), 1, &refs)
+             .ToLocal(&describe) ||
+        !describe->IsFunction()) {
+      return;  // the exception (or termination) is pending
+    }
+    std::vector<v8::Local<v8::Value>> arguments;
+    arguments.reserve(static_cast<std::size_t>(info.Length()));
+    for (int i = 0; i < info.Length(); ++i) arguments.push_back(info[i]);
+    v8::Local<v8::Value> result;
+    if (describe.As<v8::Function>()
+            ->Call(context, info.This(), static_cast<int>(arguments.size()), arguments.data())
+            .ToLocal(&result)) {
+      info.GetReturnValue().Set(result);
+    }
+  }
+
+  // The map of $ref targets the spec view fills (js/bootstrap.js's specRefs), or empty.
+  v8::MaybeLocal<v8::Map> spec_refs(v8::Local<v8::Context> context) {
+    v8::Local<v8::Value> refs;
+    if (!serialize_.Get(isolate_)->Get(context, v8_string(isolate_, "specRefs")).ToLocal(&refs) ||
+        !refs->IsMap()) {
+      return {};
+    }
+    return refs.As<v8::Map>();
   }
 
   // A call's path run once with constant code, before the call is known. The first compile,
@@ -317,9 +540,10 @@ class Run {
       return;
     }
     isolate_->PerformMicrotaskCheckpoint();
-    v8::Local<v8::Value> zero = v8::Integer::New(isolate_, 0);
+    v8::Local<v8::Value> arguments[] = {v8::Integer::New(isolate_, 0),
+                                        v8::Number::New(isolate_, 12000), v8::Undefined(isolate_)};
     v8::Local<v8::Value> json;
-    if (!serialize->Call(context, v8::Undefined(isolate_), 1, &zero).ToLocal(&json)) return;
+    if (!serialize->Call(context, v8::Undefined(isolate_), 3, arguments).ToLocal(&json)) return;
   }
 
   channel::Outcome setup_failed(const v8::TryCatch& try_catch) {
@@ -330,15 +554,201 @@ class Run {
     return channel::Outcome::failure(channel::ErrorKind::runtime, "sandbox set-up failed: " + what);
   }
 
-  channel::Outcome run_in(v8::Local<v8::Context> context, std::string_view code) {
-    auto compiled = compile_one_expression(context, code);
-    if (auto* error = std::get_if<std::string>(&compiled)) {
-      if (interrupts_.reason() != Stop::none) return stopped();
-      return channel::Outcome::failure(channel::ErrorKind::compile, std::move(*error));
+  // The code's TypeScript removed by sucrase (js/vendor/sucrase.js, compiled into this call's
+  // context from source before any of the code has run, so nothing the code does can reach
+  // it), or why sucrase refused it. Types only: no checking, and the lines stay where they were.
+  struct Stripped {
+    std::string code;
+    std::string error;  // sucrase's message, when it refused
+    int offset = -1;    // where in the text it refused
+  };
+  std::optional<Stripped> strip_types(v8::Local<v8::Context> context, std::string_view text) {
+    v8::TryCatch try_catch(isolate_);
+    v8::Local<v8::Value> factory;
+    v8::Local<v8::Value> module;
+    v8::Local<v8::Value> strip;
+    v8::Local<v8::Value> argument = v8_string(isolate_, text);
+    v8::Local<v8::Value> result;
+    if (!run_vendor_script(context, detail::Vendor::sucrase).ToLocal(&factory) ||
+        !factory->IsFunction() ||
+        !factory.As<v8::Function>()
+             ->Call(context, v8::Undefined(isolate_), 0, nullptr)
+             .ToLocal(&module) ||
+        !module->IsObject() ||
+        !module.As<v8::Object>()->Get(context, v8_string(isolate_, "strip")).ToLocal(&strip) ||
+        !strip->IsFunction() ||
+        !strip.As<v8::Function>()
+             ->Call(context, v8::Undefined(isolate_), 1, &argument)
+             .ToLocal(&result) ||
+        !result->IsObject()) {
+      return std::nullopt;
     }
-    v8::Local<v8::Script> script = std::get<v8::Local<v8::Script>>(compiled);
+    auto field = [&](const char* name) {
+      v8::Local<v8::Value> value;
+      if (!result.As<v8::Object>()->Get(context, v8_string(isolate_, name)).ToLocal(&value)) {
+        return v8::Local<v8::Value>(v8::Undefined(isolate_));
+      }
+      return value;
+    };
+    Stripped out;
+    v8::Local<v8::Value> code = field("code");
+    if (code->IsString()) {
+      out.code = utf8(isolate_, code);
+      return out;
+    }
+    out.error = one_line(utf8(isolate_, field("message")));
+    v8::Local<v8::Value> offset = field("pos");
+    if (offset->IsNumber()) out.offset = static_cast<int>(offset.As<v8::Number>()->Value());
+    return out;
+  }
 
+  // Compiles the code by the tools' contract (README.md, "What the code may look like"): as
+  // sent if it is one expression (the fast path, which is all a call of the usual shape pays);
+  // otherwise the other readings of compile_readings, of the code inside one markdown fence,
+  // then of the same with its TypeScript types removed. The failure names where the code does
+  // not parse, in the code as sent.
+  std::variant<CompiledCode, channel::Outcome> compile_code(v8::Local<v8::Context> context,
+                                                            std::string_view code) {
+    code_ = code;
+    // A fence first: ```js … ``` is also one expression (tagged templates) that means nothing.
+    const Unfenced unfenced = strip_fence(code);
+    if (unfenced.code.size() == code.size()) {
+      auto fast = compile_in(context, code, kExpression);
+      if (auto* script = std::get_if<v8::Local<v8::Script>>(&fast)) {
+        return CompiledCode{*script, false, CodeMap{}};
+      }
+      if (std::get<SyntaxFailure>(fast).message == "terminated") return stopped();
+    }
+    if (trim_tail(unfenced.code).empty()) {
+      return channel::Outcome::failure(channel::ErrorKind::compile,
+                                       "the code is empty (only whitespace or comments)");
+    }
+    const int lines_before = static_cast<int>(unfenced.lines_before);
+    SyntaxFailure failure;
+    if (auto compiled = compile_readings(context, unfenced.code, lines_before, failure)) {
+      return *compiled;
+    }
+    if (interrupts_.reason() != Stop::none) return stopped();
+    SyntaxFailure js_failure = failure;
+    std::optional<Stripped> stripped = strip_types(context, unfenced.code);
+    if (interrupts_.reason() != Stop::none) return stopped();
+    if (stripped && stripped->error.empty() && stripped->code != unfenced.code) {
+      stripped_ = std::move(stripped->code);
+      if (auto compiled = compile_readings(context, stripped_, lines_before, failure)) {
+        return *compiled;
+      }
+      if (interrupts_.reason() != Stop::none) return stopped();
+      js_failure = failure;
+    }
+    CodeMap body_map;
+    body_map.lines_before = lines_before;
+    auto [line, column] = js_failure.line > 0 ? body_map.to_code(js_failure.line, js_failure.column)
+                                              : std::pair<int, int>{0, 0};
+    std::string message = js_failure.message;
+    // Sucrase read further than V8 did: V8 stopped at TypeScript, and sucrase's complaint is
+    // the code's real problem.
+    if (stripped && !stripped->error.empty() && stripped->offset >= 0) {
+      const std::string_view text = unfenced.code.substr(
+          0,
+          std::min<std::size_t>(static_cast<std::size_t>(stripped->offset), unfenced.code.size()));
+      const int ts_line = count_lines(text) + 1;
+      const std::size_t line_start = text.rfind('\n');
+      const int ts_column = static_cast<int>(
+          line_start == std::string_view::npos ? text.size() : text.size() - line_start - 1);
+      // On a later line only: on V8's own line, V8's message is the better one.
+      if (js_failure.line == 0 || ts_line + lines_before > line) {
+        line = ts_line + lines_before;
+        column = ts_column;
+        std::string error = stripped->error;
+        // Sucrase appends " (line:column)", which the quote below says better.
+        if (const std::size_t at = error.rfind(" (");
+            at != std::string::npos && error.ends_with(")")) {
+          error.resize(at);
+        }
+        message = "SyntaxError: " + error;
+      }
+    }
+    channel::Outcome outcome = channel::Outcome::failure(channel::ErrorKind::compile, message);
+    outcome.error_detail = line > 0 ? quote_line(code, static_cast<std::size_t>(line),
+                                                 static_cast<std::size_t>(std::max(column, 0)))
+                                    : std::string();
+    add_hint(outcome, compile_hint(code, message));
+    return outcome;
+  }
+
+  // What to do about the usual mistakes a compile error comes from.
+  static std::string compile_hint(std::string_view code, std::string_view message) {
+    if (message.find("import") != std::string_view::npos ||
+        message.find("export") != std::string_view::npos) {
+      return "modules are not available: no import, export or require; use the globals the "
+             "tool's description lists";
+    }
+    if (code.find("```") != std::string_view::npos) {
+      return "send the code alone, or inside one markdown fence";
+    }
+    return "send one function such as async () => { …; return value; }, or statements that end "
+           "in return";
+  }
+  // What to do about the usual mistakes a runtime error comes from.
+  std::string runtime_hint(std::string_view message) const {
+    const bool search = request_.tool == channel::Tool::search;
+    if (search && message.starts_with("ReferenceError: fetch is not defined")) {
+      return "search has no fetch: it reads the API description (spec); call the API with the "
+             "execute tool";
+    }
+    if (!search && message.starts_with("ReferenceError: spec is not defined")) {
+      return "execute has no spec: read the API description with the search tool";
+    }
+    if (message.starts_with("ReferenceError: require is not defined") ||
+        message.find("import(") != std::string_view::npos ||
+        message.find("dynamic import") != std::string_view::npos) {
+      return "modules are not available: no import or require; use the globals the tool's "
+             "description lists";
+    }
+    if (message.starts_with("SyntaxError: Unexpected token") &&
+        message.find("JSON") != std::string_view::npos) {
+      return "the response is not JSON: check response.status and its content-type (the "
+             "requests below) before response.json(), or read response.text()";
+    }
+    return {};
+  }
+  static void add_hint(channel::Outcome& outcome, const std::string& hint) {
+    if (hint.empty()) return;
+    if (!outcome.error_detail.empty()) outcome.error_detail += '\n';
+    outcome.error_detail += "hint: " + hint;
+  }
+
+  // Where in the code as sent an exception was thrown: the first frame of its stack in the
+  // code's own script ("code.js:LINE:COLUMN"), quoted. Read only from a native error's stack,
+  // which V8 formats itself unless the code replaced Error.prepareStackTrace.
+  std::string where_thrown(v8::Local<v8::Context> context, v8::Local<v8::Value> exception) {
+    if (!exception->IsNativeError()) return {};
+    v8::Local<v8::Value> stack;
+    v8::TryCatch ignored(isolate_);
+    if (!exception.As<v8::Object>()->Get(context, v8_string(isolate_, "stack")).ToLocal(&stack) ||
+        !stack->IsString()) {
+      return {};
+    }
+    const Utf8Prefix text = utf8_prefix(isolate_, stack.As<v8::String>(), 16384);
+    constexpr std::string_view kScript = "code.js:";
+    const std::size_t at = text.text.find(kScript);
+    if (at == std::string::npos) return {};
+    int line = 0;
+    int column = 0;
+    if (std::sscanf(text.text.c_str() + at + kScript.size(), "%d:%d", &line, &column) != 2 ||
+        line <= 0 || column <= 0) {
+      return {};
+    }
+    auto [code_line, code_column] = map_.to_code(line, column - 1);
+    if (code_line <= 0) return {};
+    return quote_line(code_, static_cast<std::size_t>(code_line),
+                      static_cast<std::size_t>(std::max(code_column, 0)));
+  }
+
+  // The code's value: the function it evaluates to called (and awaited), or the value itself.
+  channel::Outcome run_in(v8::Local<v8::Context> context, std::string_view code) {
     // The code's own CPU time starts here: set-up (and the spec parse) is the host's cost.
+    // Compiling counts: code that is not one expression may be read several ways.
     clockid_t cpu_clock{};
     pthread_getcpuclockid(pthread_self(), &cpu_clock);
     Watchdog watchdog(interrupts_, cpu_clock, std::chrono::milliseconds(limits_.cpu_ms),
@@ -348,32 +758,43 @@ class Run {
           channel::ErrorKind::runtime,
           "the sandbox could not set its CPU and wall timers; nothing ran");
     }
+    auto compiled = compile_code(context, code);
+    if (auto* failure = std::get_if<channel::Outcome>(&compiled)) return std::move(*failure);
+    const CompiledCode& program = std::get<CompiledCode>(compiled);
+    map_ = program.map;
 
     v8::TryCatch try_catch(isolate_);
-    v8::Local<v8::Value> function;
-    if (!script->Run(context).ToLocal(&function)) return failed(try_catch);
-    if (!function->IsFunction()) {
-      return channel::Outcome::failure(
-          channel::ErrorKind::compile,
-          "the code must be a function expression such as async () => …; it "
-          "evaluated to " +
-              utf8(isolate_, function->TypeOf(isolate_)));
+    v8::Local<v8::Value> value;
+    if (!program.script->Run(context).ToLocal(&value)) return failed(try_catch);
+    // An async wrapper (statements, or an expression that awaits) is called first: its value is
+    // the code's.
+    for (int step = program.async_function ? 0 : 1; step < 2; ++step) {
+      if (step == 1 && !value->IsFunction()) break;
+      if (!value.As<v8::Function>()
+               ->Call(context, v8::Undefined(isolate_), 0, nullptr)
+               .ToLocal(&value)) {
+        return failed(try_catch);
+      }
+      if (value->IsPromise()) {
+        v8::Local<v8::Promise> promise = value.As<v8::Promise>();
+        if (auto failure = drive(context, promise)) return std::move(*failure);
+        if (promise->State() == v8::Promise::kRejected) return thrown(promise->Result());
+        value = promise->Result();
+      }
     }
-    v8::Local<v8::Value> result;
-    if (!function.As<v8::Function>()
-             ->Call(context, v8::Undefined(isolate_), 0, nullptr)
-             .ToLocal(&result)) {
-      return failed(try_catch);
-    }
-    if (result->IsPromise()) {
-      v8::Local<v8::Promise> promise = result.As<v8::Promise>();
+    if (value->IsPromise()) {  // a bare expression's promise (`fetch('/x')`)
+      v8::Local<v8::Promise> promise = value.As<v8::Promise>();
       if (auto failure = drive(context, promise)) return std::move(*failure);
       if (promise->State() == v8::Promise::kRejected) return thrown(promise->Result());
-      result = promise->Result();
+      value = promise->Result();
     }
+    v8::Local<v8::Value> arguments[] = {
+        value, v8::Number::New(isolate_, static_cast<double>(limits_.result_chars)),
+        spec_view_ ? v8::Local<v8::Value>(spec_view_->refs())
+                   : v8::Local<v8::Value>(v8::Undefined(isolate_))};
     v8::Local<v8::Value> json;
     if (!serialize_.Get(isolate_)
-             ->Call(context, v8::Undefined(isolate_), 1, &result)
+             ->Call(context, v8::Undefined(isolate_), 3, arguments)
              .ToLocal(&json)) {
       if (interrupts_.reason() != Stop::none || !try_catch.HasCaught()) return failed(try_catch);
       return channel::Outcome::failure(channel::ErrorKind::runtime,
@@ -381,7 +802,15 @@ class Run {
                                            describe_exception(isolate_, try_catch.Exception()));
     }
     if (interrupts_.reason() != Stop::none) return stopped();
-    return channel::Outcome::success(utf8(isolate_, json));
+    v8::Local<v8::Value> text;
+    v8::Local<v8::Value> cut;
+    if (!json->IsArray() || !json.As<v8::Array>()->Get(context, 0).ToLocal(&text) ||
+        !json.As<v8::Array>()->Get(context, 1).ToLocal(&cut)) {
+      return failed(try_catch);
+    }
+    channel::Outcome outcome = channel::Outcome::success(utf8(isolate_, text));
+    outcome.result_cut = cut->BooleanValue(isolate_);
+    return outcome;
   }
 
   // Settles the promises of the fetches that have completed. True when any did.
@@ -500,6 +929,9 @@ class Run {
   v8::Global<v8::Context> context_;
   v8::Global<v8::Function> serialize_;
   std::optional<channel::Outcome> setup_failure_;
+  std::string_view code_;  // the code as sent, while run() runs
+  std::string stripped_;   // the code with its TypeScript removed, when that was needed
+  CodeMap map_;            // from the compiled source back to the code as sent
 };
 
 }  // namespace

@@ -20,19 +20,34 @@ v8::MaybeLocal<v8::String> v8_string(v8::Isolate* isolate, std::string_view text
 
 }  // namespace
 
-SpecView::SpecView(v8::Isolate* isolate, const openapi::DocumentImage& image)
+SpecView::SpecView(v8::Isolate* isolate, const openapi::DocumentImage& image,
+                   v8::Local<v8::Map> refs)
     : isolate_(isolate), image_(image), previous_(active_view) {
+  if (!refs.IsEmpty()) refs_.Reset(isolate, refs);
   active_view = this;
 }
 
 SpecView::~SpecView() {
   for (auto& [node, value] : shared_) value.Reset();
+  refs_.Reset();
   object_prototype_.Reset();
   active_view = previous_;
 }
 
 v8::MaybeLocal<v8::Value> SpecView::root(v8::Local<v8::Context> context) {
   return value_of(context, image_.root());
+}
+
+v8::Local<v8::Map> SpecView::refs() {
+  if (refs_.IsEmpty()) refs_.Reset(isolate_, v8::Map::New(isolate_));
+  return refs_.Get(isolate_);
+}
+
+bool SpecView::remember_ref(v8::Local<v8::Context> context, v8::Local<v8::Value> value,
+                            std::string_view pointer) {
+  v8::Local<v8::String> text;
+  return v8_string(isolate_, pointer).ToLocal(&text) &&
+         !refs()->Set(context, value, text).IsEmpty();
 }
 
 void SpecView::lazy_get(v8::Local<v8::Name>, const v8::PropertyCallbackInfo<v8::Value>& info) {
@@ -50,7 +65,8 @@ void SpecView::lazy_get(v8::Local<v8::Name>, const v8::PropertyCallbackInfo<v8::
 v8::MaybeLocal<v8::Value> SpecView::value_of(v8::Local<v8::Context> context, Node node) {
   Node key = node;
   Node source = node;
-  Node siblings = 0;  // a $ref object whose other members override the target's
+  Node siblings = 0;         // a $ref object whose other members override the target's
+  std::string_view pointer;  // the $ref this node follows to a shared target, if any
   if (const auto ref = image_.ref(node)) {
     if (ref->circular) {
       v8::Local<v8::Object> marker = v8::Object::New(isolate_);
@@ -68,6 +84,7 @@ v8::MaybeLocal<v8::Value> SpecView::value_of(v8::Local<v8::Context> context, Nod
         siblings = node;
       } else {
         key = ref->target;
+        pointer = ref->pointer;
       }
     }
   }
@@ -76,7 +93,9 @@ v8::MaybeLocal<v8::Value> SpecView::value_of(v8::Local<v8::Context> context, Nod
 
   if (siblings == 0) {
     if (auto cached = shared_.find(key); cached != shared_.end()) {
-      return cached->second.Get(isolate_);
+      v8::Local<v8::Value> value = cached->second.Get(isolate_);
+      if (!pointer.empty() && !remember_ref(context, value, pointer)) return {};
+      return value;
     }
   }
   v8::Local<v8::Value> value;
@@ -100,6 +119,7 @@ v8::MaybeLocal<v8::Value> SpecView::value_of(v8::Local<v8::Context> context, Nod
     value = object;
   }
   if (siblings == 0) shared_.emplace(key, v8::Global<v8::Value>(isolate_, value));
+  if (!pointer.empty() && !remember_ref(context, value, pointer)) return {};
   return value;
 }
 

@@ -25,13 +25,20 @@ namespace codemode::isolate {
 
 class SpecView {
  public:
-  SpecView(v8::Isolate* isolate, const openapi::DocumentImage& image);
+  // `refs`: where the $ref targets a call meets are noted (refs()).
+  SpecView(v8::Isolate* isolate, const openapi::DocumentImage& image, v8::Local<v8::Map> refs = {});
   ~SpecView();
   SpecView(const SpecView&) = delete;
   SpecView& operator=(const SpecView&) = delete;
 
   // The root object, to be installed as the `spec` global. Empty if V8 threw (e.g. terminated).
   v8::MaybeLocal<v8::Value> root(v8::Local<v8::Context> context);
+
+  // The $ref targets this call has met, object -> its pointer ("#/components/schemas/x"), for
+  // the result's serialiser (a shared object met again is written as {"$ref": pointer}) and
+  // spec.describe: the map given to the constructor (js/bootstrap.js keeps it in its closure,
+  // never reachable from the code), or one of its own.
+  v8::Local<v8::Map> refs();
 
  private:
   static void lazy_get(v8::Local<v8::Name> name, const v8::PropertyCallbackInfo<v8::Value>& info);
@@ -45,7 +52,10 @@ class SpecView {
   v8::Isolate* isolate_;
   const openapi::DocumentImage& image_;
   SpecView* previous_;
+  bool remember_ref(v8::Local<v8::Context> context, v8::Local<v8::Value> value,
+                    std::string_view pointer);
   std::unordered_map<Node, v8::Global<v8::Value>> shared_;
+  v8::Global<v8::Map> refs_;
   v8::Global<v8::Value> object_prototype_;  // this context's Object.prototype, once needed
 };
 

@@ -11,100 +11,31 @@ namespace {
 
 using json = nlohmann::ordered_json;
 
+// The declarations are what a model cannot guess: `spec`'s shape and `spec.describe`. The web
+// classes of execute are the browser's, which a model knows; the description names them.
 constexpr std::string_view kSearchDeclarations = R"ts(declare const spec: {
-  openapi: string;
-  info: { title: string; version: string; description?: string };
-  servers?: { url: string; description?: string }[];
-  tags?: { name: string; description?: string }[];
-  paths: Record<string, PathItem>; // e.g. spec.paths["/orders/{orderId}"].get
-  components?: Record<string, Record<string, unknown>>;
+  info: { title: string; version: string };
+  paths: Record<string, Record<string, Operation>>; // spec.paths['/a/{id}'].get
+  components?: Record<string, Record<string, any>>; // $refs resolved; loops: { $circular: ref }
+  // One operation as a TypeScript declaration: parameters, body, responses, named schemas.
+  describe(operation: string): string; // an operationId or 'GET /a/{id}'
 };
-type Method = "get" | "put" | "post" | "delete" | "patch" | "head" | "options";
-type PathItem = Partial<Record<Method, Operation>> & { parameters?: Parameter[] };
 interface Operation {
-  operationId?: string;
-  summary?: string;
-  description?: string;
-  tags?: string[];
-  parameters?: Parameter[];
-  requestBody?: { required?: boolean; content: Record<string, { schema?: Schema }> };
-  responses: Record<string, { description?: string; content?: Record<string, { schema?: Schema }> }>;
-}
-interface Parameter {
-  name: string;
-  in: "query" | "path" | "header" | "cookie";
-  required?: boolean;
-  description?: string;
-  schema?: Schema;
-}
-// $refs are already resolved; a ref that would loop back shows as { $circular: "#/..." }.
-type Schema = {
-  type?: string | string[];
-  properties?: Record<string, Schema>;
-  items?: Schema;
-  required?: string[];
-  enum?: unknown[];
-  description?: string;
-  [keyword: string]: unknown;
-} | { $circular: string };)ts";
-
-constexpr std::string_view kExecuteDeclarations =
-    R"ts(declare function fetch(input: string | URL | Request, init?: RequestInit): Promise<Response>;
-interface RequestInit {
-  method?: "GET" | "HEAD" | "POST" | "PUT" | "PATCH" | "DELETE";
-  headers?: Headers | Record<string, string> | [string, string][];
-  body?: string | URLSearchParams | ArrayBuffer | Uint8Array; // JSON: JSON.stringify(data)
-}
-interface Response {
-  readonly status: number;
-  readonly ok: boolean;
-  readonly statusText: string;
-  readonly headers: Headers;
-  readonly url: string;
-  readonly redirected: boolean;
-  text(): Promise<string>;
-  json(): Promise<any>;
-  arrayBuffer(): Promise<ArrayBuffer>;
-  clone(): Response;
-}
-declare class Headers {
-  constructor(init?: Headers | Record<string, string> | [string, string][]);
-  get(name: string): string | null;
-  set(name: string, value: string): void;
-  append(name: string, value: string): void;
-  has(name: string): boolean;
-  delete(name: string): void;
-  entries(): IterableIterator<[string, string]>;
-}
-declare class Request {
-  constructor(input: string | URL | Request, init?: RequestInit);
-  readonly method: string;
-  readonly url: string;
-  readonly headers: Headers;
-}
-declare class URL {
-  constructor(url: string, base?: string | URL);
-  href: string;
-  pathname: string;
-  search: string;
-  readonly searchParams: URLSearchParams;
-}
-declare class URLSearchParams {
-  constructor(init?: string | Record<string, string> | [string, string][]);
-  append(name: string, value: string): void;
-  get(name: string): string | null;
-  set(name: string, value: string): void;
-  toString(): string;
+  operationId?: string; summary?: string; tags?: string[];
+  parameters?: any[]; requestBody?: any; responses: Record<string, any>;
 })ts";
 
+constexpr std::string_view kExecuteDeclarations =
+    R"ts(declare function fetch(url: string, init?: {
+  method?: string; headers?: Record<string, string>; body?: string; // or URLSearchParams
+}): Promise<{ ok: boolean; status: number; headers: { get(name: string): string | null };
+  json(): Promise<any>; text(): Promise<string> }>; // Request, Headers, URL as in browsers)ts";
+
 std::string limits_text(const DescribeOptions& o) {
-  return "Limits per call: " + std::to_string(o.cpu_ms) + " ms CPU, " + std::to_string(o.wall_ms) +
-         " ms wall time, " + std::to_string(o.heap_mb) + " MB heap, code up to " +
-         std::to_string(o.code_chars) + " characters; results over " +
-         std::to_string(o.result_chars) +
-         " characters are cut, so return only what you need (select fields, slice arrays). "
-         "console.log output comes back with the result. Also available: URL, "
-         "URLSearchParams, TextEncoder/TextDecoder, atob/btoa, structuredClone, setTimeout.";
+  return "Limits per call: " + std::to_string(o.cpu_ms) + " ms CPU, " + std::to_string(o.heap_mb) +
+         " MB heap; a result over " + std::to_string(o.result_chars) +
+         " characters is cut (still JSON): return only the fields you need. console.log output "
+         "comes back too.";
 }
 
 // "pets (4), store (3), …" — cut to fit `budget` characters.
@@ -210,43 +141,24 @@ std::string describe_search(const Document& document, const DescribeOptions& opt
   const auto operations = declared_operations(document);
   const ExamplePaths examples = example_paths(document);
   std::string text =
-      "Search the OpenAPI description of " + document.title.substr(0, 120) + " (version " +
-      document.version.substr(0, 40) + ") by writing one async JavaScript arrow function. It " +
-      "runs in a sandbox whose only API global is `spec`, the OpenAPI document with $refs "
-      "resolved; it can reach nothing else. Use it to find the endpoints, parameters and "
-      "schemas you need, then call them with `execute`.\n\n"
-      "API: " +
+      "Search the OpenAPI description of " + document.title.substr(0, 120) +
+      " with code: a "
+      "JavaScript or TypeScript function (async () => …) or statements ending in return, run "
+      "in a sandbox whose only API global is `spec`. Find operations and schemas here; call "
+      "them with `execute`.\n" +
       std::to_string(document.path_count) + " paths, " + std::to_string(operations.size()) +
       " operations. Servers: " + servers_text(document) +
-      ".\nTags (operations): " + tag_index(document, 1500) +
-      ".\n\n"
-      "```ts\n" +
-      search_declarations() +
-      "\n```\n\n"
-      "Examples:\n"
-      "// Operations whose path or summary mentions a word\n"
-      "async () => Object.entries(spec.paths).flatMap(([path, item]) =>\n"
-      "  Object.entries(item).filter(([m]) => m !== 'parameters').map(([m, op]) =>\n"
-      "    ({ method: m.toUpperCase(), path, summary: op.summary })))\n"
-      "  .filter((o) => /order/i.test(o.path + ' ' + o.summary))\n";
+      ".\nTags (operations): " + tag_index(document, 250) + ".\n```ts\n" + search_declarations() +
+      "\n```\nExamples:\n"
+      "async () => Object.entries(spec.paths).flatMap(([path, item]) => Object.entries(item)\n"
+      "  .filter(([, op]) => /order/i.test(path + op.summary)).map(([m, op]) => `${m} ${path} "
+      "${op.operationId}`))\n";
   const std::string path = examples.item.empty() ? examples.list : examples.item;
   if (!path.empty()) {
-    text +=
-        "// One operation: its parameters and response schema\n"
-        "async () => { const op = spec.paths['" +
-        path.substr(0, 120) +
-        "'].get;\n"
-        "  return { params: op.parameters?.map((p) => [p.name, p.in, p.required]),\n"
-        "           ok: op.responses['200']?.content?.['application/json']?.schema }; }\n";
+    text += "async () => spec.describe('GET " + path.substr(0, 120) + "') // or spec.paths['" +
+            path.substr(0, 120) + "'].get\n";
   }
-  text +=
-      "// Operations by tag\n"
-      "async () => { const byTag = {}; for (const [path, item] of Object.entries(spec.paths))\n"
-      "  for (const [m, op] of Object.entries(item)) for (const t of op.tags ?? [])\n"
-      "    (byTag[t] ?\?= []).push(m.toUpperCase() + ' ' + path); return byTag; }\n\n"
-      "Large schemas expand through shared $refs: return the fields you need, not whole "
-      "operations of big APIs.\n" +
-      limits_text(options);
+  text += limits_text(options);
   return fit(std::move(text));
 }
 
@@ -254,60 +166,33 @@ std::string describe_execute(const Document& document, const DescribeOptions& op
   std::string origins;
   for (const auto& origin : options.origins) origins += (origins.empty() ? "" : ", ") + origin;
   const ExamplePaths examples = example_paths(document);
+  const std::string list =
+      examples.list.empty() ? std::string("/path") : examples.list.substr(0, 100);
   std::string text = "Call " + document.title.substr(0, 120) +
-                     " (HTTP) by writing one async JavaScript arrow function that uses fetch(). ";
+                     " over HTTP with fetch(), from code shaped as for `search`. ";
   if (origins.empty()) {
     text += "No upstream is configured: every request is refused.";
   } else {
-    text += "Requests may go only to: " + origins + "; a relative URL such as '" +
-            (examples.list.empty() ? std::string("/path") : examples.list.substr(0, 100)) +
+    text += "Requests may go only to: " + origins + "; a relative URL such as '" + list +
             "' resolves against " + options.origins.front() + ".";
   }
-  text +=
-      " Authentication is added by the server: do not set credentials (they are replaced, "
-      "and the code never sees them). At most " +
-      std::to_string(options.subrequests) +
-      " requests per call; responses are bounded in size; redirects are followed only "
-      "within the same origin.";
+  text += " The server adds authentication: never set credentials. At most " +
+          std::to_string(options.subrequests) +
+          " requests per call. A refused request throws a TypeError; HTTP error statuses are "
+          "ordinary responses (check res.ok).";
   if (options.spec_operations_only) {
-    text +=
-        " Only operations declared in the API description may be called (find them with "
-        "`search`).";
+    text += " Only operations declared in the API description may be called.";
   }
   if (!options.methods.empty()) {
     std::string methods;
     for (const auto& m : options.methods) methods += (methods.empty() ? "" : ", ") + m;
     text += " Allowed methods: " + methods + ".";
   }
-  text +=
-      " A refused request throws a TypeError; HTTP error statuses are ordinary responses "
-      "(check res.ok).\n\n```ts\n" +
-      execute_declarations() +
-      "\n```\n\n"
-      "Example (chains two calls, returns a compact result):\n";
-  if (!examples.item.empty()) {
-    text +=
-        "async () => {\n"
-        "  const list = await (await fetch('" +
-        examples.list.substr(0, 100) +
-        "?limit=3')).json();\n"
-        "  const first = (list.items ?? list)[0];\n"
-        "  const res = await fetch(`" +
-        examples.list.substr(0, 100) +
-        "/${first.id}`);\n"
-        "  if (!res.ok) return { status: res.status, error: await res.text() };\n"
-        "  return await res.json();\n"
-        "}\n";
-  } else {
-    text +=
-        "async () => {\n"
-        "  const res = await fetch('/path');\n"
-        "  if (!res.ok) return { status: res.status, error: await res.text() };\n"
-        "  const data = await res.json();\n"
-        "  return Array.isArray(data) ? data.slice(0, 5) : data;\n"
-        "}\n";
-  }
-  text += "\n" + limits_text(options);
+  text += "\n```ts\n" + execute_declarations() +
+          "\n```\nExample:\nasync () => {\n  const res = await fetch('" + list +
+          "?limit=3');\n  if (!res.ok) return { status: res.status, body: (await res.text())"
+          ".slice(0, 300) };\n  return await res.json();\n}\n" +
+          limits_text(options);
   return fit(std::move(text));
 }
 

@@ -31,6 +31,8 @@ TEST_CASE("the search description names the API, its tags and fitting examples",
   CHECK(has(text, "Products (2)"));
   CHECK(has(text, "declare const spec"));
   CHECK(has(text, "spec.paths['/products/{productId}'].get"));
+  CHECK(has(text, "describe(operation: string): string;"));
+  CHECK(has(text, "spec.describe('GET /products/{productId}')"));
   CHECK(has(text, "50 ms CPU"));
   CHECK(text.size() <= kMaxDescriptionChars);
 }

@@ -1,5 +1,6 @@
 #include "sandbox/ledger.h"
 
+#include <cctype>
 #include <chrono>
 #include <string>
 #include <string_view>
@@ -39,6 +40,20 @@ std::string printable(std::string_view text, std::string_view stop, std::size_t 
   return out;
 }
 
+// The response's media type without parameters (`text/html`), for the failure text: a 404 that
+// is an HTML page says the URL is wrong, not the data.
+std::string media_type(const gateway::Headers& headers) {
+  for (const auto& [name, value] : headers) {
+    if (name.size() != 12) continue;
+    bool same = true;
+    for (std::size_t i = 0; i < name.size() && same; ++i) {
+      same = std::tolower(static_cast<unsigned char>(name[i])) == "content-type"[i];
+    }
+    if (same) return printable(value, "; ", kMaxMethodBytes * 4);
+  }
+  return {};
+}
+
 }  // namespace
 
 void RequestLedger::move_into(channel::Outcome& outcome) {
@@ -58,12 +73,9 @@ channel::Fetcher record_requests(channel::Fetcher inner, std::shared_ptr<Request
       ++ledger->fetches_;
       if (ledger->kept_.size() < RequestLedger::kMaxKept) {
         slot = ledger->kept_.size();
-        ledger->kept_.push_back(
-            channel::RequestRecord{printable(request.method, "", kMaxMethodBytes),
-                                   printable(request.url, "?#", kMaxPathBytes),
-                                   0,
-                                   {},
-                                   0});
+        channel::RequestRecord& record = ledger->kept_.emplace_back();
+        record.method = printable(request.method, "", kMaxMethodBytes);
+        record.path = printable(request.url, "?#", kMaxPathBytes);
       }
     }
     const auto started = std::chrono::steady_clock::now();
@@ -79,6 +91,7 @@ channel::Fetcher record_requests(channel::Fetcher inner, std::shared_ptr<Request
                   .count();
           if (const auto* response = std::get_if<gateway::InboundResponse>(&result)) {
             record.status = response->status;
+            record.content_type = media_type(response->headers);
           } else {
             record.error = printable(error->text(), "", kMaxErrorBytes, 0x20);
           }

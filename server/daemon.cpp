@@ -188,8 +188,8 @@ ApiSummary summarize(const openapi::Document& api, const config::Config& config)
   options.subrequests = limits.subrequests;
   options.spec_operations_only = config.policy.operations == config::Policy::Operations::spec;
   options.methods = config.policy.methods;
-  return ApiSummary{openapi::describe_search(api, options),
-                    openapi::describe_execute(api, options)};
+  return ApiSummary{openapi::describe_search(api, options), openapi::describe_execute(api, options),
+                    options.origins};
 }
 
 gateway::OperationPolicyOptions operation_policy(const openapi::Document& api,

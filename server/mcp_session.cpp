@@ -473,7 +473,7 @@ void McpSession::record_call(audit::CallRecord record, const channel::Outcome& o
   if (!outcome.ok) record.message = outcome.error_message;
   if (outcome.ok) {
     record.result_chars = sandbox::count_code_points(outcome.result_json);
-    record.result_cut = record.result_chars > tools_.limits().result_chars;
+    record.result_cut = outcome.result_cut || record.result_chars > tools_.limits().result_chars;
   }
   record.queue_us = outcome.queued_us;
   record.run_us = outcome.sandbox_us;

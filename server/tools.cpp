@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <span>
 
 namespace codemode::server {
 
@@ -13,9 +14,14 @@ namespace {
 // left out (the text item still carries the result).
 constexpr std::size_t kMaxResultNesting = 1000;
 
+constexpr std::string_view kCutNote = "…[cut: the result is longer than result_chars";
+constexpr std::string_view kCutAdvice =
+    "; it is still JSON, each shortened array, object or string marked where it was cut: return "
+    "less, e.g. select fields, slice arrays or take one item]";
+
 constexpr std::string_view kCodeDescription =
-    "An async arrow function expression, e.g. `async () => { ... }`. Its resolved value is "
-    "returned as JSON.";
+    "JavaScript or TypeScript: async () => { … }, or statements ending in return. Its value "
+    "comes back as JSON.";
 
 Json code_schema(std::size_t code_chars) {
   return Json{
@@ -47,6 +53,44 @@ Json usage(const channel::Outcome& outcome, channel::Tool tool, const config::Li
   return out;
 }
 
+// The failure text names the call's last requests: what the code asked for explains most
+// failures (a 404 HTML page read with .json()), and many clients never show structuredContent.
+constexpr std::size_t kRequestsInText = 3;
+
+std::string text_of(const channel::Outcome& outcome) {
+  return std::string(channel::to_string(outcome.error_kind)) + ": " + outcome.error_message;
+}
+
+std::string last_requests(const channel::Outcome& outcome) {
+  std::span<const channel::RequestRecord> requests = outcome.requests;
+  const std::size_t unrecorded =
+      outcome.fetches > requests.size() ? outcome.fetches - requests.size() : 0;
+  // A refusal that is the failure itself is said once, on the first line.
+  if (unrecorded == 0 && !requests.empty() && requests.back().error == text_of(outcome)) {
+    requests = requests.first(requests.size() - 1);
+  }
+  if (requests.empty()) return {};
+  const std::size_t first =
+      requests.size() > kRequestsInText ? requests.size() - kRequestsInText : 0;
+  std::string out = "after ";
+  if (first > 0) out += std::to_string(first) + " earlier requests, ";
+  for (std::size_t i = first; i < requests.size(); ++i) {
+    const auto& request = requests[i];
+    if (i > first) out += ", ";
+    out += request.method + " " + request.path + " → ";
+    if (!request.error.empty()) {
+      out += request.error;
+    } else if (request.status == 0) {
+      out += "no answer before the call ended";
+    } else {
+      out += std::to_string(request.status);
+      if (!request.content_type.empty()) out += " " + request.content_type;
+    }
+  }
+  if (unrecorded > 0) out += ", and " + std::to_string(unrecorded) + " more not recorded";
+  return out;
+}
+
 }  // namespace
 
 std::string cut_text(std::string_view text, std::size_t limit) {
@@ -66,7 +110,8 @@ std::string cut_text(std::string_view text, std::size_t limit) {
          " more characters; return less, e.g. select fields or slice arrays]";
 }
 
-ToolCatalog::ToolCatalog(ApiSummary api, config::Limits limits) : limits_(limits) {
+ToolCatalog::ToolCatalog(ApiSummary api, config::Limits limits)
+    : limits_(limits), origins_(std::move(api.origins)) {
   list_ = Json::array();
   list_.push_back(Json{{"name", "search"},
                        {"title", "Search the API description"},
@@ -90,6 +135,34 @@ ToolCatalog::ToolCatalog(ApiSummary api, config::Limits limits) : limits_(limits
                          {"openWorldHint", true}}}});
 }
 
+// What is allowed, for a refusal the code met (the failure itself, or one it caught).
+std::string ToolCatalog::refusal_hint(const channel::Outcome& outcome) const {
+  // The refusal's text, as the failure (without its kind) or as a request's error.
+  auto refused = [&](std::string_view start, std::string_view part) {
+    const auto matches = [&](std::string_view text) {
+      return text.starts_with(start) && text.find(part) != std::string_view::npos;
+    };
+    if (outcome.error_kind == channel::ErrorKind::policy &&
+        matches(std::string("policy: ") + outcome.error_message)) {
+      return true;
+    }
+    return std::any_of(outcome.requests.begin(), outcome.requests.end(),
+                       [&](const auto& r) { return matches(r.error); });
+  };
+  if (refused("policy: origin ", " is not allowed")) {
+    if (origins_.empty()) return "no upstream is configured: execute can call nothing";
+    std::string allowed;
+    for (const auto& origin : origins_) allowed += (allowed.empty() ? "" : ", ") + origin;
+    return "requests may go only to " + allowed +
+           "; write a relative URL such as '/path', which resolves against " + origins_.front();
+  }
+  if (refused("policy: ", "matches no operation in the API description")) {
+    return "only the operations of the API description may be called: find them with the "
+           "search tool (spec.describe('GET /path') shows one)";
+  }
+  return {};
+}
+
 std::optional<channel::Tool> ToolCatalog::find(std::string_view name) const {
   if (name == "search") return channel::Tool::search;
   if (name == "execute") return channel::Tool::execute;
@@ -99,7 +172,17 @@ std::optional<channel::Tool> ToolCatalog::find(std::string_view name) const {
 Json ToolCatalog::result(const channel::Outcome& outcome, channel::Tool tool) const {
   Json content = Json::array();
   Json structured = Json::object();
-  if (outcome.ok) {
+  if (outcome.ok && outcome.result_cut) {
+    // Cut in the sandbox as it was serialised: still JSON, each shortened part marked inside.
+    const std::size_t chars = sandbox::count_code_points(outcome.result_json);
+    content.push_back(text_item(outcome.result_json + "\n" + std::string(kCutNote) + " (" +
+                                std::to_string(limits_.result_chars) + " characters)" +
+                                std::string(kCutAdvice)));
+    BoundedParse parsed = parse_bounded(outcome.result_json, kMaxResultNesting);
+    structured["result"] =
+        parsed.problem == BoundedParse::Problem::none ? std::move(parsed.value) : Json(nullptr);
+    structured["cut"] = {{"shown_chars", chars}, {"result_chars", limits_.result_chars}};
+  } else if (outcome.ok) {
     const std::size_t chars = sandbox::count_code_points(outcome.result_json);
     content.push_back(text_item(cut_text(outcome.result_json, limits_.result_chars)));
     if (chars <= limits_.result_chars) {
@@ -114,8 +197,19 @@ Json ToolCatalog::result(const channel::Outcome& outcome, channel::Tool tool) co
     }
   } else {
     const std::string kind(channel::to_string(outcome.error_kind));
-    content.push_back(text_item(kind + ": " + outcome.error_message));
+    std::string text = kind + ": " + outcome.error_message;
+    if (!outcome.error_detail.empty()) text += "\n" + outcome.error_detail;
+    if (tool == channel::Tool::execute) {
+      const std::string hint = refusal_hint(outcome);
+      if (!hint.empty()) text += "\nhint: " + hint;
+    }
+    if (tool == channel::Tool::execute && !outcome.requests.empty()) {
+      std::string requests = last_requests(outcome);
+      if (!requests.empty()) text += "\n" + requests;
+    }
+    content.push_back(text_item(std::move(text)));
     structured["error"] = {{"type", kind}, {"message", outcome.error_message}};
+    if (!outcome.error_detail.empty()) structured["error"]["detail"] = outcome.error_detail;
   }
   structured["logs"] = outcome.logs;
   structured["usage"] = usage(outcome, tool, limits_);
@@ -125,6 +219,7 @@ Json ToolCatalog::result(const channel::Outcome& outcome, channel::Tool tool) co
       Json item{{"method", request.method}, {"path", request.path}};
       if (request.error.empty()) {
         item["status"] = request.status;
+        if (!request.content_type.empty()) item["content_type"] = request.content_type;
       } else {
         item["error"] = request.error;
       }

@@ -7,6 +7,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "channel/outcome.h"
 #include "config/config.h"
@@ -19,6 +20,9 @@ namespace codemode::server {
 struct ApiSummary {
   std::string search_description;   // openapi::describe_search
   std::string execute_description;  // openapi::describe_execute
+  // Where execute may send requests (config upstreams, first = base of a relative URL), for
+  // the hint of an origin refusal.
+  std::vector<std::string> origins;
 };
 
 class ToolCatalog {
@@ -34,13 +38,17 @@ class ToolCatalog {
   // An MCP CallToolResult for an outcome of `tool`. Its structuredContent carries the result (or
   // error) and logs, `usage` (cpu_ms, wall_ms and queued_ms of a call that ran; for execute the
   // subrequests the gateway let through, of the limit) and, for execute, `requests`: method,
-  // path, status or error, ms of each fetch (the first 50). The text content stays compact.
+  // path, status or error, ms of each fetch (the first 50). A failure's text is the kind and
+  // message, then the sandbox's detail (where, a hint), what a refusal allows, and for execute
+  // the last requests.
   Json result(const channel::Outcome& outcome, channel::Tool tool) const;
 
   const config::Limits& limits() const { return limits_; }
 
  private:
+  std::string refusal_hint(const channel::Outcome& outcome) const;
   config::Limits limits_;
+  std::vector<std::string> origins_;
   Json list_;
 };
 

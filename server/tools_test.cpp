@@ -132,3 +132,55 @@ TEST_CASE("structuredContent carries the call's usage and, for execute, its requ
         Json{{"subrequests", {{"used", 0}, {"limit", 7}}}});
   CHECK(refused["structuredContent"]["requests"] == Json::array());
 }
+
+TEST_CASE("a failure's text says where, what to do and after which requests", "[server][tools]") {
+  const auto tools = catalog(config::Limits{});
+  channel::Outcome outcome =
+      channel::Outcome::failure(channel::ErrorKind::runtime, "SyntaxError: Unexpected token '<'");
+  outcome.error_detail = "line 2, column 9:\n  await r.json()\n        ^";
+  outcome.fetches = 6;
+  for (int i = 0; i < 4; ++i) {
+    outcome.requests.push_back({"GET", "/a" + std::to_string(i), 200, "", 1, "application/json"});
+  }
+  outcome.requests.push_back({"GET", "/conversations.list", 404, "", 1, "text/html"});
+  const Json result = tools.result(outcome, channel::Tool::execute);
+  CHECK(result["content"][0]["text"] ==
+        "runtime: SyntaxError: Unexpected token '<'\nline 2, column 9:\n  await r.json()\n"
+        "        ^\nafter 2 earlier requests, GET /a2 → 200 application/json, GET /a3 → 200 "
+        "application/json, GET /conversations.list → 404 text/html, and 1 more not recorded");
+  CHECK(result["structuredContent"]["error"]["detail"] == outcome.error_detail);
+  CHECK(result["structuredContent"]["requests"][4]["content_type"] == "text/html");
+  // search has no requests to name.
+  const Json search = tools.result(outcome, channel::Tool::search);
+  CHECK(search["content"][0]["text"].get<std::string>().find("after") == std::string::npos);
+}
+
+TEST_CASE("a result the sandbox cut keeps its typed value", "[server][tools]") {
+  config::Limits limits;
+  limits.result_chars = 100;
+  const auto tools = catalog(limits);
+  channel::Outcome outcome = channel::Outcome::success(R"([1,2,"…[cut: 98 more items]"])");
+  outcome.result_cut = true;
+  const Json result = tools.result(outcome, channel::Tool::search);
+  const std::string text = result["content"][0]["text"];
+  CHECK(text.starts_with(R"([1,2,"…[cut: 98 more items]"])"
+                         "\n…[cut: the result is longer than "
+                         "result_chars (100 characters); it is still JSON"));
+  CHECK(result["structuredContent"]["result"] == Json::array({1, 2, "…[cut: 98 more items]"}));
+  CHECK(result["structuredContent"]["cut"] == Json{{"shown_chars", 29}, {"result_chars", 100}});
+}
+
+TEST_CASE("a refusal says what is allowed", "[server][tools]") {
+  const ToolCatalog tools(ApiSummary{"s", "e", {"http://127.0.0.1:8788"}}, config::Limits{});
+  const auto outcome = channel::Outcome::failure(channel::ErrorKind::policy,
+                                                 "origin https://api.stripe.com is not allowed");
+  CHECK(tools.result(outcome, channel::Tool::execute)["content"][0]["text"] ==
+        "policy: origin https://api.stripe.com is not allowed\nhint: requests may go only to "
+        "http://127.0.0.1:8788; write a relative URL such as '/path', which resolves against "
+        "http://127.0.0.1:8788");
+  const auto undeclared = channel::Outcome::failure(
+      channel::ErrorKind::policy, "GET /x matches no operation in the API description");
+  CHECK(tools.result(undeclared, channel::Tool::execute)["content"][0]["text"]
+            .get<std::string>()
+            .ends_with("(spec.describe('GET /path') shows one)"));
+}

@@ -439,14 +439,197 @@
     });
   }
 
-  // ---------------------------------------------------------------- what the host keeps
-  function replacer(key, value) {
-    return typeof value === 'bigint' ? '' + value : value;
+  // ---------------------------------------------------------------- the result as JSON
+  // JSON.stringify's output (toJSON, BigInt as a decimal string, undefined, functions and symbols
+  // left out or null, non-finite numbers null), written piece by piece and never past `budget`
+  // characters (result_chars; 0: no limit): a value of any size costs what its first `budget`
+  // characters cost, and a cut result is still JSON. Where it was cut, an array ends with a
+  // string "…[cut: N more items]", an object with a member "…[cut]": "N more keys", a string
+  // with "…[cut: N more characters]". Each open container keeps room for its closing marker.
+  // `refs` (search): the spec's $ref targets met by this call, object -> "#/components/…"; the
+  // second time one is met it is written {"$ref": pointer}, so shared schemas (Stripe's refs
+  // expand combinatorially) come out once. Returns [text, cut].
+  const kLevelReserve = 28;
+  const NumberCtor = Number;
+  const StringCtor = String;
+  const BooleanCtor = Boolean;
+  const ObjectPrototypeToString = Object.prototype.toString;
+  const StringPrototypeSlice = String.prototype.slice;
+  const ArrayPrototypeJoin = Array.prototype.join;
+  const MapGet = Map.prototype.get;
+  const MapSet = Map.prototype.set;
+  const MapHas = Map.prototype.has;
+  const kNotJson = {
+    __proto__: null,
+    '[object Response]': 'a Response: return await response.json(), .text() or .status',
+    '[object Request]': 'a Request: return its url or method',
+    '[object Headers]': 'Headers: return Object.fromEntries(headers)',
+    '[object Map]': 'a Map, which JSON writes as {}: return Object.fromEntries(map)',
+    '[object Set]': 'a Set, which JSON writes as {}: return [...set]',
+    '[object Promise]': 'a Promise inside the value: await it first',
+  };
+  function serialize(value, budget, refs) {
+    const limit = budget > 0 ? budget : Infinity;
+    const out = [];
+    let size = 0;
+    let cut = false;
+    const open = [];  // containers being written, for cycles
+    const written = refs ? new MapCtor() : null;
+    if (value !== null && typeof value === 'object') {
+      const hint = kNotJson[call(ObjectPrototypeToString, value)];
+      if (hint !== undefined && !ArrayIsArray(value)) {
+        throw new TypeErrorCtor('the code returned ' + hint);
+      }
+    }
+    const room = (depth) => limit - size - kLevelReserve * depth;
+    function put(text) { out[out.length] = text; size += text.length; }
+    // A leaf's JSON text, or undefined for what JSON leaves out.
+    function leaf(v) {
+      switch (typeof v) {
+        case 'string': return JSONStringify(v);
+        case 'number': return JSONStringify(v);
+        case 'boolean': return v ? 'true' : 'false';
+        case 'bigint': return JSONStringify('' + v);
+        default: return undefined;
+      }
+    }
+    function cutString(v, depth) {
+      let keep = room(depth) - 40;
+      while (keep > 0) {
+        const text = JSONStringify(call(StringPrototypeSlice, v, 0, keep) + '…[cut: ' +
+                                   (v.length - keep) + ' more characters]');
+        if (text.length <= room(depth)) return text;
+        keep = keep >> 1;
+      }
+      return undefined;
+    }
+    // 'done', 'partial' (written up to the cut), 'none' (nothing fitted), or 'skip' (undefined).
+    function write(holder, key, v, depth) {
+      if (v !== null && (typeof v === 'object' || typeof v === 'bigint') &&
+          typeof v.toJSON === 'function') {
+        v = v.toJSON(key);
+      }
+      if (v === null) {
+        if (room(depth) < 4) return 'none';
+        put('null');
+        return 'done';
+      }
+      if (typeof v === 'object') {
+        if (v instanceof NumberCtor) v = NumberCtor(v);
+        else if (v instanceof StringCtor) v = StringCtor(v);
+        else if (v instanceof BooleanCtor) v = JSONStringify(v) === 'true';
+      }
+      if (typeof v !== 'object') {
+        const text = leaf(v);
+        if (text === undefined) return 'skip';
+        if (text.length <= room(depth)) {
+          put(text);
+          return 'done';
+        }
+        if (typeof v === 'string') {
+          const shorter = cutString(v, depth);
+          if (shorter !== undefined) {
+            put(shorter);
+            return 'partial';
+          }
+        }
+        return 'none';
+      }
+      if (written !== null) {
+        const pointer = call(MapGet, refs, v);
+        if (pointer !== undefined) {
+          if (call(MapHas, written, v)) {
+            const text = '{"$ref":' + JSONStringify(pointer) + '}';
+            if (text.length > room(depth)) return 'none';
+            put(text);
+            return 'done';
+          }
+          call(MapSet, written, v, true);
+        }
+      }
+      for (let i = 0; i < open.length; ++i) {
+        if (open[i] === v) throw new TypeErrorCtor('Converting circular structure to JSON');
+      }
+      if (room(depth + 1) < 2) return 'none';
+      open[open.length] = v;
+      const state = ArrayIsArray(v) ? writeArray(v, depth + 1) : writeObject(v, depth + 1);
+      open.length -= 1;
+      return state;
+    }
+    function writeArray(array, depth) {
+      const count = array.length;
+      put('[');
+      for (let i = 0; i < count; ++i) {
+        const mark = out.length;
+        const before = size;
+        if (i > 0) put(',');
+        let state = write(array, '' + i, array[i], depth);
+        if (state === 'skip') {
+          if (room(depth) >= 4) {
+            put('null');
+            state = 'done';
+          } else {
+            state = 'none';
+          }
+        }
+        if (state === 'done') continue;
+        if (state === 'none') {
+          out.length = mark;
+          size = before;
+        }
+        const left = count - i - (state === 'partial' ? 1 : 0);
+        if (left > 0) put((i > 0 || state === 'partial' ? ',' : '') + '"…[cut: ' + left + ' more items]"');
+        put(']');
+        cut = true;
+        return 'partial';
+      }
+      put(']');
+      return 'done';
+    }
+    function writeObject(object, depth) {
+      const keys = ObjectKeys(object);
+      const count = keys.length;
+      put('{');
+      let first = true;
+      for (let i = 0; i < count; ++i) {
+        const key = keys[i];
+        const mark = out.length;
+        const before = size;
+        put((first ? '' : ',') + JSONStringify(key) + ':');
+        const state = write(object, key, object[key], depth);
+        if (state === 'done') {
+          first = false;
+          continue;
+        }
+        if (state === 'skip' || state === 'none') {
+          out.length = mark;
+          size = before;
+          if (state === 'skip') continue;
+        }
+        const left = count - i - (state === 'partial' ? 1 : 0);
+        if (left > 0) {
+          put((first && state !== 'partial' ? '' : ',') + '"…[cut]":"' + left + ' more keys"');
+        }
+        put('}');
+        cut = true;
+        return 'partial';
+      }
+      put('}');
+      return 'done';
+    }
+    const state = write({'': value}, '', value, 0);
+    if (state === 'skip') return ['null', false];
+    if (state === 'none') return ['"…[cut: the result does not fit in ' + budget + ' characters]"', true];
+    if (state === 'partial') cut = true;
+    return [call(ArrayPrototypeJoin, out, ''), cut];
   }
-  function serialize(value) {
-    const text = JSONStringify(value, replacer);
-    return text === undefined ? 'null' : text;
-  }
+  // ---------------------------------------------------------------- spec.describe (search)
+  // The map of $ref targets (object -> pointer) that the host's SpecView fills as the code reads
+  // the spec: serialize writes a target met again as {"$ref"}, and spec.describe (js/describe.js,
+  // compiled on a call's first use) names shared schemas by it. It stays in this closure.
+  const specRefs = new MapCtor();
+  serialize.specRefs = specRefs;
+
   return {serialize, describe: (value) => format([value]),
           urlClasses: {ifMade: () => urlClasses, make: makeUrlClasses}};
 })

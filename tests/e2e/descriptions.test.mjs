@@ -55,7 +55,8 @@ test('policy: operations "spec" and methods narrow what execute may call', async
     const { tools } = await client.listTools();
     assert.match(tools[1].description, /Only operations declared in the API description/);
     assert.match(tools[1].description, /Allowed methods: GET, HEAD\./);
-    const run = async (code) => (await client.callTool({ name: 'execute', arguments: { code } })).content[0].text;
+    // The first line: the kind and the fact.
+    const run = async (code) => (await client.callTool({ name: 'execute', arguments: { code } })).content[0].text.split('\n')[0];
     assert.equal(await run("async () => (await fetch('/products/prod_0001?fields=name')).status"), '200');
     // HEAD passes the policy wherever GET is declared (this fixture then answers it 405).
     assert.match(await run("async () => (await fetch('/products/prod_0001', { method: 'HEAD' })).status"), /^\d{3}$/);

@@ -82,7 +82,8 @@ describe('execute against a hostile loopback world', () => {
   });
 
   const execute = (code) => client.callTool({ name: 'execute', arguments: { code } });
-  const text = (r) => r.content[0].text;
+  // The first line: the kind and the fact (the lines after it say where and after which requests).
+  const text = (r) => r.content[0].text.split('\n')[0];
 
   test('relative and absolute URLs reach the upstream with the credential injected', async () => {
     const r = await execute("async () => (await fetch('/echo?x=1')).json()");
@@ -119,8 +120,8 @@ describe('execute against a hostile loopback world', () => {
     assert.equal(r.content.length, 1);
     const { usage, requests } = r.structuredContent;
     assert.deepEqual(requests.map(({ ms, ...rest }) => rest), [
-      { method: 'GET', path: '/echo', status: 200 },
-      { method: 'POST', path: '/echo-token', status: 200 },
+      { method: 'GET', path: '/echo', status: 200, content_type: 'application/json' },
+      { method: 'POST', path: '/echo-token', status: 200, content_type: 'application/json' },
       { method: 'GET', path: `${origin(forbidden)}/x`, error: `policy: origin ${origin(forbidden)} is not allowed` },
       // What the code wrote, made printable and cut: no raw control byte reaches the JSON.
       { method: 'GET', path: `/echo%00%0A${'a'.repeat(243)}...`, error: 'policy: URL contains a control character' },
@@ -179,7 +180,8 @@ describe('execute against a hostile loopback world', () => {
     assert.equal(text(spoofed), `policy: origin ${origin(forbidden)} is not allowed`);
     // An error the code makes itself is never a policy outcome, whatever its text.
     const forged = await execute("async () => { throw new TypeError('origin http://x is not allowed'); }");
-    assert.equal(text(forged), 'runtime: TypeError: origin http://x is not allowed');
+    // (The lines after the first say where in the code it was thrown.)
+    assert.equal(text(forged).split('\n')[0], 'runtime: TypeError: origin http://x is not allowed');
     assert.equal(forbidden.connections_seen, 0);
   });
 

@@ -15,7 +15,7 @@ const kinds = [
   { weight: 10, code: "async () => { console.log('hi', 1); return spec.info.title; }",
     expect: (r) => !r.isError && r.content[0].text === '"MarketHub API"' && r.structuredContent.logs[0] === 'hi 1' },
   { weight: 10, code: "async () => { throw new TypeError('bad input'); }",
-    expect: (r) => r.isError && r.content[0].text === 'runtime: TypeError: bad input' },
+    expect: (r) => r.isError && r.content[0].text.split('\n')[0] === 'runtime: TypeError: bad input' },
   { weight: 8, code: 'async () => { return (', expect: (r) => r.isError && r.content[0].text.startsWith('compile: ') },
   { weight: 8, code: 'async () => { while (true) {} }', expect: (r) => r.isError && r.content[0].text.startsWith('timeout: cpu') },
   { weight: 4, code: 'async () => new Promise(() => {})', expect: (r) => r.isError && r.content[0].text.startsWith('runtime: ') },

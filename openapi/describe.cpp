@@ -261,7 +261,7 @@ std::string describe_execute(const Document& document, const DescribeOptions& op
   } else {
     text += "Requests may go only to: " + origins + "; a relative URL such as '" +
             (examples.list.empty() ? std::string("/path") : examples.list.substr(0, 100)) +
-            "' resolves against " + options.origins.front() + ".";
+            "' resolves against " + options.origins.front() + options.base_path + ".";
   }
   text +=
       " Authentication is added by the server: do not set credentials (they are replaced, "

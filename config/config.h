@@ -60,6 +60,20 @@ struct Upstream {
   // "token_exchange": a token exchanged for the caller's access token, injected as
   // Authorization (so `headers` may then not hold an Authorization). Absent: none.
   std::optional<TokenExchange> token_exchange;
+  // Query parameters injected into every request to this origin, for APIs keyed by `?api_key=`:
+  // a parameter of the same name the code set is removed first, and the value is withheld from
+  // the code and from every log line, ledger and audit record like a header's. In file order;
+  // names are non-empty, values non-empty and free of control characters.
+  std::vector<std::pair<std::string, std::string>> query;
+  // Text that is never shown although it is not sent as written: the user and password of
+  // "basic" (which becomes an Authorization header in `headers`). Redacted like a header value.
+  std::vector<std::string> withheld;
+  // Where a relative URL resolves on this upstream, for APIs served under a path ("/api":
+  // fetch('/conversations.list') goes to ORIGIN/api/conversations.list). "" is the root. Set only
+  // on the first upstream (the one relative URLs go to); nullopt: the path of the API
+  // description's first `servers` URL (the daemon decides). Starts with '/', no trailing '/',
+  // no query, fragment, dot segment or empty segment.
+  std::optional<std::string> base_path;
 };
 
 // Per-call bounds. Each has the default shown and the range (inclusive) checked at load time:

@@ -8,7 +8,8 @@
 //   urlClasses.ifMade()                   bootstrap's {URL, URLSearchParams}, or null before
 //                                         the code has used either; .make() makes them
 //   fetchBase                             what the gateway resolves a relative URL against (the
-//                                         first upstream's origin + "/"), or '' when nothing
+//                                         first upstream's origin + base path + "/"), or ''
+//                                         when nothing
 // `headers` is an array of [name, value] pairs, `body` undefined, a string or a Uint8Array. The
 // response body is copied into memory the code owns (so the ArrayBuffer budget counts it). The
 // host decides everything (origin, credentials, budget): a refusal rejects the promise with an
@@ -37,6 +38,18 @@
   const SymbolIterator = Symbol.iterator;
   // Whether a URL string is absolute: a scheme after what the URL parser strips from the start.
   const kHasScheme = /^[\x00-\x20]*[A-Za-z][A-Za-z0-9+.\-]*:/;
+  // The base path "/x" goes under ("/api" of "http://host/api/"), as the gateway's
+  // under_base_path() puts it there: a path-absolute URL not under it already.
+  const kBasePath = fetchBase === '' ? '' : fetchBase.slice(fetchBase.indexOf('/', fetchBase.indexOf('//') + 2), -1);
+  const kPathAbsolute = /^[\x00-\x20]*[\/\\](?![\/\\])/;
+  const kLeadingC0 = /^[\x00-\x20]*/;
+  function underBasePath(target) {
+    if (kBasePath === '' || !kPathAbsolute.test(target)) return target;
+    const rest = target.replace(kLeadingC0, '');
+    const after = rest.length === kBasePath.length ? '' : rest[kBasePath.length];
+    if (rest.slice(0, kBasePath.length) === kBasePath && (after === '' || '/\\?#'.indexOf(after) !== -1)) return target;
+    return kBasePath + rest;
+  }
   // URL and URLSearchParams are made on their first use (bootstrap.js): before that no value can
   // be one of them, and these checks do not make them.
 
@@ -236,7 +249,8 @@
     get url() {
       const {URL} = urlClasses.make();
       const against = fetchBase === '' ? undefined : fetchBase;
-      return URL.canParse(this.#url, against) ? new URL(this.#url, against).href : this.#url;
+      const target = underBasePath(this.#url);
+      return URL.canParse(target, against) ? new URL(target, against).href : this.#url;
     }
     _target() { return this.#url; }
     get headers() { return this.#headers; }

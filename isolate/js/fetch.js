@@ -7,6 +7,10 @@
 //   hostReadBody(bodyId, uint8array)      copies the response body into the array, once
 //   urlClasses.ifMade()                   bootstrap's {URL, URLSearchParams}, or null before
 //                                         the code has used either; .make() makes them
+//   web                                   bootstrap's {Blob, File, FormData, AbortSignal}
+//   hostAbortFetch(promise)               drops the pending hostFetch whose promise this is: its
+//                                         answer is never delivered and the call no longer waits
+//                                         for it
 //   fetchBase                             what the gateway resolves a relative URL against (the
 //                                         first upstream's origin + base path + "/"), or ''
 //                                         when nothing
@@ -14,7 +18,7 @@
 // response body is copied into memory the code owns (so the ArrayBuffer budget counts it). The
 // host decides everything (origin, credentials, budget): a refusal rejects the promise with an
 // error the host made.
-(function fetchFactory(global, hostFetch, hostReadBody, urlClasses, fetchBase) {
+(function fetchFactory(global, hostFetch, hostReadBody, urlClasses, fetchBase, web, hostAbortFetch) {
   'use strict';
   const ObjectDefineProperty = Object.defineProperty;
   function define(object, name, value) {
@@ -36,6 +40,7 @@
   const Uint8ArrayCtor = Uint8Array;
   const PromiseCtor = Promise;
   const SymbolIterator = Symbol.iterator;
+  const {Blob, FormData, AbortSignal} = web;
   // Whether a URL string is absolute: a scheme after what the URL parser strips from the start.
   const kHasScheme = /^[\x00-\x20]*[A-Za-z][A-Za-z0-9+.\-]*:/;
   // The base path "/x" goes under ("/api" of "http://host/api/"), as the gateway's
@@ -78,6 +83,7 @@
   // ---------------------------------------------------------------- Headers
   class Headers {
     #list = [];  // [lower-case name, value], in insertion order
+    #sorted = null;  // the sort-and-combine of #list, until it changes
     #immutable = false;  // a Response.error(), Response.redirect() or fetch() response's headers
     static _freeze(headers) { headers.#immutable = true; return headers; }
     _isImmutable() { return this.#immutable; }
@@ -116,11 +122,13 @@
     append(name, value) {
       const entry = Headers.#check(name, value);
       this.#mutate();
+      this.#sorted = null;
       this.#list.push(entry);
     }
     set(name, value) {
       const [n, v] = Headers.#check(name, value);
       this.#mutate();
+      this.#sorted = null;
       const first = this.#list.findIndex((e) => e[0] === n);
       if (first === -1) {
         this.#list.push([n, v]);
@@ -141,6 +149,7 @@
     delete(name) {
       const n = Headers.#name(name);
       this.#mutate();
+      this.#sorted = null;
       this.#list = this.#list.filter((e) => e[0] !== n);
     }
     getSetCookie() {
@@ -149,15 +158,27 @@
     forEach(callback, thisArg = undefined) {
       for (const [name, value] of this) callback.call(thisArg, value, name, this);
     }
-    *entries() {
-      // Sorted by name, values of a repeated name combined (set-cookie kept apart), as specified.
+    // Sorted by name, values of a repeated name combined (set-cookie kept apart), as specified.
+    #sortAndCombine() {
+      if (this.#sorted !== null) return this.#sorted;
       const names = [...new Set(this.#list.map((e) => e[0]))].sort();
+      const pairs = [];
       for (const name of names) {
         if (name === 'set-cookie') {
-          for (const value of this.getSetCookie()) yield [name, value];
+          for (const value of this.getSetCookie()) pairs.push([name, value]);
         } else {
-          yield [name, this.get(name)];
+          pairs.push([name, this.get(name)]);
         }
+      }
+      return (this.#sorted = pairs);
+    }
+    // The standard's iterator: an index into the sort-and-combine of the list as it is at each
+    // step, so headers set or deleted while iterating show as they would in node.
+    *entries() {
+      for (let i = 0; ; ++i) {
+        const pairs = this.#sortAndCombine();
+        if (i >= pairs.length) return;
+        yield [pairs[i][0], pairs[i][1]];
       }
     }
     *keys() { for (const [name] of this.entries()) yield name; }
@@ -175,12 +196,14 @@
     if (url !== null && body instanceof url.URLSearchParams) {
       return ['' + body, 'application/x-www-form-urlencoded;charset=UTF-8'];
     }
+    if (body instanceof Blob) return [Blob._bytes(body).slice(), body.type === '' ? null : body.type];
+    if (body instanceof FormData) return FormData._encode(body);
     if (body instanceof ArrayBufferCtor) return [new Uint8ArrayCtor(body.slice(0)), null];
     if (ArrayBufferIsView(body)) {
       return [new Uint8ArrayCtor(body.buffer.slice(body.byteOffset, body.byteOffset + body.byteLength)), null];
     }
     throw new TypeErrorCtor('fetch: unsupported body type; send a string (e.g. JSON.stringify(data)), ' +
-                            'URLSearchParams, an ArrayBuffer or a typed array');
+                            'URLSearchParams, FormData, a Blob, an ArrayBuffer or a typed array');
   }
 
   function bodyBytes(body) {
@@ -215,12 +238,18 @@
     json() {
       return this.text().then((text) => JSONParse(text));
     }
+    blob() {
+      return this.arrayBuffer().then((buffer) => Blob._of(new Uint8ArrayCtor(buffer), this.headers.get('content-type') ?? ''));
+    }
+    bytes() {
+      return this.arrayBuffer().then((buffer) => new Uint8ArrayCtor(buffer));
+    }
   }
 
   // ---------------------------------------------------------------- Request
   const kFromFetch = {};  // fetch()'s own Request: the third argument only fetch() can give
   class Request extends Body {
-    #method; #url; #headers; #redirect;
+    #method; #url; #headers; #redirect; #signal;
     constructor(input, init = {}, from = undefined) {
       const base = input instanceof Request ? input : null;
       const [extracted, contentType] =
@@ -240,7 +269,22 @@
         throw new TypeErrorCtor('fetch: a ' + this.#method + ' request cannot have a body');
       }
       this.#redirect = init.redirect !== undefined ? '' + init.redirect : (base ? base.redirect : 'follow');
+      const signal = init.signal !== undefined ? init.signal : (base ? base.signal : null);
+      if (signal !== null && !(signal instanceof AbortSignal)) {
+        throw new TypeErrorCtor('Request: init.signal must be an AbortSignal or null');
+      }
+      // The request's own signal follows the one given, as the standard's does.
+      this.#signal = signal === null ? new AbortController().signal : AbortSignal.any([signal]);
+      // A URL that cannot be parsed is the constructor's TypeError, as in node (fetch()'s own
+      // Request passes it on: the gateway's refusal names it, and fetch() rejects with it).
+      if (from !== kFromFetch && !base) {
+        const {URL} = urlClasses.make();
+        if (!URL.canParse(underBasePath(this.#url), fetchBase === '' ? undefined : fetchBase)) {
+          throw new TypeErrorCtor('Request: "' + this.#url + '" is not a valid URL');
+        }
+      }
     }
+    get signal() { return this.#signal; }
     get method() { return this.#method; }
     // The URL as the URL Standard serialises it, a relative one resolved against the first
     // upstream, as the gateway resolves it: where fetch() sends this request. fetch() hands the
@@ -258,6 +302,7 @@
     clone() { return new Request(this); }
   }
   tag(Request, 'Request');
+  const AbortController = global.AbortController;
 
   // ---------------------------------------------------------------- Response
   class Response extends Body {
@@ -332,13 +377,35 @@
   tag(Response, 'Response');
 
   // ---------------------------------------------------------------- fetch
+  // With a signal: aborted before it is sent, nothing is sent; aborted while pending, the
+  // promise rejects with the signal's reason at once and the host drops the request's answer
+  // (hostAbortFetch), so the call neither waits for it nor gets it.
   async function fetch(input, init = undefined) {
     const request = new Request(input, init || {}, kFromFetch);
+    const signal = init && init.signal !== undefined && init.signal !== null ? init.signal
+                 : input instanceof Request ? input.signal : null;
+    if (signal !== null) signal.throwIfAborted();
     const pairs = [];
     for (const pair of request.headers) pairs.push(pair);
     const body = request._peek();
-    const raw = await hostFetch(request.method, request._target(), pairs,
-                                typeof body === 'string' ? utf8Encode(body) : body);
+    const pending = hostFetch(request.method, request._target(), pairs,
+                              typeof body === 'string' ? utf8Encode(body) : body);
+    let raw;
+    if (signal === null) {
+      raw = await pending;
+    } else {
+      let onAbort;
+      const aborted = new PromiseCtor((resolve, reject) => {
+        onAbort = (reason) => { hostAbortFetch(pending); reject(reason); };
+        signal._onAbort(onAbort);
+      });
+      pending.catch(() => {});  // dropped or lost the race: nobody else hears of it
+      try {
+        raw = await PromiseCtor.race([pending, aborted]);
+      } finally {
+        signal._offAbort(onAbort);
+      }
+    }
     const bytes = new Uint8ArrayCtor(raw.bodyLength);
     hostReadBody(raw.bodyId, bytes);
     raw.body = bytes;

@@ -18,6 +18,7 @@ std::string_view sandbox_bootstrap_js();
 std::string_view sandbox_whatwg_url_js();
 std::string_view sandbox_tr46_js();
 std::string_view sandbox_encodings_js();
+std::string_view sandbox_web_js();
 std::string_view sandbox_fetch_js();
 std::string_view sandbox_warm_js();
 }  // namespace codemode::embedded
@@ -101,7 +102,7 @@ v8::MaybeLocal<v8::Function> install_globals(v8::Local<v8::Context> context, Fet
              ->Get(context, v8_string(isolate, "urlClasses"))
              .ToLocal(&url_classes) ||
         !url_classes->IsObject() ||
-        !kept.As<v8::Object>()->Get(context, v8_string(isolate, "web")).ToLocal(&web) ||
+        !kept.As<v8::Object>()->Get(context, v8_string(isolate, "webClasses")).ToLocal(&web) ||
         !web->IsObject()) {
       return {};
     }
@@ -223,6 +224,8 @@ std::string_view vendor_source(Vendor which) {
       return embedded::sandbox_tr46_js();
     case Vendor::encodings:
       return embedded::sandbox_encodings_js();
+    case Vendor::web:
+      return embedded::sandbox_web_js();
   }
   CODEMODE_CHECK(false, "every Vendor has a source");
   return {};
@@ -236,6 +239,8 @@ const char* vendor_name(Vendor which) {
       return "tr46.js";
     case Vendor::encodings:
       return "encodings.js";
+    case Vendor::web:
+      return "web.js";
   }
   CODEMODE_CHECK(false, "every Vendor has a name");
   return "";

@@ -440,7 +440,7 @@ void host_abort_fetch(const v8::FunctionCallbackInfo<v8::Value>& info) {
 void host_load_vendor(const v8::FunctionCallbackInfo<v8::Value>& info) {
   v8::Isolate* isolate = info.GetIsolate();
   if (info.Length() < 1 || !info[0]->IsUint32() ||
-      info[0].As<v8::Uint32>()->Value() > static_cast<std::uint32_t>(Vendor::encodings)) {
+      info[0].As<v8::Uint32>()->Value() > static_cast<std::uint32_t>(Vendor::web)) {
     return throw_type_error(isolate, "loadVendor: bad arguments");
   }
   const auto which = static_cast<Vendor>(info[0].As<v8::Uint32>()->Value());

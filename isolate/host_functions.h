@@ -118,7 +118,9 @@ void host_abort_fetch(const v8::FunctionCallbackInfo<v8::Value>& info);
 // (URL and URLSearchParams), which bootstrap.js asks for on a call's first use of either;
 // tr46.js (its UTS #46 part), which whatwg-url.js asks for on its first non-ASCII host name;
 // encodings.js (the Encoding Standard's labels and legacy decoders), which TextDecoder asks for
-// on its first label other than UTF-8, UTF-16 and windows-1252. None is in the globals snapshot
+// on its first label other than UTF-8, UTF-16 and windows-1252; js/web.js (Event, AbortController,
+// crypto, Blob, FormData, …), which bootstrap.js asks for on a call's first use of one. None is in
+// the globals snapshot
 // (globals_snapshot.h says why), and one host function for the three keeps it small.
 void host_load_vendor(const v8::FunctionCallbackInfo<v8::Value>& info);
 

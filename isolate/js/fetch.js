@@ -7,7 +7,8 @@
 //   hostReadBody(bodyId, uint8array)      copies the response body into the array, once
 //   urlClasses.ifMade()                   bootstrap's {URL, URLSearchParams}, or null before
 //                                         the code has used either; .make() makes them
-//   web                                   bootstrap's {Blob, File, FormData, AbortSignal}
+//   webClasses.ifMade()                   js/web.js's values (Blob, FormData, AbortSignal, …),
+//                                         or null before the code has used any; .make() makes them
 //   hostAbortFetch(promise)               drops the pending hostFetch whose promise this is: its
 //                                         answer is never delivered and the call no longer waits
 //                                         for it
@@ -18,7 +19,7 @@
 // response body is copied into memory the code owns (so the ArrayBuffer budget counts it). The
 // host decides everything (origin, credentials, budget): a refusal rejects the promise with an
 // error the host made.
-(function fetchFactory(global, hostFetch, hostReadBody, urlClasses, fetchBase, web, hostAbortFetch) {
+(function fetchFactory(global, hostFetch, hostReadBody, urlClasses, fetchBase, webClasses, hostAbortFetch) {
   'use strict';
   const ObjectDefineProperty = Object.defineProperty;
   function define(object, name, value) {
@@ -40,7 +41,6 @@
   const Uint8ArrayCtor = Uint8Array;
   const PromiseCtor = Promise;
   const SymbolIterator = Symbol.iterator;
-  const {Blob, FormData, AbortSignal} = web;
   // Whether a URL string is absolute: a scheme after what the URL parser strips from the start.
   const kHasScheme = /^[\x00-\x20]*[A-Za-z][A-Za-z0-9+.\-]*:/;
   // The base path "/x" goes under ("/api" of "http://host/api/"), as the gateway's
@@ -196,8 +196,10 @@
     if (url !== null && body instanceof url.URLSearchParams) {
       return ['' + body, 'application/x-www-form-urlencoded;charset=UTF-8'];
     }
-    if (body instanceof Blob) return [Blob._bytes(body).slice(), body.type === '' ? null : body.type];
-    if (body instanceof FormData) return FormData._encode(body);
+    // Before js/web.js is made no value can be a Blob or FormData; these checks do not make it.
+    const web = webClasses.ifMade();
+    if (web !== null && body instanceof web.Blob) return [web.Blob._bytes(body).slice(), body.type === '' ? null : body.type];
+    if (web !== null && body instanceof web.FormData) return web.FormData._encode(body);
     if (body instanceof ArrayBufferCtor) return [new Uint8ArrayCtor(body.slice(0)), null];
     if (ArrayBufferIsView(body)) {
       return [new Uint8ArrayCtor(body.buffer.slice(body.byteOffset, body.byteOffset + body.byteLength)), null];
@@ -239,7 +241,7 @@
       return this.text().then((text) => JSONParse(text));
     }
     blob() {
-      return this.arrayBuffer().then((buffer) => Blob._of(new Uint8ArrayCtor(buffer), this.headers.get('content-type') ?? ''));
+      return this.arrayBuffer().then((buffer) => webClasses.make().Blob._of(new Uint8ArrayCtor(buffer), this.headers.get('content-type') ?? ''));
     }
     bytes() {
       return this.arrayBuffer().then((buffer) => new Uint8ArrayCtor(buffer));
@@ -249,7 +251,7 @@
   // ---------------------------------------------------------------- Request
   const kFromFetch = {};  // fetch()'s own Request: the third argument only fetch() can give
   class Request extends Body {
-    #method; #url; #headers; #redirect; #signal;
+    #method; #url; #headers; #redirect; #given; #signal = null;
     constructor(input, init = {}, from = undefined) {
       const base = input instanceof Request ? input : null;
       const [extracted, contentType] =
@@ -269,12 +271,11 @@
         throw new TypeErrorCtor('fetch: a ' + this.#method + ' request cannot have a body');
       }
       this.#redirect = init.redirect !== undefined ? '' + init.redirect : (base ? base.redirect : 'follow');
-      const signal = init.signal !== undefined ? init.signal : (base ? base.signal : null);
-      if (signal !== null && !(signal instanceof AbortSignal)) {
+      const signal = init.signal !== undefined ? init.signal : (base ? base._givenSignal() : null);
+      if (signal !== null && !(signal instanceof webClasses.make().AbortSignal)) {
         throw new TypeErrorCtor('Request: init.signal must be an AbortSignal or null');
       }
-      // The request's own signal follows the one given, as the standard's does.
-      this.#signal = signal === null ? new AbortController().signal : AbortSignal.any([signal]);
+      this.#given = signal;
       // A URL that cannot be parsed is the constructor's TypeError, as in node (fetch()'s own
       // Request passes it on: the gateway's refusal names it, and fetch() rejects with it).
       if (from !== kFromFetch && !base) {
@@ -284,7 +285,13 @@
         }
       }
     }
-    get signal() { return this.#signal; }
+    // The request's own signal follows the one given, as the standard's does; made when first
+    // asked for, so that a fetch() without a signal makes none.
+    get signal() {
+      const {AbortController, AbortSignal} = webClasses.make();
+      return this.#signal ??= this.#given === null ? new AbortController().signal : AbortSignal.any([this.#given]);
+    }
+    _givenSignal() { return this.#given; }
     get method() { return this.#method; }
     // The URL as the URL Standard serialises it, a relative one resolved against the first
     // upstream, as the gateway resolves it: where fetch() sends this request. fetch() hands the
@@ -302,7 +309,6 @@
     clone() { return new Request(this); }
   }
   tag(Request, 'Request');
-  const AbortController = global.AbortController;
 
   // ---------------------------------------------------------------- Response
   class Response extends Body {
@@ -382,8 +388,7 @@
   // (hostAbortFetch), so the call neither waits for it nor gets it.
   async function fetch(input, init = undefined) {
     const request = new Request(input, init || {}, kFromFetch);
-    const signal = init && init.signal !== undefined && init.signal !== null ? init.signal
-                 : input instanceof Request ? input.signal : null;
+    const signal = request._givenSignal();
     if (signal !== null) signal.throwIfAborted();
     const pairs = [];
     for (const pair of request.headers) pairs.push(pair);

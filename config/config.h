@@ -193,7 +193,10 @@ bool is_acceptable_oauth_url(std::string_view url);
 struct Http {
   // Browser Origins allowed to call /mcp (DNS-rebinding defence). Default: http://localhost.
   // Same syntax and normalisation as Upstream::origin; a list in the file replaces the default.
-  std::vector<std::string> allowed_origins = {"http://localhost"};
+  // A page on this machine's port 80, and the MCP Inspector's (npx @modelcontextprotocol/inspector
+  // serves its page on port 6274), which newcomers try first.
+  std::vector<std::string> allowed_origins = {"http://localhost", "http://localhost:6274",
+                                              "http://127.0.0.1:6274"};
   // Every accepted bearer token with its name: the one list the transport authenticates with.
   // The file may give tokens under two keys, either, both or neither:
   //   "tokens": [{"name": "alice", "token": "${ALICE_TOKEN}"}, ...]   named by the author;

@@ -100,6 +100,9 @@ std::string with_origin(std::string_view origin) {
          R"("}]})";
 }
 
+const std::vector<std::string> kDefaultAllowedOrigins = {
+    "http://localhost", "http://localhost:6274", "http://127.0.0.1:6274"};
+
 // What an upstream origin with a path is told.
 constexpr std::string_view kBasePathHint =
     "; an API served under a path takes it as \"base_path\", e.g. {\"origin\": "
@@ -137,7 +140,7 @@ TEST_CASE("a minimal config takes every default", "[config]") {
   CHECK(config.openapi == workspace.dir() / "openapi.json");
   CHECK(config.upstreams.empty());
   check_default_limits(config.limits);
-  CHECK(config.http.allowed_origins == std::vector<std::string>{"http://localhost"});
+  CHECK(config.http.allowed_origins == kDefaultAllowedOrigins);
   CHECK(config.http.bearer_tokens.empty());
 }
 
@@ -177,7 +180,7 @@ TEST_CASE("present keys replace defaults and absent ones keep them", "[config][l
   CHECK(partial.limits.heap_mb == 64);
 
   const Config tokens_only = workspace.load(with_http(R"({"bearer_tokens": [], "tokens": []})"));
-  CHECK(tokens_only.http.allowed_origins == std::vector<std::string>{"http://localhost"});
+  CHECK(tokens_only.http.allowed_origins == kDefaultAllowedOrigins);
   CHECK(tokens_only.http.bearer_tokens.empty());
 
   const Config no_origins = workspace.load(with_http(R"({"allowed_origins": []})"));
@@ -1590,12 +1593,11 @@ TEST_CASE("base_path, query credentials and HTTP Basic on upstreams", "[config][
   }
   CHECK(workspace.problems(R"({"openapi": "openapi.json", "upstreams": [{"origin": "http://a.test",
       "basic": {"user": "a:b", "pass": "x"}, "query": {"k": "", "": "v"}}]})") ==
-        Problems{
-            "upstreams[0].basic.user: may hold no ':' and no control character",
-            "upstreams[0].basic.pass: unknown key (known keys: user, password)",
-            "upstreams[0].basic.password: required key is missing",
-            "upstreams[0].query.k: must not be empty",
-            "upstreams[0].query[\"\"]: a parameter name must be non-empty, without control "
+        Problems{"upstreams[0].basic.user: may hold no ':' and no control character",
+                 "upstreams[0].basic.pass: unknown key (known keys: user, password)",
+                 "upstreams[0].basic.password: required key is missing",
+                 "upstreams[0].query.k: must not be empty",
+                 "upstreams[0].query[\"\"]: a parameter name must be non-empty, without control "
                  "characters"});
   CHECK(workspace.problems(R"({"openapi": "openapi.json", "upstreams": [{"origin": "http://a.test",
       "headers": {"Authorization": "Bearer x"}, "basic": {"user": "u", "password": "p"}}]})") ==

@@ -196,6 +196,36 @@ void settle_base_path(const openapi::Document& api, config::Config& config) {
   config.upstreams.front().base_path = std::move(path);
 }
 
+void log_upstreams(const config::Config& config, bool base_path_configured) {
+  if (config.upstreams.empty()) {
+    spdlog::warn(
+        "no upstreams: every execute request is refused; add \"upstreams\": [{{\"origin\": "
+        "\"https://api.example.com\"}}] to the config");
+    return;
+  }
+  for (std::size_t i = 0; i < config.upstreams.size(); ++i) {
+    const config::Upstream& upstream = config.upstreams[i];
+    // Names only: never a value, which may be a credential.
+    std::string injects;
+    const auto add = [&injects](const std::string& what) {
+      injects += (injects.empty() ? "" : ", ") + what;
+    };
+    for (const auto& header : upstream.headers) add(header.first);
+    for (const auto& parameter : upstream.query) add("?" + parameter.first);
+    if (upstream.token_exchange) add("Authorization (exchanged)");
+    std::string line = "execute may call " + upstream.origin;
+    if (i == 0) {
+      const std::string base = upstream.base_path.value_or("");
+      line += "; relative URLs go to " + upstream.origin + base + "/" +
+              (base.empty()           ? std::string()
+               : base_path_configured ? " (upstreams[0].base_path)"
+                                      : " (the description's servers)");
+    }
+    line += injects.empty() ? "; injects nothing" : "; injects " + injects;
+    spdlog::info("{}", line);
+  }
+}
+
 ApiSummary summarize(const openapi::Document& api, const config::Config& config) {
   openapi::DescribeOptions options;
   for (const auto& upstream : config.upstreams) options.origins.push_back(upstream.origin);
@@ -258,7 +288,10 @@ int Daemon::run() {
   // First: from here on SIGINT and SIGTERM are held for the handler below, however early they
   // come (an orchestrator may stop the server while it starts), instead of killing the process.
   boost::asio::signal_set signals(io, SIGINT, SIGTERM);
+  const bool base_path_configured =
+      !options_.config.upstreams.empty() && options_.config.upstreams.front().base_path;
   settle_base_path(options_.api, options_.config);
+  log_upstreams(options_.config, base_path_configured);
   const ToolCatalog tools(summarize(options_.api, options_.config), options_.config.limits);
   gateway::GatewayOptions gateway_options;
   gateway_options.upstreams = options_.config.upstreams;

@@ -364,19 +364,19 @@ void host_random_fill(const v8::FunctionCallbackInfo<v8::Value>& info) {
   if (target->ByteLength() > kMaxRandomBytes) {
     return throw_type_error(isolate, "randomFill: more than 65536 bytes");
   }
-  std::array<unsigned char, kMaxRandomBytes> bytes{};
+  // Straight into the array's memory: no code runs until this returns, so the view cannot be
+  // detached or shrunk in between (a detached one has length 0), and a 64 KiB buffer on a call
+  // thread's stack is avoided.
+  const std::size_t length = target->ByteLength();
+  if (length == 0) return;
+  std::shared_ptr<v8::BackingStore> store = target->Buffer()->GetBackingStore();
+  auto* bytes = static_cast<unsigned char*>(store->Data()) + target->ByteOffset();
   std::size_t filled = 0;
-  while (filled < target->ByteLength()) {
-    const ssize_t got = ::getrandom(bytes.data() + filled, target->ByteLength() - filled, 0);
+  while (filled < length) {
+    const ssize_t got = ::getrandom(bytes + filled, length - filled, 0);
     if (got < 0 && errno == EINTR) continue;
     CODEMODE_CHECK(got > 0, "getrandom(2) is allowed by the lockdown and cannot fail here");
     filled += static_cast<std::size_t>(got);
-  }
-  // Copied by index range of the array as it is now: the code cannot resize a view between the
-  // check and the copy (no code runs in between), and CopyContents' reverse is this.
-  std::shared_ptr<v8::BackingStore> store = target->Buffer()->GetBackingStore();
-  if (filled > 0) {
-    std::memcpy(static_cast<char*>(store->Data()) + target->ByteOffset(), bytes.data(), filled);
   }
 }
 

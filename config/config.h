@@ -60,6 +60,20 @@ struct Upstream {
   // "token_exchange": a token exchanged for the caller's access token, injected as
   // Authorization (so `headers` may then not hold an Authorization). Absent: none.
   std::optional<TokenExchange> token_exchange;
+  // Query parameters injected into every request to this origin, for APIs keyed by `?api_key=`:
+  // a parameter of the same name the code set is removed first, and the value is withheld from
+  // the code and from every log line, ledger and audit record like a header's. In file order;
+  // names are non-empty, values non-empty and free of control characters.
+  std::vector<std::pair<std::string, std::string>> query;
+  // Text that is never shown although it is not sent as written: the user and password of
+  // "basic" (which becomes an Authorization header in `headers`). Redacted like a header value.
+  std::vector<std::string> withheld;
+  // Where a relative URL resolves on this upstream, for APIs served under a path ("/api":
+  // fetch('/conversations.list') goes to ORIGIN/api/conversations.list). "" is the root. Set only
+  // on the first upstream (the one relative URLs go to); nullopt: the path of the API
+  // description's first `servers` URL (the daemon decides). Starts with '/', no trailing '/',
+  // no query, fragment, dot segment or empty segment.
+  std::optional<std::string> base_path;
 };
 
 // Per-call bounds. Each has the default shown and the range (inclusive) checked at load time:
@@ -179,7 +193,10 @@ bool is_acceptable_oauth_url(std::string_view url);
 struct Http {
   // Browser Origins allowed to call /mcp (DNS-rebinding defence). Default: http://localhost.
   // Same syntax and normalisation as Upstream::origin; a list in the file replaces the default.
-  std::vector<std::string> allowed_origins = {"http://localhost"};
+  // A page on this machine's port 80, and the MCP Inspector's (npx @modelcontextprotocol/inspector
+  // serves its page on port 6274), which newcomers try first.
+  std::vector<std::string> allowed_origins = {"http://localhost", "http://localhost:6274",
+                                              "http://127.0.0.1:6274"};
   // Every accepted bearer token with its name: the one list the transport authenticates with.
   // The file may give tokens under two keys, either, both or neither:
   //   "tokens": [{"name": "alice", "token": "${ALICE_TOKEN}"}, ...]   named by the author;

@@ -100,6 +100,14 @@ std::string with_origin(std::string_view origin) {
          R"("}]})";
 }
 
+const std::vector<std::string> kDefaultAllowedOrigins = {
+    "http://localhost", "http://localhost:6274", "http://127.0.0.1:6274"};
+
+// What an upstream origin with a path is told.
+constexpr std::string_view kBasePathHint =
+    "; an API served under a path takes it as \"base_path\", e.g. {\"origin\": "
+    "\"https://slack.com\", \"base_path\": \"/api\"}";
+
 std::string with_headers(std::string_view headers_object) {
   return R"({"openapi": "openapi.json", "upstreams": [{"origin": "http://api.test", "headers": )" +
          std::string(headers_object) + "}]}";
@@ -132,7 +140,7 @@ TEST_CASE("a minimal config takes every default", "[config]") {
   CHECK(config.openapi == workspace.dir() / "openapi.json");
   CHECK(config.upstreams.empty());
   check_default_limits(config.limits);
-  CHECK(config.http.allowed_origins == std::vector<std::string>{"http://localhost"});
+  CHECK(config.http.allowed_origins == kDefaultAllowedOrigins);
   CHECK(config.http.bearer_tokens.empty());
 }
 
@@ -172,7 +180,7 @@ TEST_CASE("present keys replace defaults and absent ones keep them", "[config][l
   CHECK(partial.limits.heap_mb == 64);
 
   const Config tokens_only = workspace.load(with_http(R"({"bearer_tokens": [], "tokens": []})"));
-  CHECK(tokens_only.http.allowed_origins == std::vector<std::string>{"http://localhost"});
+  CHECK(tokens_only.http.allowed_origins == kDefaultAllowedOrigins);
   CHECK(tokens_only.http.bearer_tokens.empty());
 
   const Config no_origins = workspace.load(with_http(R"({"allowed_origins": []})"));
@@ -520,7 +528,8 @@ TEST_CASE("problem messages never contain expanded values", "[config][env][secre
   CHECK(problems ==
         Problems{
             "openapi: cannot read the file: No such file or directory",
-            "upstreams[0].origin: must not contain a path (only scheme://host[:port])",
+            "upstreams[0].origin: must not contain a path (only scheme://host[:port])" +
+                std::string(kBasePathHint),
             "upstreams[0].headers.Authorization: value contains a control character (CR, LF, NUL "
             "or another; only horizontal tab is allowed)",
             "upstreams[0].headers.X-Key: value begins or ends with whitespace",
@@ -917,8 +926,10 @@ TEST_CASE("origins with anything but scheme, host and port are problems", "[conf
       {"ws://x", "scheme must be http or https"},
       {"http://user@x", "must not contain userinfo (user@)"},
       {"http://user:pw@x", "must not contain userinfo (user@)"},
-      {"http://x/path", "must not contain a path (only scheme://host[:port])"},
-      {"http://x//", "must not contain a path (only scheme://host[:port])"},
+      {"http://x/path",
+       "must not contain a path (only scheme://host[:port])" + std::string(kBasePathHint)},
+      {"http://x//",
+       "must not contain a path (only scheme://host[:port])" + std::string(kBasePathHint)},
       {"http://x?q", "must not contain a query"},
       {"http://x/?", "must not contain a query"},
       {"http://x#top", "must not contain a fragment"},
@@ -1536,6 +1547,62 @@ TEST_CASE("OAuth URLs: https anywhere, http on loopback only", "[config][oauth]"
   CHECK_FALSE(is_acceptable_oauth_url("https://as.example.com/#x"));
   CHECK_FALSE(is_acceptable_oauth_url("https://user@as.example.com/"));
   CHECK_FALSE(is_acceptable_oauth_url("as.example.com"));
+}
+
+TEST_CASE("base_path, query credentials and HTTP Basic on upstreams", "[config][upstreams]") {
+  const Workspace workspace;
+  const Config config =
+      workspace.load(R"({"openapi": "openapi.json", "upstreams": [
+      {"origin": "https://slack.com", "base_path": "/api/", "query": {"api_key": "${KEY}", "v": "2"}},
+      {"origin": "https://other.example.com", "basic": {"user": "${USER}", "password": "${PASS}"}}],
+    "principals": {"ci": {"upstreams": [{"origin": "https://slack.com",
+                                         "query": {"api_key": "ci-key"}}]}}})",
+                     {{"KEY", "k-123"}, {"USER", "Aladdin"}, {"PASS", "open sesame"}});
+  CHECK(config.upstreams[0].base_path == "/api");
+  CHECK(config.upstreams[0].query ==
+        std::vector<std::pair<std::string, std::string>>{{"api_key", "k-123"}, {"v", "2"}});
+  CHECK_FALSE(config.upstreams[1].base_path);
+  // RFC 7617's own example.
+  CHECK(config.upstreams[1].headers ==
+        std::vector<std::pair<std::string, std::string>>{
+            {"Authorization", "Basic QWxhZGRpbjpvcGVuIHNlc2FtZQ=="}});
+  CHECK(config.upstreams[1].withheld ==
+        std::vector<std::string>{"Aladdin:open sesame", "open sesame"});
+  CHECK(config.principals.at("ci").upstreams[0].query ==
+        std::vector<std::pair<std::string, std::string>>{{"api_key", "ci-key"}});
+  CHECK(workspace
+            .load(R"({"openapi": "openapi.json", "upstreams": [{"origin": "http://a.test",
+                          "base_path": "/"}]})")
+            .upstreams[0]
+            .base_path == "");
+
+  CHECK(workspace.problems(R"({"openapi": "openapi.json", "upstreams": [
+      {"origin": "http://a.test", "base_path": "api"},
+      {"origin": "http://b.test", "base_path": "/v1"}]})") ==
+        Problems{"upstreams[0].base_path: must be a path such as \"/api\" or \"/v2\" (segments of "
+                 "URL path characters, no query, fragment or dot segments), or \"\" for the root",
+                 "upstreams[1].base_path: only the first of the top-level upstreams takes a "
+                 "base_path (relative URLs go to it; write absolute URLs for the others)"});
+  for (const char* bad : {"/a/../b", "/a//b", "/a?x", "/a#x", "/a b", "/./a"}) {
+    INFO(bad);
+    CHECK(workspace
+              .problems(R"({"openapi": "openapi.json", "upstreams": [{"origin": "http://a.test",
+                               "base_path": ")" +
+                        std::string(bad) + R"("}]})")
+              .size() == 1);
+  }
+  CHECK(workspace.problems(R"({"openapi": "openapi.json", "upstreams": [{"origin": "http://a.test",
+      "basic": {"user": "a:b", "pass": "x"}, "query": {"k": "", "": "v"}}]})") ==
+        Problems{"upstreams[0].basic.user: may hold no ':' and no control character",
+                 "upstreams[0].basic.pass: unknown key (known keys: user, password)",
+                 "upstreams[0].basic.password: required key is missing",
+                 "upstreams[0].query.k: must not be empty",
+                 "upstreams[0].query[\"\"]: a parameter name must be non-empty, without control "
+                 "characters"});
+  CHECK(workspace.problems(R"({"openapi": "openapi.json", "upstreams": [{"origin": "http://a.test",
+      "headers": {"Authorization": "Bearer x"}, "basic": {"user": "u", "password": "p"}}]})") ==
+        Problems{"upstreams[0].basic: gives this upstream's Authorization; "
+                 "headers.Authorization cannot be set too"});
 }
 
 }  // namespace

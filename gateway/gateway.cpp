@@ -8,6 +8,7 @@
 #include <array>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <cctype>
 #include <mutex>
 
 #include "base/check.h"
@@ -35,11 +36,87 @@ bool is_redirect(unsigned status) {
 // The path of a target, without the query: what log lines show.
 std::string_view path_of(std::string_view target) { return target.substr(0, target.find('?')); }
 
-// Everything a configured header value could show up as in text: the whole value and, for
-// "Bearer abc..." style values, each long word of it.
+// A query component's bytes as a form parameter carries them: all but unreserved
+// (RFC 3986) percent-encoded.
+std::string query_encode(std::string_view text) {
+  static constexpr std::string_view kHex = "0123456789ABCDEF";
+  std::string out;
+  for (const char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (std::isalnum(byte) != 0 || c == '-' || c == '.' || c == '_' || c == '~') {
+      out += c;
+    } else {
+      out += '%';
+      out += kHex[byte >> 4];
+      out += kHex[byte & 0xF];
+    }
+  }
+  return out;
+}
+
+// A query parameter's name as servers read it: %XX decoded, '+' a space.
+std::string query_decode(std::string_view text) {
+  const auto hex = [](char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  std::string out;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '+') {
+      out += ' ';
+    } else if (text[i] == '%' && i + 2 < text.size() && hex(text[i + 1]) >= 0 &&
+               hex(text[i + 2]) >= 0) {
+      out += static_cast<char>(hex(text[i + 1]) * 16 + hex(text[i + 2]));
+      i += 2;
+    } else {
+      out += text[i];
+    }
+  }
+  return out;
+}
+
+// `target` with the upstream's query credentials: every parameter of the same name (as servers
+// decode names) removed, then each configured one appended, so the code can neither replace
+// nor precede the gateway's value.
+std::string with_query_credentials(std::string_view target,
+                                   const std::vector<std::pair<std::string, std::string>>& query) {
+  const std::size_t mark = target.find('?');
+  std::string out(target.substr(0, mark));
+  std::string kept;
+  if (mark != std::string_view::npos) {
+    std::string_view rest = target.substr(mark + 1);
+    while (true) {
+      const std::size_t amp = rest.find('&');
+      const std::string_view pair = rest.substr(0, amp);
+      const std::string name = query_decode(pair.substr(0, pair.find('=')));
+      const bool configured =
+          std::any_of(query.begin(), query.end(), [&](const auto& q) { return q.first == name; });
+      if (!configured && !pair.empty()) kept += (kept.empty() ? "" : "&") + std::string(pair);
+      if (amp == std::string_view::npos) break;
+      rest.remove_prefix(amp + 1);
+    }
+  }
+  for (const auto& [name, value] : query) {
+    kept += (kept.empty() ? "" : "&") + query_encode(name) + "=" + query_encode(value);
+  }
+  return out + "?" + kept;
+}
+
+// Everything a configured header value, query value or Basic credential could show up as in
+// text: the whole value (and a query value's encoded form) and, for "Bearer abc..." style
+// values, each long word of it.
 std::vector<std::string> secrets_of(const std::vector<config::Upstream>& upstreams) {
   std::vector<std::string> secrets;
   for (const auto& upstream : upstreams) {
+    for (const auto& [name, value] : upstream.query) {
+      secrets.push_back(value);
+      if (std::string encoded = query_encode(value); encoded != value) {
+        secrets.push_back(std::move(encoded));
+      }
+    }
+    for (const auto& text : upstream.withheld) secrets.push_back(text);
     for (const auto& [name, value] : upstream.headers) {
       secrets.push_back(value);
       std::size_t start = 0;
@@ -407,7 +484,11 @@ struct Gateway::State : std::enable_shared_from_this<Gateway::State> {
       std::erase_if(headers, [](const Header& h) { return iequals(h.first, "authorization"); });
       headers.emplace_back("Authorization", "Bearer " + attempt.bearer);
     }
-    ClientRequest request{attempt.method, attempt.url, std::move(headers), attempt.body};
+    NormalisedUrl url = attempt.url;
+    if (const auto& query = attempt.profile->upstreams[attempt.upstream].query; !query.empty()) {
+      url.target = with_query_credentials(url.target, query);
+    }
+    ClientRequest request{attempt.method, std::move(url), std::move(headers), attempt.body};
     const Deadline deadline = attempt.deadline;
     client->send(std::move(request), deadline,
                  [self = shared_from_this(), attempt = std::move(attempt)](
@@ -428,6 +509,8 @@ struct Gateway::State : std::enable_shared_from_this<Gateway::State> {
       return;
     }
     auto& response = std::get<InboundResponse>(result);
+    // The URL as the code asked for it: without the query credentials the request carried.
+    response.final_url = attempt.url.full();
     spdlog::debug("gateway: {} {} -> {} in {} ms", to_string(attempt.method), where,
                   response.status, ms);
     response.redirects = attempt.redirects;

@@ -1165,3 +1165,63 @@ TEST_CASE("an exchanged token is reused for the same subject token only", "[gate
     CHECK(key.ends_with(" " + upstream.origin()));
   }
 }
+
+TEST_CASE("a query credential is sent, and the code can neither read nor replace it",
+          "[gateway][credentials][query]") {
+  IoThread io;
+  TestServer keyed;
+  TestServer other;  // listed, but without the query credential
+  Upstream with_key{keyed.origin(), {}};
+  with_key.query = {{"api_key", "qsecret-4f9a2c"}, {"sig", "a b&c=d"}};
+  auto gateway = make_gateway(io, {with_key, Upstream{other.origin(), {}}});
+  CallBudget budget{100};
+  const auto run = [&](OutboundRequest request) {
+    return fetch(*gateway, budget, std::move(request));
+  };
+
+  // Sent once, after the code's parameters; one of the same name the code set is dropped, in any
+  // spelling a server decodes to that name. The echo shows it redacted, encoded or not.
+  const auto echo = response_of(run(get("/echo?x=1&api_key=mine&api%5Fkey=mine2&sig=x&y")));
+  CHECK(echo.body.starts_with("GET /echo?x=1&y&api_key=[redacted]&sig=[redacted]\n"));
+  CHECK(echo.body.find("mine") == std::string::npos);
+  CHECK(echo.body.find("qsecret") == std::string::npos);
+  CHECK(echo.final_url == keyed.origin() + "/echo?x=1&api_key=mine&api%5Fkey=mine2&sig=x&y");
+  CHECK(response_of(run(get("/echo"))).final_url == keyed.origin() + "/echo");
+  CHECK(response_of(run(get("/echo")))
+            .body.starts_with("GET /echo?api_key=[redacted]&sig=[redacted]\n"));
+
+  // A same-origin redirect that reflects the key into the Location: followed, the key sent once
+  // again, and neither the final URL nor the Location header shows it.
+  keyed.add_redirect("/hop", 302, "/echo/landed?api_key=qsecret-4f9a2c&k=1");
+  const auto hopped = response_of(run(get("/hop")));
+  CHECK(hopped.redirects == 1);
+  CHECK(hopped.body.starts_with("GET /echo/landed?k=1&api_key=[redacted]&sig=[redacted]\n"));
+  CHECK(hopped.final_url == keyed.origin() + "/echo/landed?api_key=[redacted]&k=1");
+  // A redirect to another listed origin is not followed, so the key never goes there; the
+  // Location the code gets is redacted too.
+  keyed.add_redirect("/away", 307, other.origin() + "/echo?api_key=qsecret-4f9a2c");
+  const auto away = response_of(run(get("/away")));
+  CHECK(away.status == 307);
+  CHECK(values_of(away, "location") ==
+        std::vector<std::string>{other.origin() + "/echo?api_key=[redacted]"});
+  CHECK(other.requests() == 0);
+  // Requests to the other upstream carry none of it.
+  const auto plain = response_of(run(get(other.origin() + "/echo?q=1")));
+  CHECK(plain.body.starts_with("GET /echo?q=1\n"));
+}
+
+TEST_CASE("HTTP Basic from config is a credential header like any other",
+          "[gateway][credentials][basic]") {
+  IoThread io;
+  TestServer server;
+  Upstream basic{server.origin(), {{"Authorization", "Basic dXNlcjpwYXNzLXdvcmQtOTk="}}};
+  basic.withheld = {"user:pass-word-99", "pass-word-99"};
+  auto gateway = make_gateway(io, {basic});
+  CallBudget budget{10};
+  const auto echo = response_of(fetch(
+      *gateway, budget,
+      OutboundRequest{"POST", "/echo", {{"Authorization", "Basic ZmFrZQ=="}}, "pass-word-99"}));
+  CHECK(echo.body.find("Authorization: [redacted]\n") != std::string::npos);
+  CHECK(echo.body.find("ZmFrZQ") == std::string::npos);
+  CHECK(echo.body.find("pass-word-99") == std::string::npos);  // an echo of it, decoded
+}

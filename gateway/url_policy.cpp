@@ -380,10 +380,33 @@ UrlPolicy::UrlPolicy(const std::vector<config::Upstream>& upstreams) {
     }
     origins_.push_back(url->origin);
   }
-  if (!origins_.empty() && !origins_.front().empty()) base_ = origins_.front() + "/";
+  if (!origins_.empty() && !origins_.front().empty()) {
+    base_path_ = upstreams.front().base_path.value_or("");
+    base_ = origins_.front() + base_path_ + "/";
+  }
 }
 
-PolicyDecision UrlPolicy::decide(std::string_view url) const { return decide(url, base_); }
+std::string under_base_path(std::string_view input, std::string_view base_path) {
+  std::size_t start = 0;
+  while (start < input.size() && static_cast<unsigned char>(input[start]) <= 0x20) ++start;
+  // '\' is '/' here as in prepare(): "\\host" is a network-path reference too.
+  const auto slash = [&](std::size_t i) {
+    return i < input.size() && (input[i] == '/' || input[i] == '\\');
+  };
+  if (base_path.empty() || !slash(start) || slash(start + 1)) return std::string(input);
+  const std::string_view rest = input.substr(start);
+  const bool already =
+      rest.substr(0, base_path.size()) == base_path &&
+      (rest.size() == base_path.size() ||
+       std::string_view("/\\?#").find(rest[base_path.size()]) != std::string_view::npos);
+  if (already) return std::string(input);
+  return std::string(base_path) + std::string(rest);
+}
+
+PolicyDecision UrlPolicy::decide(std::string_view url) const {
+  if (base_path_.empty()) return decide(url, base_);
+  return decide(under_base_path(url, base_path_), base_);
+}
 
 PolicyDecision UrlPolicy::decide(std::string_view url, std::string_view base) const {
   UrlResult result = normalise_url(url, base);

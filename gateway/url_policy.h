@@ -56,6 +56,13 @@ using UrlResult = std::variant<NormalisedUrl, std::string>;
 // (an absolute http(s) URL; empty: references are refused), then normalises it.
 UrlResult normalise_url(std::string_view input, std::string_view base);
 
+// `input` with `base_path` ("/api") put before its path when it is a path-absolute reference
+// ("/conversations.list", not "//host/x" nor "https://...") whose path does not start with
+// `base_path` already; otherwise `input` unchanged. What makes fetch('/x') go to the API's base
+// path: the other references ("x", "?q") resolve against the base URL, which ends in
+// base_path + "/".
+std::string under_base_path(std::string_view input, std::string_view base_path);
+
 // An allowed request: which upstream (index into the config's list) and where exactly.
 struct Allowed {
   std::size_t upstream = 0;
@@ -77,8 +84,9 @@ class UrlPolicy {
   // An origin that does not normalise is left out and reported by problems().
   explicit UrlPolicy(const std::vector<config::Upstream>& upstreams);
 
-  // References resolve against the first upstream; `base` overrides that (redirects resolve
-  // a Location against the URL that was requested).
+  // References resolve against the first upstream's origin and base path (under_base_path);
+  // `base` overrides that and has no base path (redirects resolve a Location against the URL
+  // that was requested).
   PolicyDecision decide(std::string_view url) const;
   PolicyDecision decide(std::string_view url, std::string_view base) const;
 
@@ -86,11 +94,17 @@ class UrlPolicy {
   const std::vector<std::string>& origins() const { return origins_; }
   // One line per upstream origin that could not be normalised; empty for a valid config.
   const std::vector<std::string>& problems() const { return problems_; }
+  // Where a relative URL goes: the first upstream's origin and base path, with a trailing "/"
+  // ("https://slack.com/api/"); empty when there is no upstream.
+  const std::string& base() const { return base_; }
+  // The first upstream's base path ("/api"), or "" for the root.
+  const std::string& base_path() const { return base_path_; }
 
  private:
   std::vector<std::string> origins_;
   std::vector<std::string> problems_;
-  std::string base_;  // the first upstream's origin + "/", or empty
+  std::string base_;       // the first upstream's origin + base path + "/", or empty
+  std::string base_path_;  // the first upstream's base path; "" for the root
 };
 
 }  // namespace codemode::gateway

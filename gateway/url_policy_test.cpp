@@ -197,3 +197,45 @@ TEST_CASE("a NUL in an international host is refused, not cut short", "[gateway]
   CHECK(norm("http://%00%C3%A9/") == "refused: host is not a valid name");
   CHECK(norm("http://%C2%AD/").starts_with("refused: "));
 }
+
+TEST_CASE("relative URLs go under the first upstream's base path; the allowlist stays per origin",
+          "[gateway][policy][base_path]") {
+  std::vector<Upstream> upstreams{Upstream{"https://slack.com", {}},
+                                  Upstream{"https://other.test", {}}};
+  upstreams.front().base_path = "/api";
+  const UrlPolicy policy(upstreams);
+  CHECK(policy.base() == "https://slack.com/api/");
+  CHECK(policy.base_path() == "/api");
+  CHECK(decide(policy, "/conversations.list") ==
+        "allowed 0 https://slack.com /api/conversations.list");
+  CHECK(decide(policy, "conversations.list?limit=3") ==
+        "allowed 0 https://slack.com /api/conversations.list?limit=3");
+  CHECK(decide(policy, "?q=1") == "allowed 0 https://slack.com /api/?q=1");
+  CHECK(decide(policy, "  /x") == "allowed 0 https://slack.com /api/x");
+  CHECK(decide(policy, "\\x") == "allowed 0 https://slack.com /api/x");
+  // Already under it (as the description's `servers` shows it): not put there twice.
+  CHECK(decide(policy, "/api/conversations.list") ==
+        "allowed 0 https://slack.com /api/conversations.list");
+  CHECK(decide(policy, "/api") == "allowed 0 https://slack.com /api");
+  CHECK(decide(policy, "/api?x=1") == "allowed 0 https://slack.com /api?x=1");
+  CHECK(decide(policy, "/apiary") == "allowed 0 https://slack.com /api/apiary");
+  // Dot segments may leave the base path, never the origin.
+  CHECK(decide(policy, "/../admin") == "allowed 0 https://slack.com /admin");
+  CHECK(decide(policy, "/%2e%2e/%2e%2e/admin") == "allowed 0 https://slack.com /admin");
+  // Absolute URLs and network-path references are taken as written: no base path.
+  CHECK(decide(policy, "https://slack.com/conversations.list") ==
+        "allowed 0 https://slack.com /conversations.list");
+  CHECK(decide(policy, "https://other.test/x") == "allowed 1 https://other.test /x");
+  CHECK(decide(policy, "//other.test/x") == "allowed 1 https://other.test /x");
+  CHECK(decide(policy, "/\\evil.test/x") == "refused: origin https://evil.test is not allowed");
+  CHECK(decide(policy, "\\\\evil.test/x") == "refused: origin https://evil.test is not allowed");
+  CHECK(decide(policy, " //evil.test/x") == "refused: origin https://evil.test is not allowed");
+  CHECK(decide(policy, "/@evil.test/x") == "allowed 0 https://slack.com /api/@evil.test/x");
+  // A redirect's Location resolves against the URL requested, not under the base path.
+  const PolicyDecision redirect = policy.decide("/elsewhere", "https://slack.com/api/x");
+  CHECK(std::get<Allowed>(redirect).url.target == "/elsewhere");
+
+  CHECK(codemode::gateway::under_base_path("/x", "") == "/x");
+  CHECK(codemode::gateway::under_base_path("/v2/pet", "/v2") == "/v2/pet");
+  CHECK(codemode::gateway::under_base_path("/pet", "/v2") == "/v2/pet");
+}

@@ -26,6 +26,7 @@
 #include "channel/frames.h"
 #include "channel/process_contract.h"
 #include "isolate/globals_snapshot.h"
+#include "isolate/host_functions.h"
 #include "isolate/isolate_runner.h"
 #include "isolate/lockdown.h"
 #include "openapi/image.h"
@@ -467,6 +468,7 @@ int child_main(const ChildOptions& options) {
   v8::base::SetPrintStackTrace(on_v8_fatal);
   detail::set_fetch_base(init.fetch_base);  // before warm_up makes the globals snapshot
   warm_up(init.limits, api ? &*api : nullptr);
+  detail::warm_crypto();
 
   const openapi::DocumentImage* document = api ? &*api : nullptr;
   Fetches fetches;

@@ -19,6 +19,7 @@ std::string_view sandbox_whatwg_url_js();
 std::string_view sandbox_tr46_js();
 std::string_view sandbox_encodings_js();
 std::string_view sandbox_sucrase_js();
+std::string_view sandbox_web_js();
 std::string_view sandbox_fetch_js();
 std::string_view sandbox_warm_js();
 }  // namespace codemode::embedded
@@ -78,6 +79,8 @@ v8::MaybeLocal<v8::Function> install_globals(v8::Local<v8::Context> context, Fet
       {"utf8Write", host_utf8_write},
       {"utf8Decode", host_utf8_decode},
       {"loadVendor", host_load_vendor},
+      {"randomFill", host_random_fill},
+      {"digest", host_digest},
   };
   for (const auto& [name, callback] : functions) {
     if (host->Set(context, v8_string(isolate, name), host_function(context, callback))
@@ -95,20 +98,27 @@ v8::MaybeLocal<v8::Function> install_globals(v8::Local<v8::Context> context, Fet
     return {};
   }
   if (fetch == FetchGlobal::present) {
-    v8::Local<v8::Value> factory, ignored, url_classes;
+    v8::Local<v8::Value> factory, ignored, url_classes, web;
     if (!kept.As<v8::Object>()
              ->Get(context, v8_string(isolate, "urlClasses"))
              .ToLocal(&url_classes) ||
-        !url_classes->IsObject()) {
+        !url_classes->IsObject() ||
+        !kept.As<v8::Object>()->Get(context, v8_string(isolate, "webClasses")).ToLocal(&web) ||
+        !web->IsObject()) {
       return {};
     }
-    v8::Local<v8::Value> fetch_args[] = {global, host_function(context, host_fetch),
-                                         host_function(context, host_read_body), url_classes,
-                                         v8_string(isolate, current_fetch_base())};
+    v8::Local<v8::Value> fetch_args[] = {global,
+                                         host_function(context, host_fetch),
+                                         host_function(context, host_read_body),
+                                         url_classes,
+                                         v8_string(isolate, current_fetch_base()),
+                                         web,
+                                         host_function(context, host_abort_fetch)};
     if (!compile(context, embedded::sandbox_fetch_js(), "fetch.js", 0, kEager).ToLocal(&script) ||
         !script->Run(context).ToLocal(&factory) || !factory->IsFunction() ||
         !factory.As<v8::Function>()
-             ->Call(context, v8::Undefined(isolate), 5, fetch_args)
+             ->Call(context, v8::Undefined(isolate), static_cast<int>(std::size(fetch_args)),
+                    fetch_args)
              .ToLocal(&ignored)) {
       return {};
     }
@@ -217,6 +227,8 @@ std::string_view vendor_source(Vendor which) {
       return embedded::sandbox_encodings_js();
     case Vendor::sucrase:
       return embedded::sandbox_sucrase_js();
+    case Vendor::web:
+      return embedded::sandbox_web_js();
   }
   CODEMODE_CHECK(false, "every Vendor has a source");
   return {};
@@ -232,6 +244,8 @@ const char* vendor_name(Vendor which) {
       return "encodings.js";
     case Vendor::sucrase:
       return "sucrase.js";
+    case Vendor::web:
+      return "web.js";
   }
   CODEMODE_CHECK(false, "every Vendor has a name");
   return "";

@@ -12,11 +12,11 @@
 
 namespace codemode::isolate::detail {
 
-// The bundles under js/vendor/ that a call compiles on first use; the values are what
-// js/bootstrap.js passes host.loadVendor.
+// The bundles under js/vendor/ (and js/web.js) that a call compiles on first use; the values
+// are what js/bootstrap.js passes host.loadVendor.
 // sucrase is not one of them: isolate_runner.cpp loads it itself, for code that does not parse
 // as JavaScript (its TypeScript is stripped), before the code runs.
-enum class Vendor { whatwg_url = 0, tr46 = 1, encodings = 2, sucrase = 3 };
+enum class Vendor { whatwg_url = 0, tr46 = 1, encodings = 2, web = 3, sucrase = 4 };
 
 // The sandbox's globals, made once per process into a V8 startup snapshot: one context with
 // install_globals() done without fetch, one with. An isolate created from it deserialises its
@@ -25,7 +25,8 @@ enum class Vendor { whatwg_url = 0, tr46 = 1, encodings = 2, sucrase = 3 };
 // any isolate of the process runs code; the blob lives as long as the process.
 //
 // The URL classes (js/vendor/whatwg-url.js), their IDNA part (js/vendor/tr46.js) and
-// TextDecoder's legacy encodings (js/vendor/encodings.js) are not in it: V8 keeps compiled
+// TextDecoder's legacy encodings (js/vendor/encodings.js) are not in it, nor are the web APIs
+// of js/web.js (Event, AbortController, crypto, Blob, FormData, …): V8 keeps compiled
 // functions with the isolate's part of a snapshot, so every isolate of both tools would deserialise
 // them, and most calls use no URL. A call compiles them on first use (run_vendor_script),
 // whatwg-url.js from a V8 code cache made here after one run of the usual paths, so that it

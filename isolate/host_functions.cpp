@@ -1,6 +1,11 @@
 #include "isolate/host_functions.h"
 
+#include <openssl/evp.h>
+#include <sys/random.h>
+
 #include <algorithm>
+#include <array>
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -9,12 +14,16 @@
 #include <utility>
 #include <vector>
 
+#include "base/check.h"
 #include "isolate/globals_snapshot.h"
 #include "isolate/v8_text.h"
 
 namespace codemode::isolate::detail {
 
 namespace {
+
+// The Web Crypto API's quota for one getRandomValues.
+constexpr std::size_t kMaxRandomBytes = 65536;
 
 // Pending setTimeout callbacks of one call. Each holds host memory (two global handles and a map
 // node) that the heap cap does not see.
@@ -344,10 +353,94 @@ void host_read_body(const v8::FunctionCallbackInfo<v8::Value>& info) {
   state.bodies.erase(body);
 }
 
+// randomFill(uint8array): fills it from the kernel's CSPRNG. bootstrap.js's getRandomValues
+// checks the type and the 65536-byte quota first; this checks them again, for any caller.
+void host_random_fill(const v8::FunctionCallbackInfo<v8::Value>& info) {
+  v8::Isolate* isolate = info.GetIsolate();
+  if (info.Length() < 1 || !info[0]->IsUint8Array()) {
+    return throw_type_error(isolate, "randomFill: bad arguments");
+  }
+  v8::Local<v8::Uint8Array> target = info[0].As<v8::Uint8Array>();
+  if (target->ByteLength() > kMaxRandomBytes) {
+    return throw_type_error(isolate, "randomFill: more than 65536 bytes");
+  }
+  // Straight into the array's memory: no code runs until this returns, so the view cannot be
+  // detached or shrunk in between (a detached one has length 0), and a 64 KiB buffer on a call
+  // thread's stack is avoided.
+  const std::size_t length = target->ByteLength();
+  if (length == 0) return;
+  std::shared_ptr<v8::BackingStore> store = target->Buffer()->GetBackingStore();
+  auto* bytes = static_cast<unsigned char*>(store->Data()) + target->ByteOffset();
+  std::size_t filled = 0;
+  while (filled < length) {
+    const ssize_t got = ::getrandom(bytes + filled, length - filled, 0);
+    if (got < 0 && errno == EINTR) continue;
+    CODEMODE_CHECK(got > 0, "getrandom(2) is allowed by the lockdown and cannot fail here");
+    filled += static_cast<std::size_t>(got);
+  }
+}
+
+// digest(algorithm, input, output): output (a Uint8Array of exactly the digest's length) gets
+// the digest of input's bytes, by OpenSSL's EVP (node's own). 0..3: SHA-1, SHA-256, SHA-384,
+// SHA-512.
+void host_digest(const v8::FunctionCallbackInfo<v8::Value>& info) {
+  v8::Isolate* isolate = info.GetIsolate();
+  if (info.Length() < 3 || !info[0]->IsUint32() || !info[1]->IsUint8Array() ||
+      !info[2]->IsUint8Array()) {
+    return throw_type_error(isolate, "digest: bad arguments");
+  }
+  const EVP_MD* const algorithms[] = {EVP_sha1(), EVP_sha256(), EVP_sha384(), EVP_sha512()};
+  const std::uint32_t which = info[0].As<v8::Uint32>()->Value();
+  if (which >= std::size(algorithms)) return throw_type_error(isolate, "digest: bad algorithm");
+  const EVP_MD* md = algorithms[which];
+  v8::Local<v8::Uint8Array> input = info[1].As<v8::Uint8Array>();
+  v8::Local<v8::Uint8Array> output = info[2].As<v8::Uint8Array>();
+  if (output->ByteLength() != static_cast<std::size_t>(EVP_MD_get_size(md))) {
+    return throw_type_error(isolate, "digest: bad output length");
+  }
+  // The input's bytes are read where they are: no code runs during EVP_Digest, and a detached
+  // buffer has length 0.
+  std::shared_ptr<v8::BackingStore> in = input->Buffer()->GetBackingStore();
+  const auto* data = static_cast<const unsigned char*>(in->Data());
+  std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
+  unsigned int size = 0;
+  CODEMODE_CHECK(EVP_Digest(input->ByteLength() == 0 ? digest.data() : data + input->ByteOffset(),
+                            input->ByteLength(), digest.data(), &size, md, nullptr) == 1,
+                 "a digest over memory cannot fail");
+  std::shared_ptr<v8::BackingStore> out = output->Buffer()->GetBackingStore();
+  std::memcpy(static_cast<char*>(out->Data()) + output->ByteOffset(), digest.data(), size);
+}
+
+void warm_crypto() {
+  // OpenSSL 3 finds each algorithm's implementation on its first use, and may read its
+  // configuration then: here, before the lockdown refuses files.
+  for (const EVP_MD* md : {EVP_sha1(), EVP_sha256(), EVP_sha384(), EVP_sha512()}) {
+    std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
+    unsigned int size = 0;
+    CODEMODE_CHECK(EVP_Digest("", 0, digest.data(), &size, md, nullptr) == 1,
+                   "OpenSSL's digests are available");
+  }
+}
+
+// abortFetch(promise): forgets the pending fetch whose promise hostFetch returned. Its answer is
+// dropped when it arrives, and the call no longer waits for it; the promise stays pending (the
+// code holds fetch()'s own promise, which the signal rejects). Anything else: nothing happens.
+void host_abort_fetch(const v8::FunctionCallbackInfo<v8::Value>& info) {
+  v8::Isolate* isolate = info.GetIsolate();
+  if (info.Length() < 1 || !info[0]->IsPromise()) return;
+  CallState& state = state_of(isolate);
+  for (auto it = state.fetches.begin(); it != state.fetches.end(); ++it) {
+    if (it->second.Get(isolate)->GetPromise() == info[0]) {
+      state.fetches.erase(it);
+      return;
+    }
+  }
+}
+
 void host_load_vendor(const v8::FunctionCallbackInfo<v8::Value>& info) {
   v8::Isolate* isolate = info.GetIsolate();
   if (info.Length() < 1 || !info[0]->IsUint32() ||
-      info[0].As<v8::Uint32>()->Value() > static_cast<std::uint32_t>(Vendor::encodings)) {
+      info[0].As<v8::Uint32>()->Value() > static_cast<std::uint32_t>(Vendor::web)) {
     return throw_type_error(isolate, "loadVendor: bad arguments");
   }
   const auto which = static_cast<Vendor>(info[0].As<v8::Uint32>()->Value());
@@ -370,6 +463,9 @@ const intptr_t* external_references() {
       reinterpret_cast<intptr_t>(host_fetch),
       reinterpret_cast<intptr_t>(host_read_body),
       reinterpret_cast<intptr_t>(host_load_vendor),
+      reinterpret_cast<intptr_t>(host_random_fill),
+      reinterpret_cast<intptr_t>(host_digest),
+      reinterpret_cast<intptr_t>(host_abort_fetch),
       0,
   };
   return kReferences;

@@ -1,7 +1,7 @@
 // The host functions behind the sandbox's JS globals (console, timers, queueMicrotask,
-// structuredClone, TextEncoder/TextDecoder, fetch) and the per-call state they reach. Each is
-// handed to js/bootstrap.js or js/fetch.js by install_globals (globals_snapshot.cpp) and stays in
-// their closures; the code never sees one directly. All run on the call's thread, inside the
+// structuredClone, TextEncoder/TextDecoder, crypto, fetch) and the per-call state they reach. Each
+// is handed to js/bootstrap.js or js/fetch.js by install_globals (globals_snapshot.cpp) and stays
+// in their closures; the code never sees one directly. All run on the call's thread, inside the
 // isolate. Internal to sandbox/.
 #pragma once
 
@@ -104,12 +104,23 @@ void host_utf8_write(const v8::FunctionCallbackInfo<v8::Value>& info);
 void host_utf8_decode(const v8::FunctionCallbackInfo<v8::Value>& info);
 void host_fetch(const v8::FunctionCallbackInfo<v8::Value>& info);
 void host_read_body(const v8::FunctionCallbackInfo<v8::Value>& info);
+// randomFill(uint8array): the kernel's CSPRNG (getrandom(2)), at most 65536 bytes.
+void host_random_fill(const v8::FunctionCallbackInfo<v8::Value>& info);
+// digest(0..3, input uint8array, output uint8array): SHA-1/256/384/512 by node's OpenSSL.
+void host_digest(const v8::FunctionCallbackInfo<v8::Value>& info);
+// Uses every digest once, so that OpenSSL has found its implementations before the lockdown.
+void warm_crypto();
+// abortFetch(promise): the pending fetch whose hostFetch promise it is is dropped (fetch's
+// AbortSignal): its answer is not delivered and the call stops waiting for it.
+void host_abort_fetch(const v8::FunctionCallbackInfo<v8::Value>& info);
 // loadVendor(n) -> the factory of a bundle of js/vendor/, n a Vendor, compiled into the calling
 // context (run_vendor_script, with the process's code cache where it has one): whatwg-url.js
 // (URL and URLSearchParams), which bootstrap.js asks for on a call's first use of either;
 // tr46.js (its UTS #46 part), which whatwg-url.js asks for on its first non-ASCII host name;
 // encodings.js (the Encoding Standard's labels and legacy decoders), which TextDecoder asks for
-// on its first label other than UTF-8, UTF-16 and windows-1252. None is in the globals snapshot
+// on its first label other than UTF-8, UTF-16 and windows-1252; js/web.js (Event, AbortController,
+// crypto, Blob, FormData, …), which bootstrap.js asks for on a call's first use of one. None is in
+// the globals snapshot
 // (globals_snapshot.h says why), and one host function for the three keeps it small.
 void host_load_vendor(const v8::FunctionCallbackInfo<v8::Value>& info);
 

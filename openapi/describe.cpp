@@ -174,7 +174,7 @@ std::string describe_execute(const Document& document, const DescribeOptions& op
     text += "No upstream is configured: every request is refused.";
   } else {
     text += "Requests may go only to: " + origins + "; a relative URL such as '" + list +
-            "' resolves against " + options.origins.front() + ".";
+            "' resolves against " + options.origins.front() + options.base_path + ".";
   }
   text += " The server adds authentication: never set credentials. At most " +
           std::to_string(options.subrequests) +

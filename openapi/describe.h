@@ -20,6 +20,7 @@ inline constexpr std::size_t kMaxDescriptionChars = 6000;
 // The facts of the deployment that the descriptions mention.
 struct DescribeOptions {
   std::vector<std::string> origins;  // the upstreams execute may call, first = base of "/x"
+  std::string base_path;             // where "/x" goes on the first ("/api"), "" for the root
   std::uint32_t cpu_ms = 50;
   std::uint32_t wall_ms = 10000;
   std::uint32_t heap_mb = 64;

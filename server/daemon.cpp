@@ -92,10 +92,17 @@ gateway::TokenExchangeFunction exchange_tokens(std::shared_ptr<auth::TokenExchan
   };
 }
 
+// The first upstream's base path, once Daemon::run has settled it ("" for none).
+std::string base_path_of(const config::Config& config) {
+  return config.upstreams.empty() ? std::string() : config.upstreams.front().base_path.value_or("");
+}
+
 // Every operation the description declares, with the OAuth scopes its security asks for, under
-// the description's base paths: what `policy.operations: spec` allows, what names the operation
-// a request matched in the audit trail, and what `http.oauth.request_scopes.spec` checks.
-gateway::OperationPolicyOptions described_operations(const openapi::Document& api) {
+// the description's base paths and the configured one (`base_path`, "" for none): what
+// `policy.operations: spec` allows, what names the operation a request matched in the audit
+// trail, and what `http.oauth.request_scopes.spec` checks.
+gateway::OperationPolicyOptions described_operations(const openapi::Document& api,
+                                                     const std::string& base_path) {
   gateway::OperationPolicyOptions options;
   std::vector<gateway::Operation> operations;
   for (auto& declared : openapi::declared_operations(api)) {
@@ -108,13 +115,17 @@ gateway::OperationPolicyOptions described_operations(const openapi::Document& ap
   }
   options.operations = std::move(operations);
   options.base_paths = openapi::server_base_paths(api);
+  if (std::find(options.base_paths.begin(), options.base_paths.end(), base_path) ==
+      options.base_paths.end()) {
+    options.base_paths.insert(options.base_paths.begin(), base_path);
+  }
   return options;
 }
 
 // policy.approve over the API description: every operationId and tag it names must be declared
 // (a misspelt one would let its writes through unasked), else the problems.
 std::variant<gateway::ApprovalSettings, std::vector<std::string>> approval_settings(
-    const openapi::Document& api, const config::Approval& approve) {
+    const openapi::Document& api, const config::Approval& approve, const std::string& base_path) {
   gateway::ApprovalSettings settings;
   for (const auto& method : approve.methods) {
     if (auto parsed = gateway::parse_method(method)) settings.rules.methods.insert(*parsed);
@@ -122,7 +133,7 @@ std::variant<gateway::ApprovalSettings, std::vector<std::string>> approval_setti
   settings.rules.operations = approve.operations;
   settings.rules.tags = approve.tags;
   settings.rules.paths = approve.paths;
-  settings.operations = described_operations(api);
+  settings.operations = described_operations(api, base_path);
   std::vector<std::string> problems;
   const auto& declared = *settings.operations.operations;
   for (const auto& id : approve.operations) {
@@ -143,8 +154,9 @@ std::variant<gateway::ApprovalSettings, std::vector<std::string>> approval_setti
 }
 
 // The audit trail names the operation a request matched, whatever `policy.operations` enforces.
-gateway::OperationPolicy audit_operations(const openapi::Document& api) {
-  return gateway::OperationPolicy(described_operations(api));
+gateway::OperationPolicy audit_operations(const openapi::Document& api,
+                                          const std::string& base_path) {
+  return gateway::OperationPolicy(described_operations(api, base_path));
 }
 
 // The audit writer over the store the config names, or the start-up problem.
@@ -176,9 +188,48 @@ enum class Grace { bounded, unbounded };
 
 }  // namespace
 
+void settle_base_path(const openapi::Document& api, config::Config& config) {
+  if (config.upstreams.empty() || config.upstreams.front().base_path) return;
+  std::string path = openapi::server_base_paths(api).front();
+  // A templated server ("https://{region}.example.com/{version}") names no one path.
+  if (path.find('{') != std::string::npos) path.clear();
+  config.upstreams.front().base_path = std::move(path);
+}
+
+void log_upstreams(const config::Config& config, bool base_path_configured) {
+  if (config.upstreams.empty()) {
+    spdlog::warn(
+        "no upstreams: every execute request is refused; add \"upstreams\": [{{\"origin\": "
+        "\"https://api.example.com\"}}] to the config");
+    return;
+  }
+  for (std::size_t i = 0; i < config.upstreams.size(); ++i) {
+    const config::Upstream& upstream = config.upstreams[i];
+    // Names only: never a value, which may be a credential.
+    std::string injects;
+    const auto add = [&injects](const std::string& what) {
+      injects += (injects.empty() ? "" : ", ") + what;
+    };
+    for (const auto& header : upstream.headers) add(header.first);
+    for (const auto& parameter : upstream.query) add("?" + parameter.first);
+    if (upstream.token_exchange) add("Authorization (exchanged)");
+    std::string line = "execute may call " + upstream.origin;
+    if (i == 0) {
+      const std::string base = upstream.base_path.value_or("");
+      line += "; relative URLs go to " + upstream.origin + base + "/" +
+              (base.empty()           ? std::string()
+               : base_path_configured ? " (upstreams[0].base_path)"
+                                      : " (the description's servers)");
+    }
+    line += injects.empty() ? "; injects nothing" : "; injects " + injects;
+    spdlog::info("{}", line);
+  }
+}
+
 ApiSummary summarize(const openapi::Document& api, const config::Config& config) {
   openapi::DescribeOptions options;
   for (const auto& upstream : config.upstreams) options.origins.push_back(upstream.origin);
+  options.base_path = base_path_of(config);
   const config::Limits& limits = config.limits;
   options.cpu_ms = limits.cpu_ms;
   options.wall_ms = limits.wall_ms;
@@ -193,9 +244,12 @@ ApiSummary summarize(const openapi::Document& api, const config::Config& config)
 }
 
 gateway::OperationPolicyOptions operation_policy(const openapi::Document& api,
-                                                 const config::Policy& policy) {
+                                                 const config::Policy& policy,
+                                                 const std::string& base_path) {
   gateway::OperationPolicyOptions options;
-  if (policy.operations == config::Policy::Operations::spec) options = described_operations(api);
+  if (policy.operations == config::Policy::Operations::spec) {
+    options = described_operations(api, base_path);
+  }
   for (const auto& method : policy.methods) {
     if (auto parsed = gateway::parse_method(method)) options.methods.insert(*parsed);
   }
@@ -215,10 +269,13 @@ std::map<std::string, gateway::PrincipalProfile> principal_profiles(const openap
         if (own.origin == upstream.origin) {
           upstream.headers = own.headers;  // the principal's entry is its whole credential
           upstream.token_exchange = own.token_exchange;
+          upstream.query = own.query;
+          upstream.withheld = own.withheld;
         }
       }
     }
-    profile.operations = operation_policy(api, settings.policy.value_or(config.policy));
+    profile.operations =
+        operation_policy(api, settings.policy.value_or(config.policy), base_path_of(config));
     profiles.emplace(name, std::move(profile));
   }
   return profiles;
@@ -231,17 +288,23 @@ int Daemon::run() {
   // First: from here on SIGINT and SIGTERM are held for the handler below, however early they
   // come (an orchestrator may stop the server while it starts), instead of killing the process.
   boost::asio::signal_set signals(io, SIGINT, SIGTERM);
+  const bool base_path_configured =
+      !options_.config.upstreams.empty() && options_.config.upstreams.front().base_path;
+  settle_base_path(options_.api, options_.config);
+  log_upstreams(options_.config, base_path_configured);
   const ToolCatalog tools(summarize(options_.api, options_.config), options_.config.limits);
   gateway::GatewayOptions gateway_options;
   gateway_options.upstreams = options_.config.upstreams;
   gateway_options.limits = options_.config.limits;
   gateway_options.ca_file = options_.config.ca_file;
-  gateway_options.operations = operation_policy(options_.api, options_.config.policy);
+  gateway_options.operations =
+      operation_policy(options_.api, options_.config.policy, base_path_of(options_.config));
   gateway_options.principals = principal_profiles(options_.api, options_.config);
   if (const auto& oauth = options_.config.http.oauth) {
     gateway_options.request_scopes = {oauth->read_scopes, oauth->write_scopes, std::nullopt};
     if (oauth->spec_scopes)
-      gateway_options.request_scopes.operations = described_operations(options_.api);
+      gateway_options.request_scopes.operations =
+          described_operations(options_.api, base_path_of(options_.config));
   }
   for (const auto& principal : options_.config.principals) {
     const std::string& name = principal.first;  // not a structured binding: the lambda reads it
@@ -266,7 +329,7 @@ int Daemon::run() {
   const auto& exchange = std::get<std::shared_ptr<auth::TokenExchanger>>(exchanger);
   if (exchange) gateway_options.exchange_token = exchange_tokens(exchange);
   if (const auto& approve = options_.config.policy.approve) {
-    auto approval = approval_settings(options_.api, *approve);
+    auto approval = approval_settings(options_.api, *approve, base_path_of(options_.config));
     if (auto* problems = std::get_if<std::vector<std::string>>(&approval)) {
       for (const auto& problem : *problems) spdlog::error("config: {}", problem);
       return 2;
@@ -309,7 +372,8 @@ int Daemon::run() {
       return 2;
     }
     audit_writer = std::move(std::get<std::unique_ptr<audit::Writer>>(started));
-    trail.emplace(*audit_writer, audit_operations(options_.api), gateway->policy());
+    trail.emplace(*audit_writer, audit_operations(options_.api, base_path_of(options_.config)),
+                  gateway->policy());
   }
   std::vector<std::string> upstream_origins;
   for (const auto& upstream : options_.config.upstreams)
@@ -336,10 +400,9 @@ int Daemon::run() {
   // is not needed any more.
   options_.api = openapi::Document{};
   ::malloc_trim(0);
-  // Where fetch('/x') goes, for `new Request('/x').url` to say so: the gateway's base.
-  const std::vector<std::string>& origins = gateway->policy().origins();
-  std::string fetch_base =
-      !origins.empty() && !origins.front().empty() ? origins.front() + "/" : std::string();
+  // Where fetch('/x') goes, for `new Request('/x').url` to say so: the gateway's base, with
+  // the base path ("http://127.0.0.1:8788/api/").
+  std::string fetch_base = gateway->policy().base();
   const channel::JitMode jit =
       options_.config.sandbox.jitless ? channel::JitMode::jitless : channel::JitMode::enabled;
   sandbox::Sandbox sandbox(sandbox::SandboxOptions{

@@ -52,6 +52,14 @@ class Daemon {
   DaemonOptions options_;
 };
 
+// Settles where relative URLs go when the config does not say (upstreams[0].base_path unset):
+// the path of the API description's first `servers` URL ("https://slack.com/api" -> "/api").
+void settle_base_path(const openapi::Document& api, config::Config& config);
+
+// Logs where execute may go and what the gateway injects there (header and parameter names,
+// never values), or warns that it can go nowhere.
+void log_upstreams(const config::Config& config, bool base_path_configured);
+
 // The ApiSummary the tool descriptions use.
 ApiSummary summarize(const openapi::Document& api, const config::Config& config);
 

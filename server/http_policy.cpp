@@ -194,7 +194,8 @@ std::optional<HttpRefusal> HttpPolicy::check_origin(std::optional<std::string_vi
   if (normal && (listed(options_.allowed_origins) || listed(own_origins_))) return std::nullopt;
   // The Origin is printable by construction of the parser; cap it so a log line stays short.
   return HttpRefusal{403, "forbidden: origin " + std::string(trim_ows(*origin).substr(0, 200)) +
-                              " is not allowed"};
+                              " is not allowed (the config's http.allowed_origins lists those "
+                              "that are)"};
 }
 
 std::optional<HttpRefusal> HttpPolicy::check_bearer(

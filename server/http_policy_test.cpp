@@ -78,7 +78,9 @@ TEST_CASE("Origin: absent passes, present must be listed after normalisation", "
   const auto refusal = policy.check_origin("http://evil.test");
   REQUIRE(refusal);
   CHECK(refusal->status == 403);
-  CHECK(refusal->message == "forbidden: origin http://evil.test is not allowed");
+  CHECK(refusal->message ==
+        "forbidden: origin http://evil.test is not allowed (the config's http.allowed_origins "
+        "lists those that are)");
   // The endpoint's own origin is same-origin, never rebinding; only on its own port.
   CHECK_FALSE(policy.check_origin("http://127.0.0.1:8080"));
   CHECK_FALSE(policy.check_origin("http://localhost:8080"));

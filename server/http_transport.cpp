@@ -57,9 +57,17 @@ std::optional<std::string> HttpServer::start() {
   if (ec) return "invalid address " + state_->options.endpoint.host;
   const tcp::endpoint endpoint(address, state_->options.endpoint.port);
   auto& acceptor = state_->acceptor;
+  // The reason is read before close(), which would overwrite `ec` with its own success.
   auto fail = [&](std::string_view what) {
-    acceptor.close(ec);
-    return std::string(what) + " " + endpoint_url(endpoint) + ": " + ec.message();
+    std::string reason = ec.message();
+    if (ec == asio::error::address_in_use) {
+      reason += " (another process listens there: stop it or choose another port)";
+    } else if (ec == asio::error::access_denied) {
+      reason += " (ports below 1024 need privileges: choose a port of 1024 or more)";
+    }
+    boost::system::error_code ignored;
+    acceptor.close(ignored);
+    return std::string(what) + " " + endpoint_url(endpoint) + ": " + reason;
   };
   if (acceptor.open(endpoint.protocol(), ec)) return fail("cannot open");
   acceptor.set_option(asio::socket_base::reuse_address(true), ec);

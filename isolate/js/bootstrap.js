@@ -1,7 +1,7 @@
 // Runs once in every fresh context, before the call's code. Defines the web-style globals on
 // top of a few host primitives (`host`), which stay in this closure and never reach the code.
-// Returns the functions the host keeps for itself, `serialize` and `describe`, and
-// `urlClasses` for js/fetch.js.
+// Returns the functions the host keeps for itself, `serialize` and `describe`, and `urlClasses`
+// and `webClasses` for js/fetch.js.
 // Everything the globals need is captured here first, so code that later replaces
 // JSON.stringify or Array.prototype.join cannot change how results and logs are produced.
 (function bootstrap(host, global) {
@@ -14,6 +14,7 @@
   const JSONStringify = JSON.stringify;
   const StringFromCharCode = String.fromCharCode;
   const MathMin = Math.min;
+  const ObjectGetOwnPropertyDescriptor = Object.getOwnPropertyDescriptor;
   const TypeErrorCtor = TypeError;
   const RangeErrorCtor = RangeError;
   const ErrorCtor = Error;
@@ -439,6 +440,38 @@
     });
   }
 
+  // ---------------------------------------------------------------- js/web.js, on first use
+  // Event, EventTarget, AbortController, AbortSignal, performance, crypto, Blob, File, FormData
+  // and console.table: js/web.js, which the host compiles on the first use of any of them (as
+  // URL's above), so that an isolate deserialises none of them until its call asks.
+  const kit = {define, tag, call, describe, format, hostLog, hostSetTimeout, hostUtf8Encode,
+               hostUtf8Decode, DOMException, console};
+  let webClasses = null;
+  const kWebGlobals = ['Event', 'EventTarget', 'AbortController', 'AbortSignal', 'performance',
+                       'crypto', 'Crypto', 'SubtleCrypto', 'Blob', 'File', 'FormData'];
+  const webAccessors = {__proto__: null};  // name -> the accessor below, while it is in place
+  const makeWebClasses = () => {
+    if (webClasses !== null) return webClasses;
+    webClasses = hostLoadVendor(3)(host, kit);
+    // Only where the accessor is still in place: what the code put on the global stays.
+    for (const name of kWebGlobals) {
+      const now = ObjectGetOwnPropertyDescriptor(global, name);
+      if (now !== undefined && now.get === webAccessors[name]) define(global, name, webClasses[name]);
+    }
+    return webClasses;
+  };
+  for (const name of kWebGlobals) {
+    const get = {get() { makeWebClasses(); return global[name]; }}.get;
+    webAccessors[name] = get;
+    ObjectDefineProperty(global, name, {
+      configurable: true,
+      enumerable: false,
+      get,
+      set(value) { define(global, name, value); },
+    });
+  }
+  define(console, 'table', {table(...args) { makeWebClasses().table(...args); }}.table);
+
   // ---------------------------------------------------------------- the result as JSON
   // JSON.stringify's output (toJSON, BigInt as a decimal string, undefined, functions and symbols
   // left out or null, non-finite numbers null), written piece by piece and never past `budget`
@@ -631,5 +664,6 @@
   serialize.specRefs = specRefs;
 
   return {serialize, describe: (value) => format([value]),
-          urlClasses: {ifMade: () => urlClasses, make: makeUrlClasses}};
+          urlClasses: {ifMade: () => urlClasses, make: makeUrlClasses},
+          webClasses: {ifMade: () => webClasses, make: makeWebClasses}};
 })

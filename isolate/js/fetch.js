@@ -7,13 +7,19 @@
 //   hostReadBody(bodyId, uint8array)      copies the response body into the array, once
 //   urlClasses.ifMade()                   bootstrap's {URL, URLSearchParams}, or null before
 //                                         the code has used either; .make() makes them
+//   webClasses.ifMade()                   js/web.js's values (Blob, FormData, AbortSignal, …),
+//                                         or null before the code has used any; .make() makes them
+//   hostAbortFetch(promise)               drops the pending hostFetch whose promise this is: its
+//                                         answer is never delivered and the call no longer waits
+//                                         for it
 //   fetchBase                             what the gateway resolves a relative URL against (the
-//                                         first upstream's origin + "/"), or '' when nothing
+//                                         first upstream's origin + base path + "/"), or ''
+//                                         when nothing
 // `headers` is an array of [name, value] pairs, `body` undefined, a string or a Uint8Array. The
 // response body is copied into memory the code owns (so the ArrayBuffer budget counts it). The
 // host decides everything (origin, credentials, budget): a refusal rejects the promise with an
 // error the host made.
-(function fetchFactory(global, hostFetch, hostReadBody, urlClasses, fetchBase) {
+(function fetchFactory(global, hostFetch, hostReadBody, urlClasses, fetchBase, webClasses, hostAbortFetch) {
   'use strict';
   const ObjectDefineProperty = Object.defineProperty;
   function define(object, name, value) {
@@ -37,6 +43,18 @@
   const SymbolIterator = Symbol.iterator;
   // Whether a URL string is absolute: a scheme after what the URL parser strips from the start.
   const kHasScheme = /^[\x00-\x20]*[A-Za-z][A-Za-z0-9+.\-]*:/;
+  // The base path "/x" goes under ("/api" of "http://host/api/"), as the gateway's
+  // under_base_path() puts it there: a path-absolute URL not under it already.
+  const kBasePath = fetchBase === '' ? '' : fetchBase.slice(fetchBase.indexOf('/', fetchBase.indexOf('//') + 2), -1);
+  const kPathAbsolute = /^[\x00-\x20]*[\/\\](?![\/\\])/;
+  const kLeadingC0 = /^[\x00-\x20]*/;
+  function underBasePath(target) {
+    if (kBasePath === '' || !kPathAbsolute.test(target)) return target;
+    const rest = target.replace(kLeadingC0, '');
+    const after = rest.length === kBasePath.length ? '' : rest[kBasePath.length];
+    if (rest.slice(0, kBasePath.length) === kBasePath && (after === '' || '/\\?#'.indexOf(after) !== -1)) return target;
+    return kBasePath + rest;
+  }
   // URL and URLSearchParams are made on their first use (bootstrap.js): before that no value can
   // be one of them, and these checks do not make them.
 
@@ -65,6 +83,7 @@
   // ---------------------------------------------------------------- Headers
   class Headers {
     #list = [];  // [lower-case name, value], in insertion order
+    #sorted = null;  // the sort-and-combine of #list, until it changes
     #immutable = false;  // a Response.error(), Response.redirect() or fetch() response's headers
     static _freeze(headers) { headers.#immutable = true; return headers; }
     _isImmutable() { return this.#immutable; }
@@ -103,11 +122,13 @@
     append(name, value) {
       const entry = Headers.#check(name, value);
       this.#mutate();
+      this.#sorted = null;
       this.#list.push(entry);
     }
     set(name, value) {
       const [n, v] = Headers.#check(name, value);
       this.#mutate();
+      this.#sorted = null;
       const first = this.#list.findIndex((e) => e[0] === n);
       if (first === -1) {
         this.#list.push([n, v]);
@@ -128,6 +149,7 @@
     delete(name) {
       const n = Headers.#name(name);
       this.#mutate();
+      this.#sorted = null;
       this.#list = this.#list.filter((e) => e[0] !== n);
     }
     getSetCookie() {
@@ -136,15 +158,27 @@
     forEach(callback, thisArg = undefined) {
       for (const [name, value] of this) callback.call(thisArg, value, name, this);
     }
-    *entries() {
-      // Sorted by name, values of a repeated name combined (set-cookie kept apart), as specified.
+    // Sorted by name, values of a repeated name combined (set-cookie kept apart), as specified.
+    #sortAndCombine() {
+      if (this.#sorted !== null) return this.#sorted;
       const names = [...new Set(this.#list.map((e) => e[0]))].sort();
+      const pairs = [];
       for (const name of names) {
         if (name === 'set-cookie') {
-          for (const value of this.getSetCookie()) yield [name, value];
+          for (const value of this.getSetCookie()) pairs.push([name, value]);
         } else {
-          yield [name, this.get(name)];
+          pairs.push([name, this.get(name)]);
         }
+      }
+      return (this.#sorted = pairs);
+    }
+    // The standard's iterator: an index into the sort-and-combine of the list as it is at each
+    // step, so headers set or deleted while iterating show as they would in node.
+    *entries() {
+      for (let i = 0; ; ++i) {
+        const pairs = this.#sortAndCombine();
+        if (i >= pairs.length) return;
+        yield [pairs[i][0], pairs[i][1]];
       }
     }
     *keys() { for (const [name] of this.entries()) yield name; }
@@ -162,12 +196,16 @@
     if (url !== null && body instanceof url.URLSearchParams) {
       return ['' + body, 'application/x-www-form-urlencoded;charset=UTF-8'];
     }
+    // Before js/web.js is made no value can be a Blob or FormData; these checks do not make it.
+    const web = webClasses.ifMade();
+    if (web !== null && body instanceof web.Blob) return [web.Blob._bytes(body).slice(), body.type === '' ? null : body.type];
+    if (web !== null && body instanceof web.FormData) return web.FormData._encode(body);
     if (body instanceof ArrayBufferCtor) return [new Uint8ArrayCtor(body.slice(0)), null];
     if (ArrayBufferIsView(body)) {
       return [new Uint8ArrayCtor(body.buffer.slice(body.byteOffset, body.byteOffset + body.byteLength)), null];
     }
     throw new TypeErrorCtor('fetch: unsupported body type; send a string (e.g. JSON.stringify(data)), ' +
-                            'URLSearchParams, an ArrayBuffer or a typed array');
+                            'URLSearchParams, FormData, a Blob, an ArrayBuffer or a typed array');
   }
 
   function bodyBytes(body) {
@@ -202,12 +240,18 @@
     json() {
       return this.text().then((text) => JSONParse(text));
     }
+    blob() {
+      return this.arrayBuffer().then((buffer) => webClasses.make().Blob._of(new Uint8ArrayCtor(buffer), this.headers.get('content-type') ?? ''));
+    }
+    bytes() {
+      return this.arrayBuffer().then((buffer) => new Uint8ArrayCtor(buffer));
+    }
   }
 
   // ---------------------------------------------------------------- Request
   const kFromFetch = {};  // fetch()'s own Request: the third argument only fetch() can give
   class Request extends Body {
-    #method; #url; #headers; #redirect;
+    #method; #url; #headers; #redirect; #given; #signal = null;
     constructor(input, init = {}, from = undefined) {
       const base = input instanceof Request ? input : null;
       const [extracted, contentType] =
@@ -227,7 +271,27 @@
         throw new TypeErrorCtor('fetch: a ' + this.#method + ' request cannot have a body');
       }
       this.#redirect = init.redirect !== undefined ? '' + init.redirect : (base ? base.redirect : 'follow');
+      const signal = init.signal !== undefined ? init.signal : (base ? base._givenSignal() : null);
+      if (signal !== null && !(signal instanceof webClasses.make().AbortSignal)) {
+        throw new TypeErrorCtor('Request: init.signal must be an AbortSignal or null');
+      }
+      this.#given = signal;
+      // A URL that cannot be parsed is the constructor's TypeError, as in node (fetch()'s own
+      // Request passes it on: the gateway's refusal names it, and fetch() rejects with it).
+      if (from !== kFromFetch && !base) {
+        const {URL} = urlClasses.make();
+        if (!URL.canParse(underBasePath(this.#url), fetchBase === '' ? undefined : fetchBase)) {
+          throw new TypeErrorCtor('Request: "' + this.#url + '" is not a valid URL');
+        }
+      }
     }
+    // The request's own signal follows the one given, as the standard's does; made when first
+    // asked for, so that a fetch() without a signal makes none.
+    get signal() {
+      const {AbortController, AbortSignal} = webClasses.make();
+      return this.#signal ??= this.#given === null ? new AbortController().signal : AbortSignal.any([this.#given]);
+    }
+    _givenSignal() { return this.#given; }
     get method() { return this.#method; }
     // The URL as the URL Standard serialises it, a relative one resolved against the first
     // upstream, as the gateway resolves it: where fetch() sends this request. fetch() hands the
@@ -236,7 +300,8 @@
     get url() {
       const {URL} = urlClasses.make();
       const against = fetchBase === '' ? undefined : fetchBase;
-      return URL.canParse(this.#url, against) ? new URL(this.#url, against).href : this.#url;
+      const target = underBasePath(this.#url);
+      return URL.canParse(target, against) ? new URL(target, against).href : this.#url;
     }
     _target() { return this.#url; }
     get headers() { return this.#headers; }
@@ -318,13 +383,34 @@
   tag(Response, 'Response');
 
   // ---------------------------------------------------------------- fetch
+  // With a signal: aborted before it is sent, nothing is sent; aborted while pending, the
+  // promise rejects with the signal's reason at once and the host drops the request's answer
+  // (hostAbortFetch), so the call neither waits for it nor gets it.
   async function fetch(input, init = undefined) {
     const request = new Request(input, init || {}, kFromFetch);
+    const signal = request._givenSignal();
+    if (signal !== null) signal.throwIfAborted();
     const pairs = [];
     for (const pair of request.headers) pairs.push(pair);
     const body = request._peek();
-    const raw = await hostFetch(request.method, request._target(), pairs,
-                                typeof body === 'string' ? utf8Encode(body) : body);
+    const pending = hostFetch(request.method, request._target(), pairs,
+                              typeof body === 'string' ? utf8Encode(body) : body);
+    let raw;
+    if (signal === null) {
+      raw = await pending;
+    } else {
+      let onAbort;
+      const aborted = new PromiseCtor((resolve, reject) => {
+        onAbort = (reason) => { hostAbortFetch(pending); reject(reason); };
+        signal._onAbort(onAbort);
+      });
+      pending.catch(() => {});  // dropped or lost the race: nobody else hears of it
+      try {
+        raw = await PromiseCtor.race([pending, aborted]);
+      } finally {
+        signal._offAbort(onAbort);
+      }
+    }
     const bytes = new Uint8ArrayCtor(raw.bodyLength);
     hostReadBody(raw.bodyId, bytes);
     raw.body = bytes;

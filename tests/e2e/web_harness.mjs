@@ -30,9 +30,16 @@ export async function startSandbox(upstream = 'http://127.0.0.1:9') {
     if (r.isError) throw new Error(`${name} failed: ${r.content[0].text}\nstderr: ${stderr}`);
     return r.structuredContent.result;
   };
+  // The console lines of an execute call, joined by newlines.
+  const logs = async (code) => {
+    const r = await client.callTool({ name: 'execute', arguments: { code } }, undefined, { timeout: 60000 });
+    if (r.isError) throw new Error(`execute failed: ${r.content[0].text}\nstderr: ${stderr}`);
+    return (r.structuredContent.logs ?? []).join('\n');
+  };
   return {
     search: (code) => call('search', code),
     execute: (code) => call('execute', code),
+    logs,
     close: () => client.close(),
   };
 }

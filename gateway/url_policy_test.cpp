@@ -198,7 +198,7 @@ TEST_CASE("a NUL in an international host is refused, not cut short", "[gateway]
   CHECK(norm("http://%C2%AD/").starts_with("refused: "));
 }
 
-TEST_CASE("relative URLs go under the first upstream's base path; the allowlist stays per origin",
+TEST_CASE("relative URLs go under the first upstream's base path, the allowlist stays per origin",
           "[gateway][policy][base_path]") {
   std::vector<Upstream> upstreams{Upstream{"https://slack.com", {}},
                                   Upstream{"https://other.test", {}}};

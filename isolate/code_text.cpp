@@ -90,6 +90,8 @@ std::vector<std::size_t> final_expression_starts(std::string_view code, std::siz
     const char c = code[i - 1];
     if (c != ';' && c != '\n') continue;
     if (trim(code.substr(i)).empty()) continue;
+    // ";\n" starts the same expression twice: once is enough.
+    if (!out.empty() && trim(code.substr(i)) == trim(code.substr(out.back()))) continue;
     out.push_back(i);
   }
   return out;

@@ -29,11 +29,11 @@ TEST_CASE("trailing semicolons and comments are trimmed, quotes respected",
   CHECK(trim_tail("a;\n// one\n// two") == "a");
 }
 
-TEST_CASE("a last expression may start after a ; or a line break", "[isolate][code_text]") {
+TEST_CASE("a last expression may start after a semicolon or a line break", "[isolate][code_text]") {
   const auto starts = final_expression_starts("const a = 1;\nconst b = 2; a + b", 10);
   REQUIRE(starts.size() == 2);
   CHECK(starts[0] == 25);  // " a + b"
-  CHECK(starts[1] == 12);  // "\nconst b = 2; a + b"
+  CHECK(starts[1] == 13);  // "const b = 2; a + b" (after the line break; the ; before it adds none)
   CHECK(final_expression_starts("a;b;c;d", 2).size() == 2);
   CHECK(final_expression_starts("a;\n  ", 5).empty());
 }

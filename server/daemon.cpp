@@ -199,8 +199,8 @@ void settle_base_path(const openapi::Document& api, config::Config& config) {
 void log_upstreams(const config::Config& config, bool base_path_configured) {
   if (config.upstreams.empty()) {
     spdlog::warn(
-        "no upstreams: every execute request is refused; add \"upstreams\": [{{\"origin\": "
-        "\"https://api.example.com\"}}] to the config");
+        "no upstreams: every execute request is refused; add \"upstreams\": [{\"origin\": "
+        "\"https://api.example.com\"}] to the config");
     return;
   }
   for (std::size_t i = 0; i < config.upstreams.size(); ++i) {

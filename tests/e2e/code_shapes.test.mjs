@@ -103,15 +103,15 @@ test('what cannot run says where and what to do', async () => {
     assert.match(modules.content[0].text, /^compile: .*\n[\s\S]*hint: modules are not available/);
     const map = await search('async () => new Map([[1, 2]])');
     assert.match(map.content[0].text, /^runtime: result is not JSON-serialisable: TypeError: the code returned a Map/);
-    // Item 4: the failure text names the last requests (here the description's own base path
-    // is missing from the URL, so Slack's 404 page is read as JSON).
-    const slack = await execute("async () => {\n  const r = await fetch('/conversations.list');\n  const j = await r.json();\n  return j.channels.map((c) => c.name);\n}");
+    // Item 4: the failure text names the last requests (here a method Slack does not have, so
+    // its 404 page is read as JSON).
+    const slack = await execute("async () => {\n  const r = await fetch('/conversation.list');\n  const j = await r.json();\n  return j.channels.map((c) => c.name);\n}");
     assert.equal(slack.isError, true);
     const text = slack.content[0].text;
     assert.match(text, /^runtime: SyntaxError: Unexpected token '<'/);
     assert.match(text, /\nline 3, column \d+:\n {2}\s*const j = await r\.json\(\);/);
     assert.match(text, /\nhint: the response is not JSON/);
-    assert.match(text, /\nafter GET \/conversations\.list → 404 text\/html$/);
+    assert.match(text, /\nafter GET \/conversation\.list → 404 text\/html$/);
     assert.equal(slack.structuredContent.requests[0].content_type, 'text/html');
     // A refusal says what is allowed.
     const origin = await execute("async () => (await fetch('https://slack.com/api/auth.test')).status");

@@ -143,7 +143,9 @@ test('8 calls waiting on an upstream that never answers all end as timeout at wa
     const results = await Promise.all(Array.from({ length: 8 }, () => call(server, TOKENS[0], 'execute', code)));
     for (const result of results) {
       assert.equal(result.isError, true);
-      assert.equal(result.text, 'timeout: wall limit 2000 ms exceeded');
+      // The failure's first line; the next names the request it waited on (README, "Output").
+      assert.equal(result.text.split('\n')[0], 'timeout: wall limit 2000 ms exceeded');
+      assert.match(result.text, /\nafter GET http:\/\/127\.0\.0\.1:\d+\/never → no answer before the call ended$/);
       assert.ok(result.ms < 3500 * SLOWER, `answered after ${Math.round(result.ms)} ms`);
     }
   } finally {

@@ -41,7 +41,7 @@ test('the start-up log names where execute goes and what it injects, never a val
 
   writeFileSync(config, JSON.stringify({ openapi: join(SOURCE_DIR, 'fixtures/markethub/openapi.json') }));
   const none = await run(['--config', config]);
-  assert.match(none.stderr, /warning no upstreams: every execute request is refused; add "upstreams"/);
+  assert.match(none.stderr, /warning no upstreams: every execute request is refused; add "upstreams": \[\{"origin": "https:\/\/api\.example\.com"\}\] to the config/);
 });
 
 test('the MCP Inspector on localhost may connect with the default config', async () => {

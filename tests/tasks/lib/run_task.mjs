@@ -20,8 +20,15 @@ export function checkAnswer(expected, actual) {
   return isDeepStrictEqual(actual, expected) ? null : `expected ${describeValue(expected)}, got ${describeValue(actual)}`;
 }
 
+// The value a model reads in a result's text. A result cut within result_chars is still JSON,
+// followed by the cut note on a line of its own (README, the tools' contract).
 function parse(text) {
-  try { return JSON.parse(text); } catch { return text; }
+  try { return JSON.parse(text); } catch { /* maybe cut */ }
+  const note = text.lastIndexOf('\n…[cut: ');
+  if (note > 0) {
+    try { return JSON.parse(text.slice(0, note)); } catch { /* not JSON */ }
+  }
+  return text;
 }
 
 // A task whose `needs` the server does not meet is not run: the result is {id, skipped: [the

@@ -342,6 +342,8 @@ describe('a call looping over refused requests leaves a bounded number of record
     writeFileSync(config, JSON.stringify({
       openapi: join(SOURCE_DIR, 'fixtures/markethub/openapi.json'),
       audit: { sqlite: 'audit.db', server: 'e2e-loop' },
+      // 1,000 refused fetches take ~40 ms of CPU, several times that under the sanitizers.
+      limits: { cpu_ms: 2000, wall_ms: 20000 },
     }));
   });
   after(() => rmSync(dir, { recursive: true, force: true }));
@@ -349,12 +351,15 @@ describe('a call looping over refused requests leaves a bounded number of record
   test('1,000 refused fetches in one call: 101 request records; the next call is served', async () => {
     const client = new Client({ name: 'audit-loop', version: '1' });
     await client.connect(new StdioClientTransport({ command: BIN, args: ['--config', config], stderr: 'ignore' }));
-    const looped = await client.callTool({ name: 'execute', arguments: { code:
-      "async () => { let n = 0; for (let i = 0; i < 1000; i++) { try { await fetch('http://evil.test/' + i); } catch { n++; } } return n; }" } });
-    assert.equal(looped.content[0].text, '1000', JSON.stringify(looped));
-    const next = await client.callTool({ name: 'search', arguments: { code: 'async () => 1 + 1' } });
-    assert.equal(next.content[0].text, '2');
-    await client.close();
+    try {
+      const looped = await client.callTool({ name: 'execute', arguments: { code:
+        "async () => { let n = 0; for (let i = 0; i < 1000; i++) { try { await fetch('http://evil.test/' + i); } catch { n++; } } return n; }" } });
+      assert.equal(looped.content[0].text, '1000', looped.content[0].text.slice(0, 300));
+      const next = await client.callTool({ name: 'search', arguments: { code: 'async () => 1 + 1' } });
+      assert.equal(next.content[0].text, '2');
+    } finally {
+      await client.close();
+    }
     const requests = await eventuallyRecords(config, ['--kind', 'request'], (records) => records.length >= 101);
     assert.equal(requests.length, 101);
     assert.ok(requests.slice(0, 100).every((r) => /^policy: origin http:\/\/evil\.test is not allowed/.test(r.refusal)), requests[0].refusal);

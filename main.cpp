@@ -184,7 +184,10 @@ int main(int argc, char** argv) {
     const std::string token = random_token();
     demo.emplace(codemode::fixtures::MarkethubOptions{"127.0.0.1", 0, token});
     demo->start();
-    config.upstreams.push_back({demo->origin(), {{"Authorization", "Bearer " + token}}});
+    codemode::config::Upstream upstream;
+    upstream.origin = demo->origin();
+    upstream.headers = {{"Authorization", "Bearer " + token}};
+    config.upstreams.push_back(std::move(upstream));
     api = codemode::openapi::parse_json(codemode::fixtures::markethub_openapi_json());
   }
   if (args.jitless) config.sandbox.jitless = true;

@@ -49,7 +49,8 @@ sandbox::SandboxOptions sandbox_options() { return sandbox::test_sandbox_options
 
 struct World {
   boost::asio::io_context io;
-  server::ToolCatalog tools{server::ApiSummary{"Search the API.", "Call the API."}, fuzz_limits()};
+  server::ToolCatalog tools{server::ApiSummary{"Search the API.", "Call the API.", {}},
+                            fuzz_limits()};
   sandbox::Sandbox sandbox{sandbox_options()};
 };
 

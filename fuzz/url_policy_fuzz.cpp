@@ -89,8 +89,11 @@ void check_url(std::string_view base, std::string_view input) {
     FUZZ_CHECK(one_line(std::get<std::string>(result)), "a refusal is one line");
   }
 
-  const UrlPolicy policy(
-      {config::Upstream{std::string(base), {}}, config::Upstream{"http://127.0.0.1:8788", {}}});
+  config::Upstream first;
+  first.origin = std::string(base);
+  config::Upstream second;
+  second.origin = "http://127.0.0.1:8788";
+  const UrlPolicy policy({first, second});
   FUZZ_CHECK(policy.origins().size() == 2, "origins are index-aligned with the upstreams");
   FUZZ_CHECK(static_cast<std::size_t>(std::count(policy.origins().begin(), policy.origins().end(),
                                                  "")) == policy.problems().size(),
@@ -122,7 +125,9 @@ void check_request_headers(const Headers& headers) {
                                  value.back() != ' ' && value.back() != '\t'),
                "values are trimmed");
   }
-  const config::Upstream upstream{"http://127.0.0.1:8788", {{"Authorization", "Bearer upstream"}}};
+  config::Upstream upstream;
+  upstream.origin = "http://127.0.0.1:8788";
+  upstream.headers = {{"Authorization", "Bearer upstream"}};
   const Headers sent = inject_credentials(ok.headers, upstream);
   const auto credentials = std::count_if(sent.begin(), sent.end(), [](const Header& header) {
     return equal_ignoring_case(header.first, "authorization");
@@ -165,7 +170,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   for (std::size_t i = 2; i < lines.size(); ++i) {
     const std::string_view line = lines[i];
     if (!line.empty() && line.front() == '/') {
-      operations.push_back(Operation{static_cast<Method>(i % 6), std::string(line)});
+      Operation operation;
+      operation.method = static_cast<Method>(i % 6);
+      operation.path_template = std::string(line);
+      operations.push_back(std::move(operation));
     } else {
       const std::size_t colon = line.find(':');
       headers.emplace_back(line.substr(0, colon),

@@ -421,10 +421,10 @@ void ElicitingApprover::ask(std::uint64_t ticket, const gateway::ApprovalRequest
                                 params = approval_elicitation(request, with_mode_),
                                 answer = std::move(answer)]() mutable {
     auto requests = self->requests_.lock();
-    if (self->closed_ || !requests) return answer({gateway::Verdict::impossible, self->by_});
+    if (self->closed_ || !requests) return answer({gateway::Verdict::impossible, self->by_, {}});
     Json id = requests->add([self, ticket, answer](const Json* result) {
       self->open_.erase(ticket);
-      answer({result ? verdict_of(*result) : gateway::Verdict::impossible, self->by_});
+      answer({result ? verdict_of(*result) : gateway::Verdict::impossible, self->by_, {}});
     });
     self->open_.emplace(ticket, id);
     Json message{{"jsonrpc", "2.0"},

@@ -376,6 +376,7 @@ int Daemon::run() {
                   gateway->policy());
   }
   std::vector<std::string> upstream_origins;
+  upstream_origins.reserve(options_.config.upstreams.size());
   for (const auto& upstream : options_.config.upstreams)
     upstream_origins.push_back(upstream.origin);
   Metrics metrics(std::move(upstream_origins));

@@ -18,7 +18,20 @@ WORKDIR /src
 # Setup first, alone: its layer (Debian packages, node's release binary from npm) is reused while
 # only the sources change.
 COPY scripts/setup scripts/setup
-RUN scripts/setup
+COPY isolate/engine/package-lock.json isolate/engine/package-lock.json
+# PEM certificates to trust, besides Debian's, while setup fetches node from the npm registry: for
+# a build host behind a TLS-inspecting proxy (scripts/test-image passes the host's
+# /usr/local/share/ca-certificates/*.crt). Empty by default. Only this step sees them; the
+# tarball is checked against its pinned sha512 either way, and the runtime image's CA bundle is
+# Debian's.
+ARG EXTRA_CA_CERTS=""
+RUN set -eu; \
+    if [ -n "$EXTRA_CA_CERTS" ]; then \
+      apt-get update -qq && apt-get install -y -qq --no-install-recommends ca-certificates >/dev/null; \
+      { cat /etc/ssl/certs/ca-certificates.crt; printf '%s\n' "$EXTRA_CA_CERTS"; } > /tmp/build-ca.pem; \
+      export CURL_CA_BUNDLE=/tmp/build-ca.pem; \
+    fi; \
+    scripts/setup; rm -f /tmp/build-ca.pem
 COPY . .
 # The tested optimisation (-O2, NDEBUG; CODEMODE_CHECK stays on) without debug info, which the
 # stripped binary would drop anyway. The tests are configured (proving configure needs no node)
@@ -36,7 +49,7 @@ RUN set -eu; out=/runtime; bin="$out/usr/local/bin"; \
     install -D -m 0755 build/engine/codemode_isolate.node "$bin/engine/codemode_isolate.node"; \
     strip --strip-unneeded "$bin/codemode-mcp" "$bin/engine/node" "$bin/engine/codemode_isolate.node"; \
     for lib in $(ldd build/codemode-mcp build/engine/node build/engine/codemode_isolate.node | \
-                 grep -o '/[^ ]*' | sort -u); do \
+                 grep -v ':$' | grep -o '/[^ ]*' | sort -u); do \
       mkdir -p "$out$(dirname "$lib")"; cp -L "$lib" "$out$lib"; \
     done; \
     install -D -m 0644 /etc/ssl/certs/ca-certificates.crt "$out/etc/ssl/certs/ca-certificates.crt"; \

@@ -34,7 +34,7 @@ import { spawn, execFileSync } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { once } from 'node:events';
 import net from 'node:net';
-import { mkdtempSync, mkdirSync, writeFileSync, readFileSync, readdirSync, copyFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, mkdirSync, writeFileSync, readFileSync, readdirSync, copyFileSync, rmSync, existsSync } from 'node:fs';
 import { tmpdir, cpus, loadavg, totalmem } from 'node:os';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -69,7 +69,7 @@ const denoBin = join(peersDir, 'node_modules/@deno/linux-x64-glibc/deno');
 // bench/compare could build it (bench/peers/node26/, against .deps/node's headers).
 const node26Bin = join(root, '.deps/node/bin/node');
 const ivm26Dir = join(peersDir, 'node26');
-const haveIvm26 = (() => { try { readFileSync(join(ivm26Dir, 'node_modules/isolated-vm/package.json')); readFileSync(node26Bin); return true; } catch { return false; } })();
+const haveIvm26 = existsSync(join(ivm26Dir, 'node_modules/isolated-vm/package.json')) && existsSync(node26Bin);
 
 // ---------------------------------------------------------------------------------------------
 // Workloads: identical code for every system. `shared` ones run on every system; the others are

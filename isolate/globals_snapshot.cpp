@@ -141,7 +141,18 @@ namespace {
 // The snapshot once it is made; null while it is (its code caches run the vendor scripts,
 // which must not wait for get()).
 std::atomic<const GlobalsSnapshot*> made{nullptr};
+
+// sucrase.js's code cache, from the process's first call that stripped types (keep_code_cache).
+// A call holds its own reference while V8 reads the bytes.
+std::mutex sucrase_cache_mutex;
+std::shared_ptr<const std::vector<std::uint8_t>> sucrase_cache;  // guarded by sucrase_cache_mutex
 }  // namespace
+
+std::shared_ptr<const std::vector<std::uint8_t>> kept_code_cache(Vendor which) {
+  if (which != Vendor::sucrase) return nullptr;
+  std::lock_guard lock(sucrase_cache_mutex);
+  return sucrase_cache;
+}
 
 void set_fetch_base(std::string base) {
   std::lock_guard lock(fetch_base_mutex);
@@ -297,8 +308,10 @@ v8::MaybeLocal<v8::Value> run_vendor_script(v8::Local<v8::Context> context, Vend
   v8::Isolate* isolate = v8::Isolate::GetCurrent();
   const GlobalsSnapshot* snapshot = made.load(std::memory_order_acquire);
   static const std::vector<std::uint8_t> kNone;
-  const std::vector<std::uint8_t>& cache =
-      snapshot != nullptr ? snapshot->code_cache(which) : kNone;
+  const std::shared_ptr<const std::vector<std::uint8_t>> kept = kept_code_cache(which);
+  const std::vector<std::uint8_t>& cache = kept != nullptr       ? *kept
+                                           : snapshot != nullptr ? snapshot->code_cache(which)
+                                                                 : kNone;
   v8::ScriptOrigin origin(v8_string(isolate, vendor_name(which)), 0);
   v8::Local<v8::Script> script;
   if (cache.empty()) {
@@ -317,6 +330,26 @@ v8::MaybeLocal<v8::Value> run_vendor_script(v8::Local<v8::Context> context, Vend
     }
   }
   return script->Run(context);
+}
+
+void keep_code_cache(v8::Local<v8::Context> context, Vendor which) {
+  CODEMODE_CHECK(which == Vendor::sucrase, "only sucrase.js's code cache is made by a call");
+  if (kept_code_cache(which) != nullptr) return;
+  v8::Isolate* isolate = v8::Isolate::GetCurrent();
+  v8::TryCatch ignored(isolate);
+  // The same source and origin as run_vendor_script's: V8's compilation cache gives back the
+  // script it ran, with the functions compiled since, which the code cache then holds.
+  v8::ScriptCompiler::Source source(v8_string(isolate, vendor_source(which)),
+                                    v8::ScriptOrigin(v8_string(isolate, vendor_name(which)), 0));
+  v8::Local<v8::Script> script;
+  if (!v8::ScriptCompiler::Compile(context, &source).ToLocal(&script)) return;
+  const std::unique_ptr<v8::ScriptCompiler::CachedData> made_cache(
+      v8::ScriptCompiler::CreateCodeCache(script->GetUnboundScript()));
+  if (made_cache == nullptr || made_cache->length <= 0) return;
+  auto bytes = std::make_shared<const std::vector<std::uint8_t>>(
+      made_cache->data, made_cache->data + made_cache->length);
+  std::lock_guard lock(sucrase_cache_mutex);
+  if (sucrase_cache == nullptr) sucrase_cache = std::move(bytes);
 }
 
 }  // namespace codemode::isolate::detail

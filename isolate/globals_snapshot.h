@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -15,7 +16,8 @@ namespace codemode::isolate::detail {
 // The bundles under js/vendor/ (and js/web.js) that a call compiles on first use; the values
 // are what js/bootstrap.js passes host.loadVendor.
 // sucrase is not one of them: isolate_runner.cpp loads it itself, for code that does not parse
-// as JavaScript (its TypeScript is stripped), before the code runs.
+// as JavaScript (its TypeScript is stripped), before the code runs; the process's first such call
+// leaves a code cache for the later ones (keep_code_cache).
 enum class Vendor { whatwg_url = 0, tr46 = 1, encodings = 2, web = 3, sucrase = 4 };
 
 // The sandbox's globals, made once per process into a V8 startup snapshot: one context with
@@ -64,5 +66,17 @@ void set_fetch_base(std::string base);
 // it: the value is the bundle's factory function. Empty with an exception pending on failure
 // (a termination, the heap cap).
 v8::MaybeLocal<v8::Value> run_vendor_script(v8::Local<v8::Context> context, Vendor which);
+
+// Keeps a V8 code cache of `which` for the process's later calls, made from `context`, where
+// run_vendor_script ran it and its functions have run since, if the process has none yet. Only
+// for sucrase.js, after the first strip of a process and before the call's code runs: a cache
+// holds the bytecode of every function compiled so far, which a later call deserialises instead
+// of parsing and compiling (isolate/README.md, "Shapes of code"). Not made ahead, because it
+// would cost every process start for what few calls use; not made by the build, because V8 takes
+// a code cache only in an isolate of the snapshot it was made with, and each process makes its
+// own (it differs by process). Thread-safe; a failure only leaves the next call to try again.
+void keep_code_cache(v8::Local<v8::Context> context, Vendor which);
+// The cache keep_code_cache kept for `which`; null while there is none.
+std::shared_ptr<const std::vector<std::uint8_t>> kept_code_cache(Vendor which);
 
 }  // namespace codemode::isolate::detail

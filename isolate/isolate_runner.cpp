@@ -594,6 +594,8 @@ class Run {
     v8::Local<v8::Value> code = field("code");
     if (code->IsString()) {
       out.code = utf8(isolate_, code);
+      // Still before any of the code has run: the cache holds only sucrase's own functions.
+      detail::keep_code_cache(context, detail::Vendor::sucrase);
       return out;
     }
     out.error = one_line(utf8(isolate_, field("message")));

@@ -1,9 +1,16 @@
 #include "isolate/isolate_runner.h"
 
+#include <v8.h>
+
 #include <chrono>
+#include <memory>
 #include <thread>
 
 #include <catch2/catch.hpp>
+
+#include "isolate/globals_snapshot.h"
+#include "isolate/host_functions.h"
+#include "isolate/v8_platform.h"
 
 using namespace codemode;
 using namespace codemode::isolate;
@@ -156,6 +163,39 @@ TEST_CASE("the shapes models send run (the tools' contract)", "[sandbox][compile
   CHECK(ok("enum Color { Red, Green }\nColor.Green") == "1");
   // What used to be smuggling is a body now: it runs inside the call, in order.
   CHECK(ok("async () => 1; globalThis.ran = 16") == "16");
+}
+
+// The process's first call that strips types leaves sucrase.js's code cache for the later ones; a
+// cache V8 rejects (another snapshot, a cache made before sucrase ran) would cost every later
+// TypeScript call the compile it is meant to save, silently.
+TEST_CASE("TypeScript calls after the first load sucrase from a code cache V8 accepts",
+          "[sandbox][compile]") {
+  CHECK(ok("async (): Promise<number> => { const n: number = 14; return n; }") == "14");
+  const std::shared_ptr<const std::vector<std::uint8_t>> cache =
+      detail::kept_code_cache(detail::Vendor::sucrase);
+  REQUIRE(cache != nullptr);
+  // With sucrase's functions compiled by the strip, not only the bundle's top level.
+  CHECK(cache->size() > 200'000);
+  std::unique_ptr<v8::ArrayBuffer::Allocator> allocator(
+      v8::ArrayBuffer::Allocator::NewDefaultAllocator());
+  v8::Isolate::CreateParams params;
+  params.array_buffer_allocator = allocator.get();
+  params.snapshot_blob = detail::GlobalsSnapshot::get().blob();
+  params.external_references = detail::external_references();
+  v8::Isolate* isolate = allocate_isolate();
+  v8::Isolate::Initialize(isolate, params);
+  {
+    v8::Isolate::Scope isolate_scope(isolate);
+    v8::ScriptCompiler::CachedData data(cache->data(), static_cast<int>(cache->size()),
+                                        v8::ScriptCompiler::CachedData::BufferNotOwned);
+    CHECK(data.CompatibilityCheck(isolate) == v8::ScriptCompiler::CachedData::kSuccess);
+  }
+  dispose_isolate(isolate);
+  // Later calls strip with it, and report sucrase's errors as before.
+  CHECK(ok("type N = number;\nfunction f<T>(x: T): T { return x; }\nasync () => f<N>(15)") == "15");
+  channel::Outcome refused = run("async (x: number): string => {\n  return x +;\n}");
+  CHECK(refused.error_kind == channel::ErrorKind::compile);
+  CHECK(refused.error_detail.starts_with("line 2,"));
 }
 
 TEST_CASE("a compile error quotes the line as sent with a caret, and hints", "[sandbox][compile]") {

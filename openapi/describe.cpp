@@ -12,7 +12,8 @@ namespace {
 using json = nlohmann::ordered_json;
 
 // The declarations are what a model cannot guess: `spec`'s shape and `spec.describe`. The web
-// classes of execute are the browser's, which a model knows; the description names them.
+// globals are the browser's, which a model knows; the description names the ones a model reaches
+// for and could not assume in a sandbox (each is run in tests/e2e/web_apis.test.mjs).
 constexpr std::string_view kSearchDeclarations = R"ts(declare const spec: {
   info: { title: string; version: string };
   paths: Record<string, Record<string, Operation>>; // spec.paths['/a/{id}'].get
@@ -27,9 +28,11 @@ interface Operation {
 
 constexpr std::string_view kExecuteDeclarations =
     R"ts(declare function fetch(url: string, init?: {
-  method?: string; headers?: Record<string, string>; body?: string; // or URLSearchParams
+  method?: string; headers?: Record<string, string>; body?: string; // or URLSearchParams, FormData, Blob
 }): Promise<{ ok: boolean; status: number; headers: { get(name: string): string | null };
-  json(): Promise<any>; text(): Promise<string> }>; // Request, Headers, URL as in browsers)ts";
+  json(): Promise<any>; text(): Promise<string> }>;
+// As in browsers: Headers, URL, URLSearchParams, AbortController, Blob, FormData, TextEncoder/Decoder,
+// structuredClone, atob/btoa, crypto.randomUUID/getRandomValues/subtle.digest, performance.now)ts";
 
 std::string limits_text(const DescribeOptions& o) {
   return "Limits per call: " + std::to_string(o.cpu_ms) + " ms CPU, " + std::to_string(o.heap_mb) +
@@ -178,8 +181,7 @@ std::string describe_execute(const Document& document, const DescribeOptions& op
   }
   text += " The server adds authentication: never set credentials. At most " +
           std::to_string(options.subrequests) +
-          " requests per call. A refused request throws a TypeError; HTTP error statuses are "
-          "ordinary responses (check res.ok).";
+          " requests per call. A refused request throws a TypeError.";
   if (options.spec_operations_only) {
     text += " Only operations declared in the API description may be called.";
   }
@@ -191,8 +193,7 @@ std::string describe_execute(const Document& document, const DescribeOptions& op
   text += "\n```ts\n" + execute_declarations() +
           "\n```\nExample:\nasync () => {\n  const res = await fetch('" + list +
           "?limit=3');\n  if (!res.ok) return { status: res.status, body: (await res.text())"
-          ".slice(0, 300) };\n  return await res.json();\n}\n" +
-          limits_text(options);
+          ".slice(0, 300) };\n  return await res.json();\n}\nLimits: as for `search`.";
   return fit(std::move(text));
 }
 

@@ -46,6 +46,14 @@ TEST_CASE("the execute description names origins, budgets, policy and fetch",
   CHECK(has(text, "At most 7 requests per call"));
   CHECK(has(text, "declare function fetch"));
   CHECK(has(text, "fetch('/products?limit=3')"));
+  // The web globals a model reaches for and could not assume in a sandbox.
+  for (std::string_view global :
+       {"AbortController", "Blob", "FormData", "TextEncoder/Decoder", "structuredClone",
+        "atob/btoa", "URLSearchParams", "crypto.randomUUID/getRandomValues/subtle.digest",
+        "performance.now"}) {
+    CHECK(has(text, global));
+  }
+  CHECK(has(text, "Limits: as for `search`."));
   CHECK_FALSE(has(text, "Only operations declared"));
   o.spec_operations_only = true;
   o.methods = {"GET", "HEAD"};

@@ -184,15 +184,22 @@ Json ToolCatalog::result(const channel::Outcome& outcome, channel::Tool tool) co
     structured["cut"] = {{"shown_chars", chars}, {"result_chars", limits_.result_chars}};
   } else if (outcome.ok) {
     const std::size_t chars = sandbox::count_code_points(outcome.result_json);
-    content.push_back(text_item(cut_text(outcome.result_json, limits_.result_chars)));
     if (chars <= limits_.result_chars) {
       // The sandbox process is not trusted either: its JSON is read under the same kind of
       // bound as a client's message, so no result can nest deep enough to reach the stack
       // when the answer is serialised. A refused result stays in the text item.
       BoundedParse parsed = parse_bounded(outcome.result_json, kMaxResultNesting);
-      structured["result"] =
-          parsed.problem == BoundedParse::Problem::none ? std::move(parsed.value) : Json(nullptr);
+      const bool parsed_ok = parsed.problem == BoundedParse::Problem::none;
+      // A string of several lines (spec.describe's declaration, a page of text) is shown as its
+      // text, which a model reads, not as a JSON string of `\n` escapes; structuredContent keeps
+      // the typed value (README.md, the tools' contract).
+      const bool as_text =
+          parsed_ok && parsed.value.is_string() &&
+          parsed.value.get_ref<const std::string&>().find('\n') != std::string::npos;
+      content.push_back(text_item(as_text ? parsed.value.get<std::string>() : outcome.result_json));
+      structured["result"] = parsed_ok ? std::move(parsed.value) : Json(nullptr);
     } else {
+      content.push_back(text_item(cut_text(outcome.result_json, limits_.result_chars)));
       structured["cut"] = {{"total_chars", chars}, {"shown_chars", limits_.result_chars}};
     }
   } else {

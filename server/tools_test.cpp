@@ -50,6 +50,20 @@ TEST_CASE("a success result carries the JSON text and structuredContent", "[serv
   CHECK(result["structuredContent"]["logs"] == Json::array({"hello"}));
 }
 
+TEST_CASE("a string of several lines is shown as its text, other strings as JSON",
+          "[server][tools]") {
+  const auto tools = catalog();
+  const Json lines = tools.result(
+      channel::Outcome::success(R"("type Request = {\n  id: string;\n};")"), channel::Tool::search);
+  CHECK(lines["content"][0]["text"] == "type Request = {\n  id: string;\n};");
+  CHECK(lines["structuredContent"]["result"] == "type Request = {\n  id: string;\n};");
+  const Json one =
+      tools.result(channel::Outcome::success(R"("MarketHub API")"), channel::Tool::search);
+  CHECK(one["content"][0]["text"] == R"("MarketHub API")");
+  const Json list = tools.result(channel::Outcome::success(R"(["a\nb"])"), channel::Tool::search);
+  CHECK(list["content"][0]["text"] == R"(["a\nb"])");
+}
+
 TEST_CASE("a result nested past the bound keeps its text but no structured copy",
           "[server][tools][adversarial]") {
   const auto tools = catalog();

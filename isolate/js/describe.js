@@ -17,6 +17,21 @@
   const kMethods = ['get', 'put', 'post', 'delete', 'patch', 'head', 'options', 'trace'];
   const kMaxNamed = 16;
   const kMaxDescribeChars = 8000;
+  const kEntities = {amp: '&', lt: '<', gt: '>', quot: '"', apos: "'", nbsp: ' '};
+  // A summary or description as one line of plain text: many documents write HTML (Stripe's
+  // "<p>Creates a customer.</p>"), which is markup the model would read past; tags go, the
+  // usual entities are decoded, and whitespace runs are one space.
+  const toText = (text) => text
+    .replace(/<[^>]*>/g, ' ')
+    .replace(/&(#\d+|#x[\da-f]+|[a-z]+);/gi, (entity, name) => {
+      if (name[0] === '#') {
+        const code = name[1] === 'x' || name[1] === 'X' ? parseInt(name.slice(2), 16) : +name.slice(1);
+        return code > 0 && code <= 0x10ffff ? String.fromCodePoint(code) : entity;
+      }
+      return kEntities[name.toLowerCase()] ?? entity;
+    })
+    .replace(/\s+/g, ' ')
+    .trim();
   function makeDescribe(spec) {
     const refName = (object) => {
       const pointer = refs ? call(MapGet, refs, object) : undefined;
@@ -59,13 +74,16 @@
       const named = new MapCtor();  // name -> declaration text (null while being written)
       const pending = [];
       let more = 0;
-      const typeOf = (schema, depth) => {
+      // `depth` is how far the braces nest, which sets the indentation: the members of a union
+      // and the items of an array are written where the union or array is, not a level deeper.
+      // `self`: the schema of the type being declared, which is not named after itself.
+      const typeOf = (schema, depth, self = false) => {
         if (schema === null || typeof schema !== 'object') return 'unknown';
         if (typeof schema.$circular === 'string') {
           const last = schema.$circular.slice(schema.$circular.lastIndexOf('/') + 1);
           return /^[A-Za-z_$][\w$]*$/.test(last) ? last : 'unknown';
         }
-        const name = depth > 0 ? refName(schema) : undefined;
+        const name = self ? undefined : refName(schema);
         if (name !== undefined) {
           if (!named.has(name)) {
             if (named.size < kMaxNamed) {
@@ -82,9 +100,9 @@
         let t;
         const union = schema.oneOf ?? schema.anyOf;
         if (ArrayIsArray(union)) {
-          t = union.map((s) => typeOf(s, depth + 1)).join(' | ');
+          t = union.map((s) => typeOf(s, depth)).join(' | ');
         } else if (ArrayIsArray(schema.allOf)) {
-          t = schema.allOf.map((s) => typeOf(s, depth + 1)).join(' & ');
+          t = schema.allOf.map((s) => typeOf(s, depth)).join(' & ');
         } else if (ArrayIsArray(schema.enum)) {
           t = schema.enum.slice(0, 12).map((v) => JSONStringify(v)).join(' | ') +
               (schema.enum.length > 12 ? ' | …' : '');
@@ -96,7 +114,7 @@
               case 'string': return schema.format ? 'string /* ' + schema.format + ' */' : 'string';
               case 'boolean': return 'boolean';
               case 'null': return 'null';
-              case 'array': return (schema.items ? wrapUnion(typeOf(schema.items, depth + 1)) : 'unknown') + '[]';
+              case 'array': return (schema.items ? wrapUnion(typeOf(schema.items, depth)) : 'unknown') + '[]';
               default: return objectType(schema, depth);
             }
           }).join(' | ');
@@ -109,7 +127,7 @@
         const props = schema.properties;
         if (props === null || typeof props !== 'object' || ObjectKeys(props).length === 0) {
           const extra = schema.additionalProperties;
-          if (extra && typeof extra === 'object') return 'Record<string, ' + typeOf(extra, depth + 1) + '>';
+          if (extra && typeof extra === 'object') return 'Record<string, ' + typeOf(extra, depth) + '>';
           return schema.type === 'object' || extra ? 'Record<string, unknown>' : 'unknown';
         }
         const required = ArrayIsArray(schema.required) ? schema.required : [];
@@ -120,8 +138,10 @@
         });
         return '{\n' + lines.join('\n') + '\n' + indent(depth - 1) + '}';
       };
-      const comment = (text) => (typeof text === 'string' && text
-        ? ' // ' + text.replace(/\s+/g, ' ').slice(0, 100) : '');
+      const comment = (text) => {
+        const plain = typeof text === 'string' ? toText(text) : '';
+        return plain ? ' // ' + plain.slice(0, 100) : '';
+      };
       const out = ['// ' + method.toUpperCase() + ' ' + path +
                    (op.operationId ? ' (operationId ' + op.operationId + ')' : '') +
                    comment(op.summary ?? op.description).replace(' //', ':')];
@@ -159,7 +179,7 @@
       let size = out.join('\n').length;
       while (pending.length) {
         const [name, schema] = pending.shift();
-        const text = 'type ' + name + ' = ' + typeOf(schema, 0) + ';';
+        const text = 'type ' + name + ' = ' + typeOf(schema, 0, true) + ';';
         if (size + text.length > kMaxDescribeChars) {
           ++more;
           continue;

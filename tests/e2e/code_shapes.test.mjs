@@ -159,8 +159,14 @@ test('Stripe: whole operations come back within result_chars, shared schemas as 
     assert.match(declaration, /\ntype Responses = \{\n {2}200: customer \| deleted_customer;|\n {2}200: /);
     assert.match(declaration, /\ntype customer = \{/);
     assert.ok(declaration.length <= 8200);
+    // A string of several lines reaches the model as its text, not as JSON with \n escapes.
+    assert.equal(described.content[0].text, declaration);
     const byPath = await search("async () => spec.describe('POST /v1/customers')");
     assert.match(byPath.structuredContent.result, /\n {2}body\?: \{[\s\S]*email\?: string;[\s\S]*\/\/ application\/x-www-form-urlencoded/);
+    // Stripe's summaries are HTML: text here. A union's object members sit where the union is.
+    assert.match(byPath.structuredContent.result, /^\/\/ POST \/v1\/customers \(operationId PostCustomers\): Creates a new customer object\.\n/);
+    assert.match(byPath.structuredContent.result, /\n {4}address\?: \{\n {6}city\?: string;[\s\S]*?\n {4}\} \| "";\n/);
+    assert.match(byPath.structuredContent.result, /\n {6}custom_fields\?: \{\n {8}name: string;\n {8}value: string;\n {6}\}\[\] \| "";/);
     const missing = await search("async () => spec.describe('nope')");
     assert.match(missing.content[0].text, /^runtime: Error: spec\.describe: no operation "nope"/);
     const keys = await search('async () => Object.keys(spec).includes("describe")');

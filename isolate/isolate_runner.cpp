@@ -165,6 +165,9 @@ constexpr Form kAwaitedExpression{
     {"(async () => (\n", "\n))"}, {"(async () => ({[\n", "\n]: 0}))"}, true};
 // Statements, `return` and top-level `await`: the body of an async function.
 constexpr Form kBody{{"(async () => {\n", "\n})"}, {"(async () => {{\n", "\n}})"}, true};
+// Elements of an array literal: with kExpression.run, the check that code is a comma-separated
+// list of expressions (compile_readings refuses one).
+constexpr Wrapper kList{"[\n", "\n]"};
 
 std::string wrap(const Wrapper& wrapper, std::string_view code) {
   std::string out;
@@ -267,6 +270,7 @@ std::optional<CompiledCode> compile_readings(v8::Local<v8::Context> context, std
   CompiledCode out;
   out.map.lines_before = lines_before;
   const std::string_view trimmed = trim_tail(text);
+  SyntaxFailure expression_failure;
   for (const Form* form : {&kExpression, &kAwaitedExpression}) {
     auto compiled = compile_in(context, trimmed, *form);
     if (auto* script = std::get_if<v8::Local<v8::Script>>(&compiled)) {
@@ -275,6 +279,22 @@ std::optional<CompiledCode> compile_readings(v8::Local<v8::Context> context, std
       return out;
     }
     if (std::get<SyntaxFailure>(compiled).message == "terminated") return std::nullopt;
+    if (form == &kExpression) expression_failure = std::get<SyntaxFailure>(std::move(compiled));
+  }
+  // One expression with a comma at its top (`async () => 1, 17`): JavaScript's value would be
+  // the last operand, the function never called, and read as a body it would run and return
+  // nothing. Neither is what was meant, so it is refused where the computed key of kExpression's
+  // check refused it, at the comma. It parses in `(…)` and in `[…]`, whose innermost brackets
+  // differ (Wrapper says why that makes it balanced): an expression list, not smuggling.
+  if (std::holds_alternative<v8::Local<v8::Script>>(
+          compile_source(context, wrap(kExpression.run, trimmed))) &&
+      std::holds_alternative<v8::Local<v8::Script>>(
+          compile_source(context, wrap(kList, trimmed)))) {
+    body_failure = std::move(expression_failure);
+    body_failure.message =
+        "SyntaxError: a comma joins two expressions here, so the code is not one function or "
+        "value";
+    return std::nullopt;
   }
   constexpr std::size_t kMaxSplits = 24;
   for (const std::size_t start : final_expression_starts(trimmed, kMaxSplits)) {

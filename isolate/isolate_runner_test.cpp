@@ -218,6 +218,24 @@ TEST_CASE("a compile error quotes the line as sent with a caret, and hints", "[s
   CHECK(ts.error_detail.starts_with("line 2,"));
 }
 
+TEST_CASE("a comma expression is refused at the comma, not run as a body that returns nothing",
+          "[sandbox][compile]") {
+  channel::Outcome o = run("async () => 1, 17");
+  REQUIRE_FALSE(o.ok);
+  CHECK(o.error_kind == channel::ErrorKind::compile);
+  CHECK(o.error_message.starts_with("SyntaxError: a comma joins two expressions"));
+  CHECK(o.error_detail.starts_with("line 1, column 14:\n  async () => 1, 17\n               ^"));
+  channel::Outcome fenced = run("```js\nasync () => {\n  return 1;\n},\nspec\n```");
+  CHECK(fenced.error_kind == channel::ErrorKind::compile);
+  CHECK(fenced.error_detail.starts_with("line 4, column 2:\n  },"));
+  channel::Outcome typed = run("async (): Promise<number> => 1, 17");
+  CHECK(typed.error_message.starts_with("SyntaxError: a comma joins two expressions"));
+  // Commas inside the expression are its own business.
+  CHECK(ok("async () => (1, 17)") == "17");
+  CHECK(ok("[1, 2].map((x) => x * 2)") == "[2,4]");
+  CHECK(ok("const a = 1, b = 2;\nreturn a + b;") == "3");
+}
+
 TEST_CASE("a runtime error names its line and column in the code as sent", "[sandbox][runtime]") {
   channel::Outcome o = run("async () => {\n  const list = {};\n  return list.items[0].id;\n}");
   REQUIRE_FALSE(o.ok);

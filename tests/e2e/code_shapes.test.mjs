@@ -1,5 +1,6 @@
 // Issue 37, items 1, 2, 4 and 5, through the real binary and the SDK client, on real API
-// descriptions (APIs.guru's directory under tests/corpus: Stripe, Slack, GitHub) with fake
+// descriptions (APIs.guru's directory under tests/corpus: Stripe, Slack, GitHub; ReadMe's
+// Petstore, Swagger 2.0 YAML with basePath /v2) with fake
 // upstreams on 127.0.0.1: the shapes of code models send run; results fit result_chars and stay
 // JSON, with Stripe's shared schemas written once; failures name the line and the last
 // requests; spec.describe gives an operation as a TypeScript declaration; tools/list is small.
@@ -19,11 +20,12 @@ const specs = {
   stripe: join(api, 'stripe.com.json'),
   slack: join(api, 'slack.com.json'),
   github: join(api, 'github.com/api.github.com.json'),
+  petstore: join(SOURCE_DIR, 'tests/corpus/node_modules/@readme/oas-examples/2.0/yaml/petstore.yaml'),
 };
 const dir = mkdtempSync(join(tmpdir(), 'codemode-shapes-'));
 
 // Slack answers under /api/ and a 404 HTML page elsewhere, as the real one does; Stripe lists
-// are {data: [...]}.
+// are {data: [...]}; Petstore answers under its basePath /v2.
 let upstream;
 let origin;
 before(async () => {
@@ -31,6 +33,9 @@ before(async () => {
     if (req.url.startsWith('/api/conversations.list')) {
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end(JSON.stringify({ ok: true, channels: [{ name: 'general' }, { name: 'random' }] }));
+    } else if (req.url.startsWith('/v2/pet/findByStatus?status=available')) {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify([{ id: 7, name: 'Rex', photoUrls: [], status: 'available' }]));
     } else if (req.url.startsWith('/v1/customers')) {
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end(JSON.stringify({ object: 'list', data: [{ id: 'cus_1', email: 'a@example.com' }] }));
@@ -177,7 +182,8 @@ test('Stripe: whole operations come back within result_chars, shared schemas as 
 });
 
 test('tools/list stays small for any spec, and GitHub and Slack describe their operations', async () => {
-  for (const [name, spec] of [['MarketHub', null], ['Stripe', specs.stripe], ['Slack', specs.slack], ['GitHub', specs.github]]) {
+  for (const [name, spec] of [['MarketHub', null], ['Stripe', specs.stripe], ['Slack', specs.slack], ['GitHub', specs.github],
+                              ['Petstore', specs.petstore]]) {
     const { client, search } = await connect(spec);
     try {
       const { tools } = await client.listTools();
@@ -202,5 +208,35 @@ test('tools/list stays small for any spec, and GitHub and Slack describe their o
     } finally {
       await client.close();
     }
+  }
+});
+
+test('Petstore (Swagger 2.0 YAML): the shapes run, describe reads its body parameter, execute finds /v2', async () => {
+  const { client, search, execute } = await connect(specs.petstore);
+  try {
+    const { tools } = await client.listTools();
+    assert.match(tools[0].description, /Swagger Petstore/);
+    for (const [code, expected] of [
+      ["async () => Object.keys(spec.paths).filter((p) => p.startsWith('/pet')).length", 5],
+      ["const op = spec.paths['/pet/{petId}'].get;\nreturn op.operationId;", 'getPetById'],
+      ["async (): Promise<string[]> => (spec.paths['/pet'].post.tags as string[])", ['pet']],
+    ]) {
+      const r = await search(code);
+      assert.equal(r.isError, undefined, `${code} → ${r.content[0].text.slice(0, 300)}`);
+      assert.deepEqual(r.structuredContent.result, expected, code);
+    }
+    const byId = await search("async () => spec.describe('getPetById')");
+    assert.match(byId.content[0].text, /^\/\/ GET \/pet\/\{petId\} \(operationId getPetById\): Find pet by ID\n/);
+    assert.match(byId.content[0].text, /\n {4}petId: number;/);
+    assert.match(byId.content[0].text, /\n {2}200: Pet;[\s\S]*\ntype Pet = \{\n {2}id\?: number;/);
+    // Swagger 2.0's `in: body` parameter is the request body.
+    const add = await search("async () => spec.describe('POST /pet')");
+    assert.match(add.content[0].text, /\n {2}body: Pet; \/\/ application\/json\n/);
+    const found = await execute("async () => {\n  const r = await fetch('/pet/findByStatus?status=available');\n  return (await r.json()).map((p) => p.name);\n}");
+    // The fake upstream answers only under /v2: the relative URL resolved under the basePath.
+    assert.deepEqual(found.structuredContent.result, ['Rex'], found.content[0].text);
+    assert.equal(found.structuredContent.requests[0].status, 200);
+  } finally {
+    await client.close();
   }
 });

@@ -469,6 +469,19 @@ TEST_CASE("URL and URLSearchParams", "[sandbox][globals]") {
         "runtime: TypeError: Invalid URL: relative/only");
 }
 
+TEST_CASE("web.js made after the code replaced builtins uses bootstrap's captured ones",
+          "[sandbox][globals]") {
+  // js/web.js is compiled on the first use of one of its globals, after the code has run: the
+  // builtins it uses are the ones bootstrap.js captured before any code, not the code's own.
+  CHECK(ok("async () => {"
+           " Math.max = () => 99; Math.trunc = () => 5; Date.now = () => 0;"
+           " Promise.resolve = () => 'not a promise'; Object.keys = () => { throw 1; };"
+           " const b = new Blob(['abcdef']);"
+           " return [b.slice(-2).size, b.slice(1, 0).size, await b.text(),"
+           " (await b.arrayBuffer()).byteLength, performance.timeOrigin > 0,"
+           " new File([], 'f').lastModified > 0]; }") == R"([2,0,"abcdef",6,true,true])");
+}
+
 TEST_CASE("code that tampers with the scripts' regular expressions changes no later answer",
           "[sandbox][globals]") {
   // whatwg-url.js and fetch.js keep their regular expressions for the whole call (in the execute

@@ -34,6 +34,12 @@
   const SymbolToString = Symbol.prototype.toString;
   const ErrorToString = Error.prototype.toString;
   const StringPrototype = String.prototype;
+  const MathMax = Math.max;
+  const MathTrunc = Math.trunc;
+  const DateNow = Date.now;
+  const WeakMapCtor = WeakMap;
+  const PromiseResolve = Promise.resolve.bind(Promise);
+  const PromiseReject = Promise.reject.bind(Promise);
 
   function define(object, name, value) {
     ObjectDefineProperty(object, name, {value, writable: true, configurable: true, enumerable: false});
@@ -444,8 +450,16 @@
   // Event, EventTarget, AbortController, AbortSignal, performance, crypto, Blob, File, FormData
   // and console.table: js/web.js, which the host compiles on the first use of any of them (as
   // URL's above), so that an isolate deserialises none of them until its call asks.
+  // The builtins web.js uses, as captured above, before any code ran: web.js is compiled after
+  // the call's code has run, when Object.keys or Promise.resolve may be the code's own.
+  const primordials = {
+    ObjectKeys, ObjectDefineProperty, ObjectGetPrototypeOf, ObjectGetOwnPropertyDescriptor,
+    MathMin, MathMax, MathTrunc, TypeErrorCtor, SymbolIterator, SymbolToStringTag, MapCtor,
+    SetCtor, DateNow, WeakMapCtor, Uint8ArrayCtor, ArrayBufferCtor, ArrayBufferIsView,
+    PromiseResolve, PromiseReject,
+  };
   const kit = {define, tag, call, describe, format, hostLog, hostSetTimeout, hostUtf8Encode,
-               hostUtf8Decode, DOMException, console};
+               hostUtf8Decode, DOMException, console, primordials};
   let webClasses = null;
   const kWebGlobals = ['Event', 'EventTarget', 'AbortController', 'AbortSignal', 'performance',
                        'crypto', 'Crypto', 'SubtleCrypto', 'Blob', 'File', 'FormData'];

@@ -13,25 +13,12 @@
   'use strict';
   const {define, tag, call, describe, format, hostLog, hostSetTimeout, hostUtf8Encode,
          hostUtf8Decode, DOMException, console} = kit;
-  const ObjectKeys = Object.keys;
-  const ObjectDefineProperty = Object.defineProperty;
-  const ObjectGetPrototypeOf = Object.getPrototypeOf;
-  const ObjectGetOwnPropertyDescriptor = Object.getOwnPropertyDescriptor;
-  const MathMin = Math.min;
-  const MathMax = Math.max;
-  const MathTrunc = Math.trunc;
-  const TypeErrorCtor = TypeError;
-  const SymbolIterator = Symbol.iterator;
-  const SymbolToStringTag = Symbol.toStringTag;
-  const MapCtor = Map;
-  const SetCtor = Set;
-  const DateCtor = Date;
-  const WeakMapCtor = WeakMap;
-  const Uint8ArrayCtor = Uint8Array;
-  const ArrayBufferCtor = ArrayBuffer;
-  const ArrayBufferIsView = ArrayBuffer.isView;
-  const PromiseResolve = Promise.resolve.bind(Promise);
-  const PromiseReject = Promise.reject.bind(Promise);
+  // The builtins as bootstrap.js captured them before any code ran: this file is compiled after
+  // the call's code has run, when the globals may be the code's own.
+  const {ObjectKeys, ObjectDefineProperty, ObjectGetPrototypeOf, ObjectGetOwnPropertyDescriptor,
+         MathMin, MathMax, MathTrunc, TypeErrorCtor, SymbolIterator, SymbolToStringTag, MapCtor,
+         SetCtor, DateNow, WeakMapCtor, Uint8ArrayCtor, ArrayBufferCtor,
+         ArrayBufferIsView, PromiseResolve, PromiseReject} = kit.primordials;
 
   // ---------------------------------------------------------------- Event, EventTarget
   // The DOM Standard's dispatch reduced to one target (no tree, no capture, no bubbling): what
@@ -233,7 +220,6 @@
   // Milliseconds since the call's context was made, in whole milliseconds: no finer than
   // Date.now(), the clock the sandbox already gives (a finer one is a timer for side channels).
   // Never goes backwards, even when the wall clock does.
-  const DateNow = DateCtor.now;
   let timeOrigin = DateNow();
   let lastNow = 0;
   function performanceNow() {

@@ -480,6 +480,10 @@ TEST_CASE("web.js made after the code replaced builtins uses bootstrap's capture
            " return [b.slice(-2).size, b.slice(1, 0).size, await b.text(),"
            " (await b.arrayBuffer()).byteLength, performance.timeOrigin > 0,"
            " new File([], 'f').lastModified > 0]; }") == R"([2,0,"abcdef",6,true,true])");
+  // No streams: Blob.stream() says what to use instead.
+  CHECK(ok("async () => { try { new Blob(['a']).stream(); } catch (e) { return String(e); } }") ==
+        "\"TypeError: Blob.stream: there are no streams in the sandbox; read the Blob with "
+        "text(), bytes() or arrayBuffer()\"");
 }
 
 TEST_CASE("code that tampers with the scripts' regular expressions changes no later answer",

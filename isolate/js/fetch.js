@@ -246,6 +246,11 @@
     bytes() {
       return this.arrayBuffer().then((buffer) => new Uint8ArrayCtor(buffer));
     }
+    formData() {
+      const what = this instanceof Request ? 'Request' : 'Response';
+      return this.arrayBuffer().then((buffer) => webClasses.make().FormData._parse(
+          new Uint8ArrayCtor(buffer), this.headers.get('content-type') ?? '', what));
+    }
   }
 
   // ---------------------------------------------------------------- Request

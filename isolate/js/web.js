@@ -1,5 +1,6 @@
 // The web APIs beyond the encoders and URL that generated code reaches for: Event and EventTarget,
-// AbortController and AbortSignal, performance, crypto, Blob, File, FormData and console.table.
+// AbortController and AbortSignal, performance, crypto, Blob, File, FormData (and the parser
+// behind fetch.js's body.formData()) and console.table.
 // Not in the globals snapshot: bootstrap.js has the host compile it (host.loadVendor(3)) on a
 // call's first use of one of these globals (or of a signal, Blob or FormData in fetch.js), and
 // calls it with its `kit` (helpers and host primitives captured there, which stay in these
@@ -361,6 +362,10 @@
     arrayBuffer() { return PromiseResolve(this.#bytes.slice().buffer); }
     bytes() { return PromiseResolve(this.#bytes.slice()); }
     text() { return PromiseResolve(hostUtf8Decode(this.#bytes)); }
+    stream() {
+      throw new TypeErrorCtor('Blob.stream: there are no streams in the sandbox; read the Blob ' +
+                              'with text(), bytes() or arrayBuffer()');
+    }
   }
   tag(Blob, 'Blob');
   class File extends Blob {
@@ -433,8 +438,114 @@
       parts.push('--' + boundary + '--\r\n');
       return [Blob._bytes(new Blob(parts)), 'multipart/form-data; boundary=' + boundary];
     }
+    // Body.formData() (js/fetch.js): `bytes` read by the body's content type, as the Fetch
+    // Standard says: application/x-www-form-urlencoded, or multipart/form-data with its boundary
+    // (parts with a filename become Files). Anything else is a TypeError that says what to use.
+    static _parse(bytes, contentType, what) {
+      const type = ('' + contentType).toLowerCase();
+      const form = new FormData();
+      if (/^\s*application\/x-www-form-urlencoded\s*(;|$)/.test(type)) {
+        for (const [name, value] of parseUrlencoded(bytes)) form.#entries.push([name, value]);
+        return form;
+      }
+      const boundary = /^\s*multipart\/form-data\s*;(?:.*;)?\s*boundary=(?:"([^"]+)"|([^;\s]+))/i.exec('' + contentType);
+      if (boundary === null) {
+        throw new TypeErrorCtor(what + '.formData: the body is ' +
+                                (type ? type.split(';')[0] : 'of no content type') +
+                                ', not multipart/form-data or application/x-www-form-urlencoded; ' +
+                                'read it with text(), json(), bytes() or blob()');
+      }
+      for (const entry of parseMultipart(bytes, boundary[1] ?? boundary[2], what)) form.#entries.push(entry);
+      return form;
+    }
   }
   tag(FormData, 'FormData');
+
+  // The application/x-www-form-urlencoded parser (URL Standard): name=value pairs split on '&',
+  // '+' a space, percent-escapes decoded as bytes, then UTF-8.
+  function parseUrlencoded(bytes) {
+    const out = [];
+    const decode = (from, to) => {
+      const buffer = new Uint8ArrayCtor(to - from);
+      let n = 0;
+      const hex = (c) => (c >= 48 && c <= 57 ? c - 48 : c >= 65 && c <= 70 ? c - 55 : c >= 97 && c <= 102 ? c - 87 : -1);
+      for (let i = from; i < to; ++i) {
+        const c = bytes[i];
+        if (c === 0x2b) {
+          buffer[n++] = 0x20;
+        } else if (c === 0x25 && i + 2 < to && hex(bytes[i + 1]) >= 0 && hex(bytes[i + 2]) >= 0) {
+          buffer[n++] = hex(bytes[i + 1]) * 16 + hex(bytes[i + 2]);
+          i += 2;
+        } else {
+          buffer[n++] = c;
+        }
+      }
+      return hostUtf8Decode(buffer.subarray(0, n));
+    };
+    for (let start = 0; start <= bytes.length;) {
+      let end = bytes.indexOf(0x26, start);
+      if (end === -1) end = bytes.length;
+      if (end > start) {
+        let equals = bytes.indexOf(0x3d, start);
+        if (equals === -1 || equals > end) equals = end;
+        out.push([decode(start, equals), decode(MathMin(equals + 1, end), end)]);
+      }
+      start = end + 1;
+    }
+    return out;
+  }
+
+  // multipart/form-data (RFC 7578) into [name, string or File] entries: each part's
+  // Content-Disposition name and filename, its Content-Type, its bytes (text as UTF-8).
+  function parseMultipart(bytes, boundary, what) {
+    const ascii = (text) => {
+      const out = new Uint8ArrayCtor(text.length);
+      for (let i = 0; i < text.length; ++i) out[i] = text.charCodeAt(i) & 0xff;
+      return out;
+    };
+    const find = (needle, from) => {
+      const first = needle[0];
+      for (let i = bytes.indexOf(first, from); i !== -1 && i + needle.length <= bytes.length; i = bytes.indexOf(first, i + 1)) {
+        let j = 1;
+        while (j < needle.length && bytes[i + j] === needle[j]) ++j;
+        if (j === needle.length) return i;
+      }
+      return -1;
+    };
+    const malformed = () => new TypeErrorCtor(what + '.formData: the multipart/form-data body does not parse');
+    const delimiter = ascii('\r\n--' + boundary);
+    // The first delimiter may open the body without the line break before it.
+    let at = find(delimiter.subarray(2), 0);
+    if (at === -1) throw malformed();
+    at += delimiter.length - 2;
+    const entries = [];
+    const unquote = (text) => text.replace(/%22/g, '"').replace(/%0D/gi, '\r').replace(/%0A/gi, '\n');
+    for (;;) {
+      if (bytes[at] === 0x2d && bytes[at + 1] === 0x2d) return entries;  // the closing "--"
+      const headEnd = find(ascii('\r\n\r\n'), at);
+      if (headEnd === -1) throw malformed();
+      const head = hostUtf8Decode(bytes.subarray(at, headEnd));
+      const next = find(delimiter, headEnd + 4);
+      if (next === -1) throw malformed();
+      const body = bytes.slice(headEnd + 4, next);
+      const disposition = /(?:^|\r\n)content-disposition:\s*form-data\s*;([^\r\n]*)/i.exec(head);
+      if (disposition === null) throw malformed();
+      const name = /(?:^|;)\s*name="([^"]*)"/i.exec(disposition[1]);
+      if (name === null) throw malformed();
+      const filename = /(?:^|;)\s*filename="([^"]*)"/i.exec(disposition[1]);
+      if (filename === null) {
+        entries.push([unquote(name[1]), hostUtf8Decode(body)]);
+      } else {
+        const type = /(?:^|\r\n)content-type:\s*([^\r\n]*)/i.exec(head);
+        entries.push([unquote(name[1]), new File([body], unquote(filename[1]), {type: type === null ? '' : type[1].trim()})]);
+      }
+      at = next + delimiter.length;
+      // Transport padding, then the line break that ends the delimiter line.
+      while (bytes[at] === 0x20 || bytes[at] === 0x09) ++at;
+      if (bytes[at] === 0x0d && bytes[at + 1] === 0x0a) at += 2;
+      else if (!(bytes[at] === 0x2d && bytes[at + 1] === 0x2d)) throw malformed();
+    }
+  }
 
   // ---------------------------------------------------------------- console.table
   // Node's layout (lib/internal/cli_table.js): box-drawing borders, cells left-aligned with one

@@ -261,6 +261,27 @@ async function webApiCases(origin) {
     const blob = await (await fetch(origin + '/text')).blob();
     return [echoed, fromBlob.headers.get('content-type'), await fromBlob.text(), blob.type, blob.size, await blob.text()];
   });
+  await t('formData() of a FormData body, of a urlencoded one, and of others', async () => {
+    const f = new FormData();
+    f.append('a', 'x y\r\nz');
+    f.append('file', new Blob(['héllo'], { type: 'text/plain' }), 'h.txt');
+    f.append('a', '2');
+    const entries = async (form) => Promise.all([...form].map(async ([k, v]) =>
+      [k, typeof v === 'string' ? v : [v.name, v.type, v.size, await v.text(), v instanceof File]]));
+    const back = await entries(await new Response(f).formData());
+    const fromRequest = await entries(await new Request('http://x.test/', { method: 'POST', body: f }).formData());
+    const urlencoded = await entries(await new Response('a=1&b=%C3%A9+x&&c&=d&%zz=%4', {
+      headers: { 'content-type': 'application/x-www-form-urlencoded;charset=UTF-8' } }).formData());
+    const refused = [];
+    for (const [body, type] of [['{}', 'application/json'], ['--x\r\n', null],
+                                ['--xx\r\nbad', 'multipart/form-data; boundary=xx']]) {
+      try {
+        await new Response(body, type ? { headers: { 'content-type': type } } : {}).formData();
+        refused.push('parsed');
+      } catch (e) { refused.push(e instanceof TypeError); }
+    }
+    return [back, fromRequest, urlencoded, refused];
+  });
 
   // ---------------------------------------------------------------- corners of the web classes
   await t('Headers changed while iterated', () => {

@@ -172,6 +172,14 @@ GlobalsSnapshot::GlobalsSnapshot() {
   dispose_isolate(isolate);
   CODEMODE_CHECK(blob_.data != nullptr && blob_.raw_size > 0 && blob_.IsValid(),
                  "V8 made the snapshot");
+  // From here on every isolate of the process is made from this blob, and keeps the hash seed
+  // it was made with (random per process, as before) instead of drawing its own and rehashing
+  // every table of the snapshot: 0.49 M of an isolate's 9.14 M instructions (callgrind,
+  // isolate_bench; bench/README.md). V8 10.2 ran so from the command line; node 26 cannot: a
+  // context made from scratch, as node's bootstrap and make_blob() make theirs, fails to
+  // bootstrap without the rehash. Set before the code caches: V8 refuses a cache made under
+  // other flags.
+  v8::V8::SetFlagsFromString("--no-rehash-snapshot");
   make_code_caches();
 }
 

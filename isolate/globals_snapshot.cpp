@@ -141,6 +141,7 @@ namespace {
 // The snapshot once it is made; null while it is (its code caches run the vendor scripts,
 // which must not wait for get()).
 std::atomic<const GlobalsSnapshot*> made{nullptr};
+std::atomic<std::size_t> rejected_caches{0};
 }  // namespace
 
 void set_fetch_base(std::string base) {
@@ -323,8 +324,11 @@ v8::MaybeLocal<v8::Value> run_vendor_script(v8::Local<v8::Context> context, Vend
              .ToLocal(&script)) {
       return {};
     }
+    if (source.GetCachedData()->rejected) rejected_caches.fetch_add(1, std::memory_order_relaxed);
   }
   return script->Run(context);
 }
+
+std::size_t code_cache_rejections() { return rejected_caches.load(std::memory_order_relaxed); }
 
 }  // namespace codemode::isolate::detail

@@ -65,4 +65,9 @@ void set_fetch_base(std::string base);
 // (a termination, the heap cap).
 v8::MaybeLocal<v8::Value> run_vendor_script(v8::Local<v8::Context> context, Vendor which);
 
+// How many times in this process V8 refused a code cache of run_vendor_script (it checks the
+// flags the cache was made under): 0 unless a flag changed after GlobalsSnapshot made it, which
+// would cost every call that uses URL ~3 ms of compiling. Any thread.
+std::size_t code_cache_rejections();
+
 }  // namespace codemode::isolate::detail

@@ -5,6 +5,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "isolate/globals_snapshot.h"
+
 using namespace codemode;
 using namespace codemode::isolate;
 
@@ -409,6 +411,14 @@ TEST_CASE("URL and URLSearchParams", "[sandbox][globals]") {
         R"(["http://127.0.0.1/",false,"{\"u\":\"mailto:a@b.c\"}"])");
   CHECK(failure("async () => new URL('relative/only')") ==
         "runtime: TypeError: Invalid URL: relative/only");
+}
+
+TEST_CASE("a call that uses URL loads whatwg-url.js from the process's code cache",
+          "[sandbox][globals]") {
+  // The flags change once the globals snapshot is made (GlobalsSnapshot's constructor); a cache
+  // made before that change is refused by V8, and every such call compiles the bundle again.
+  CHECK(ok("async () => new URL('/a?b=1', 'http://x.test/').searchParams.get('b')") == R"("1")");
+  CHECK(detail::code_cache_rejections() == 0);
 }
 
 TEST_CASE("code that tampers with the scripts' regular expressions changes no later answer",

@@ -142,7 +142,14 @@ namespace {
 // which must not wait for get()).
 std::atomic<const GlobalsSnapshot*> made{nullptr};
 std::atomic<std::size_t> rejected_caches{0};
+// The isolate data slot mark_blob() writes (slot 0 is the call's CallState, host_functions.cpp).
+constexpr std::uint32_t kBlobSlot = 1;
 }  // namespace
+
+void GlobalsSnapshot::mark_blob(v8::Isolate* isolate, FetchGlobal fetch) {
+  // Any non-null pointer means "with fetch"; nothing reads through it.
+  isolate->SetData(kBlobSlot, fetch == FetchGlobal::present ? isolate : nullptr);
+}
 
 void set_fetch_base(std::string base) {
   std::lock_guard lock(fetch_base_mutex);
@@ -159,21 +166,29 @@ const GlobalsSnapshot& GlobalsSnapshot::get() {
 }
 
 GlobalsSnapshot::GlobalsSnapshot() {
-  // The creator initialises an isolate registered with node's platform, and leaves it to us.
-  v8::Isolate* isolate = allocate_isolate();
-  std::unique_ptr<v8::ArrayBuffer::Allocator> allocator(
-      v8::ArrayBuffer::Allocator::NewDefaultAllocator());
-  v8::Isolate::CreateParams params;
-  params.external_references = external_references();
-  params.array_buffer_allocator = allocator.get();
-  {
-    v8::SnapshotCreator creator(isolate, params);
-    make_blob(creator);
+  // Two blobs, not two contexts in one: V8 keeps compiled functions with the isolate's part of a
+  // snapshot, so with both contexts in one blob every search isolate deserialised fetch.js and
+  // warm.js's functions too, and every execute isolate the search context. (V8 10.2 crashed on
+  // isolates of two blobs in one process; 14.6 does not.)
+  for (const FetchGlobal fetch : {FetchGlobal::absent, FetchGlobal::present}) {
+    // The creator initialises an isolate registered with node's platform, and leaves it to us.
+    v8::Isolate* isolate = allocate_isolate();
+    std::unique_ptr<v8::ArrayBuffer::Allocator> allocator(
+        v8::ArrayBuffer::Allocator::NewDefaultAllocator());
+    v8::Isolate::CreateParams params;
+    params.external_references = external_references();
+    params.array_buffer_allocator = allocator.get();
+    v8::StartupData made_blob{};
+    {
+      v8::SnapshotCreator creator(isolate, params);
+      made_blob = make_blob(creator, fetch);
+    }
+    dispose_isolate(isolate);
+    CODEMODE_CHECK(made_blob.data != nullptr && made_blob.raw_size > 0 && made_blob.IsValid(),
+                   "V8 made the snapshot");
+    blobs_[fetch == FetchGlobal::present ? 1 : 0] = made_blob;
   }
-  dispose_isolate(isolate);
-  CODEMODE_CHECK(blob_.data != nullptr && blob_.raw_size > 0 && blob_.IsValid(),
-                 "V8 made the snapshot");
-  // From here on every isolate of the process is made from this blob, and keeps the hash seed
+  // From here on every isolate of the process is made from these blobs, and keeps the hash seed
   // it was made with (random per process, as before) instead of drawing its own and rehashing
   // every table of the snapshot: 0.49 M of an isolate's 9.14 M instructions (callgrind,
   // isolate_bench; bench/README.md). V8 10.2 ran so from the command line; node 26 cannot: a
@@ -181,34 +196,33 @@ GlobalsSnapshot::GlobalsSnapshot() {
   // bootstrap without the rehash. Set before the code caches: V8 refuses a cache made under
   // other flags.
   v8::V8::SetFlagsFromString("--no-rehash-snapshot");
-  make_code_caches();
+  make_code_caches(FetchGlobal::absent);
+  make_code_caches(FetchGlobal::present);
 }
 
-void GlobalsSnapshot::make_blob(v8::SnapshotCreator& creator) {
+v8::StartupData GlobalsSnapshot::make_blob(v8::SnapshotCreator& creator, FetchGlobal fetch) {
   v8::Isolate* isolate = creator.GetIsolate();
   {
     // The creator does not enter an isolate it did not allocate; the helpers find it current.
     v8::Isolate::Scope isolate_scope(isolate);
     v8::HandleScope handles(isolate);
     creator.SetDefaultContext(v8::Context::New(isolate));
-    for (FetchGlobal fetch : {FetchGlobal::absent, FetchGlobal::present}) {
-      v8::Local<v8::Context> context = v8::Context::New(isolate);
-      v8::Context::Scope scope(context);
-      v8::TryCatch try_catch(isolate);
-      v8::Local<v8::Function> serialize;
-      if (!install_globals(context, fetch).ToLocal(&serialize)) {
-        (void)std::fprintf(stderr, "codemode-mcp: the sandbox's scripts failed to set up: %s\n",
-                           try_catch.HasCaught()
-                               ? describe_exception(isolate, try_catch.Exception()).c_str()
-                               : "no exception");
-        CODEMODE_CHECK(false, "the build's own scripts set up a context");
-      }
-      creator.AddData(context, serialize);
-      const std::size_t index = creator.AddContext(context);
-      CODEMODE_CHECK(index == context_index(fetch), "V8 assigns context indexes in order");
+    v8::Local<v8::Context> context = v8::Context::New(isolate);
+    v8::Context::Scope scope(context);
+    v8::TryCatch try_catch(isolate);
+    v8::Local<v8::Function> serialize;
+    if (!install_globals(context, fetch).ToLocal(&serialize)) {
+      (void)std::fprintf(stderr, "codemode-mcp: the sandbox's scripts failed to set up: %s\n",
+                         try_catch.HasCaught()
+                             ? describe_exception(isolate, try_catch.Exception()).c_str()
+                             : "no exception");
+      CODEMODE_CHECK(false, "the build's own scripts set up a context");
     }
+    creator.AddData(context, serialize);
+    const std::size_t index = creator.AddContext(context);
+    CODEMODE_CHECK(index == context_index(fetch), "V8 assigns context indexes in order");
   }
-  blob_ = creator.CreateBlob(v8::SnapshotCreator::FunctionCodeHandling::kKeep);
+  return creator.CreateBlob(v8::SnapshotCreator::FunctionCodeHandling::kKeep);
 }
 
 namespace {
@@ -262,11 +276,11 @@ const char* vendor_name(Vendor which) {
 
 }  // namespace
 
-void GlobalsSnapshot::make_code_caches() {
+void GlobalsSnapshot::make_code_caches(FetchGlobal fetch) {
   std::unique_ptr<v8::ArrayBuffer::Allocator> allocator(
       v8::ArrayBuffer::Allocator::NewDefaultAllocator());
   v8::Isolate::CreateParams params;
-  params.snapshot_blob = &blob_;
+  params.snapshot_blob = blob(fetch);
   params.external_references = external_references();
   params.array_buffer_allocator = allocator.get();
   v8::Isolate* isolate = allocate_isolate();
@@ -275,7 +289,7 @@ void GlobalsSnapshot::make_code_caches() {
     v8::Isolate::Scope isolate_scope(isolate);
     v8::HandleScope handles(isolate);
     v8::Local<v8::Context> context =
-        v8::Context::FromSnapshot(isolate, context_index(FetchGlobal::absent)).ToLocalChecked();
+        v8::Context::FromSnapshot(isolate, context_index(fetch)).ToLocalChecked();
     v8::Context::Scope scope(context);
     v8::TryCatch try_catch(isolate);
     v8::Local<v8::Script> script;
@@ -295,7 +309,8 @@ void GlobalsSnapshot::make_code_caches() {
       const std::unique_ptr<v8::ScriptCompiler::CachedData> cache(
           v8::ScriptCompiler::CreateCodeCache(script->GetUnboundScript()));
       if (cache != nullptr && cache->length > 0) {
-        whatwg_url_cache_.assign(cache->data, cache->data + cache->length);
+        whatwg_url_caches_[fetch == FetchGlobal::present ? 1 : 0].assign(
+            cache->data, cache->data + cache->length);
       }
     }
   }
@@ -306,8 +321,10 @@ v8::MaybeLocal<v8::Value> run_vendor_script(v8::Local<v8::Context> context, Vend
   v8::Isolate* isolate = v8::Isolate::GetCurrent();
   const GlobalsSnapshot* snapshot = made.load(std::memory_order_acquire);
   static const std::vector<std::uint8_t> kNone;
+  const FetchGlobal fetch =
+      isolate->GetData(kBlobSlot) != nullptr ? FetchGlobal::present : FetchGlobal::absent;
   const std::vector<std::uint8_t>& cache =
-      snapshot != nullptr ? snapshot->code_cache(which) : kNone;
+      snapshot != nullptr ? snapshot->code_cache(which, fetch) : kNone;
   v8::ScriptOrigin origin(v8_string(isolate, vendor_name(which)), 0);
   v8::Local<v8::Script> script;
   if (cache.empty()) {

@@ -18,11 +18,11 @@ namespace codemode::isolate::detail {
 // as JavaScript (its TypeScript is stripped), before the code runs.
 enum class Vendor { whatwg_url = 0, tr46 = 1, encodings = 2, web = 3, sucrase = 4 };
 
-// The sandbox's globals, made once per process into a V8 startup snapshot: one context with
-// install_globals() done without fetch, one with. An isolate created from it deserialises its
-// context with the scripts already run and their functions compiled, instead of compiling and
-// running them (callgrind, isolate_bench: see bench/README.md). Built on first use, before
-// any isolate of the process runs code; the blob lives as long as the process.
+// The sandbox's globals, made once per process into two V8 startup snapshots: one with a
+// context with install_globals() done without fetch, one with fetch. An isolate created from it
+// deserialises its context with the scripts already run and their functions compiled, instead of
+// compiling and running them (callgrind, isolate_bench: see bench/README.md). Built on first use,
+// before any isolate of the process runs code; the blob lives as long as the process.
 //
 // The URL classes (js/vendor/whatwg-url.js), their IDNA part (js/vendor/tr46.js) and
 // TextDecoder's legacy encodings (js/vendor/encodings.js) are not in it, nor are the web APIs
@@ -34,23 +34,30 @@ enum class Vendor { whatwg_url = 0, tr46 = 1, encodings = 2, web = 3, sucrase = 
 class GlobalsSnapshot {
  public:
   static const GlobalsSnapshot& get();
-  // Non-const only because CreateParams says so; V8 reads it.
-  v8::StartupData* blob() const { return const_cast<v8::StartupData*>(&blob_); }
-  // The context index for Context::FromSnapshot; `serialize` is that context's data 0.
-  static std::size_t context_index(FetchGlobal fetch) {
-    return fetch == FetchGlobal::present ? 1 : 0;
+  // The blob an isolate whose context has (or lacks) `fetch` is made from: one blob per context,
+  // so that an isolate deserialises only its own context's scripts. Non-const only because
+  // CreateParams says so; V8 reads it.
+  v8::StartupData* blob(FetchGlobal fetch) const {
+    return const_cast<v8::StartupData*>(&blobs_[fetch == FetchGlobal::present ? 1 : 0]);
   }
-  // The bundle's code cache; empty while it is being made (and if V8 made none).
-  const std::vector<std::uint8_t>& code_cache(Vendor which) const {
-    return which == Vendor::whatwg_url ? whatwg_url_cache_ : no_cache_;
+  // The context index for Context::FromSnapshot in that blob (its only context); `serialize`
+  // is that context's data 0.
+  static std::size_t context_index(FetchGlobal /*fetch*/) { return 0; }
+  // The bundle's code cache for isolates of blob(fetch) (V8 refuses a cache made in an isolate
+  // of another blob); empty while it is being made (and if V8 made none).
+  const std::vector<std::uint8_t>& code_cache(Vendor which, FetchGlobal fetch) const {
+    return which == Vendor::whatwg_url ? whatwg_url_caches_[fetch == FetchGlobal::present ? 1 : 0]
+                                       : no_cache_;
   }
+  // Records in `isolate` (a data slot) which blob it was made from, for run_vendor_script.
+  static void mark_blob(v8::Isolate* isolate, FetchGlobal fetch);
 
  private:
   GlobalsSnapshot();
-  void make_blob(v8::SnapshotCreator& creator);
-  void make_code_caches();
-  v8::StartupData blob_{};
-  std::vector<std::uint8_t> whatwg_url_cache_;  // empty until made, and if V8 made none
+  static v8::StartupData make_blob(v8::SnapshotCreator& creator, FetchGlobal fetch);
+  void make_code_caches(FetchGlobal fetch);
+  v8::StartupData blobs_[2] = {};                   // without fetch, with it
+  std::vector<std::uint8_t> whatwg_url_caches_[2];  // per blob; empty until made, and if none
   std::vector<std::uint8_t>
       no_cache_;  // tr46.js, encodings.js, sucrase.js: none (make_code_caches)
 };

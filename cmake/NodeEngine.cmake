@@ -74,17 +74,17 @@ target_compile_definitions(v8_node_headers INTERFACE V8_PROMISE_INTERNAL_FIELD_C
                            NODE_WANT_INTERNALS=0)
 
 # The command line a sandbox process starts with, before the addon: node's options, then V8's
-# flags (node passes those on to V8; they are process-wide and fixed once V8 has started, so they
-# are set here, never at run time). The daemon adds --jitless when sandbox.jitless asks for it
+# flags (node passes those on to V8; they are process-wide, so they are set here, and at run time
+# only --no-rehash-snapshot, below). The daemon adds --jitless when sandbox.jitless asks for it
 # (channel/process_contract.h). Nothing from the environment: a sandbox process gets none.
 #   --disable-sigusr1: SIGUSR1 would make node's inspector listen on 127.0.0.1:9229.
 #   --disable-wasm-trap-handler: no SIGSEGV handler of node's for WebAssembly (there is none in
 #     a sandbox process), so a crash is a SIGSEGV the daemon reports as one.
 #   --disallow-code-generation-from-strings: eval and new Function refused in every context, on
 #     top of each context's AllowCodeGenerationFromStrings(false).
-#   (Not --no-rehash-snapshot, which saved V8 10.2 rehashing the snapshot's strings in every
-#   isolate: with node 26 it breaks the bootstrap of any context made from scratch, node's own
-#   and the globals snapshot's: "Exception thrown during bootstrapping".)
+#   (Not --no-rehash-snapshot here: with node 26 it breaks the bootstrap of any context made
+#   from scratch, node's own and the globals snapshot's: "Exception thrown during
+#   bootstrapping". isolate/globals_snapshot.cpp sets it at run time, once the snapshot is made.)
 #   --regexp-tier-up-ticks=100: a regular expression runs as bytecode 100 times, not once, before
 #     V8 compiles it to machine code (isolate/README.md, "The V8 flags").
 #   --js-sum-precise: Math.sumPrecise (ES2026, stage 4), which V8 14.6 still ships behind a flag.

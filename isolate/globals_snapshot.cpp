@@ -141,17 +141,32 @@ namespace {
 // The snapshot once it is made; null while it is (its code caches run the vendor scripts,
 // which must not wait for get()).
 std::atomic<const GlobalsSnapshot*> made{nullptr};
+std::atomic<std::size_t> rejected_caches{0};
+// The isolate data slot mark_blob() writes (slot 0 is the call's CallState, host_functions.cpp).
+constexpr std::uint32_t kBlobSlot = 1;
 
-// sucrase.js's code cache, from the process's first call that stripped types (keep_code_cache).
-// A call holds its own reference while V8 reads the bytes.
+// sucrase.js's code caches, one per blob (V8 refuses a cache made in an isolate of the other),
+// each from the process's first call of that blob that stripped types (keep_code_cache). A call
+// holds its own reference while V8 reads the bytes.
 std::mutex sucrase_cache_mutex;
-std::shared_ptr<const std::vector<std::uint8_t>> sucrase_cache;  // guarded by sucrase_cache_mutex
+std::shared_ptr<const std::vector<std::uint8_t>> sucrase_caches[2];  // guarded by the mutex
+
+std::size_t blob_index(FetchGlobal fetch) { return fetch == FetchGlobal::present ? 1 : 0; }
+
+FetchGlobal blob_of(v8::Isolate* isolate) {
+  return isolate->GetData(kBlobSlot) != nullptr ? FetchGlobal::present : FetchGlobal::absent;
+}
 }  // namespace
 
-std::shared_ptr<const std::vector<std::uint8_t>> kept_code_cache(Vendor which) {
+void GlobalsSnapshot::mark_blob(v8::Isolate* isolate, FetchGlobal fetch) {
+  // Any non-null pointer means "with fetch"; nothing reads through it.
+  isolate->SetData(kBlobSlot, fetch == FetchGlobal::present ? isolate : nullptr);
+}
+
+std::shared_ptr<const std::vector<std::uint8_t>> kept_code_cache(Vendor which, FetchGlobal fetch) {
   if (which != Vendor::sucrase) return nullptr;
   std::lock_guard lock(sucrase_cache_mutex);
-  return sucrase_cache;
+  return sucrase_caches[blob_index(fetch)];
 }
 
 void set_fetch_base(std::string base) {
@@ -169,48 +184,63 @@ const GlobalsSnapshot& GlobalsSnapshot::get() {
 }
 
 GlobalsSnapshot::GlobalsSnapshot() {
-  // The creator initialises an isolate registered with node's platform, and leaves it to us.
-  v8::Isolate* isolate = allocate_isolate();
-  std::unique_ptr<v8::ArrayBuffer::Allocator> allocator(
-      v8::ArrayBuffer::Allocator::NewDefaultAllocator());
-  v8::Isolate::CreateParams params;
-  params.external_references = external_references();
-  params.array_buffer_allocator = allocator.get();
-  {
-    v8::SnapshotCreator creator(isolate, params);
-    make_blob(creator);
+  // Two blobs, not two contexts in one: V8 keeps compiled functions with the isolate's part of a
+  // snapshot, so with both contexts in one blob every search isolate deserialised fetch.js and
+  // warm.js's functions too, and every execute isolate the search context. (V8 10.2 crashed on
+  // isolates of two blobs in one process; 14.6 does not.)
+  for (const FetchGlobal fetch : {FetchGlobal::absent, FetchGlobal::present}) {
+    // The creator initialises an isolate registered with node's platform, and leaves it to us.
+    v8::Isolate* isolate = allocate_isolate();
+    std::unique_ptr<v8::ArrayBuffer::Allocator> allocator(
+        v8::ArrayBuffer::Allocator::NewDefaultAllocator());
+    v8::Isolate::CreateParams params;
+    params.external_references = external_references();
+    params.array_buffer_allocator = allocator.get();
+    v8::StartupData made_blob{};
+    {
+      v8::SnapshotCreator creator(isolate, params);
+      made_blob = make_blob(creator, fetch);
+    }
+    dispose_isolate(isolate);
+    CODEMODE_CHECK(made_blob.data != nullptr && made_blob.raw_size > 0 && made_blob.IsValid(),
+                   "V8 made the snapshot");
+    blobs_[fetch == FetchGlobal::present ? 1 : 0] = made_blob;
   }
-  dispose_isolate(isolate);
-  CODEMODE_CHECK(blob_.data != nullptr && blob_.raw_size > 0 && blob_.IsValid(),
-                 "V8 made the snapshot");
-  make_code_caches();
+  // From here on every isolate of the process is made from these blobs, and keeps the hash seed
+  // it was made with (random per process, as before) instead of drawing its own and rehashing
+  // every table of the snapshot: 0.49 M of an isolate's 9.14 M instructions (callgrind,
+  // isolate_bench; bench/README.md). V8 10.2 ran so from the command line; node 26 cannot: a
+  // context made from scratch, as node's bootstrap and make_blob() make theirs, fails to
+  // bootstrap without the rehash. Set before the code caches: V8 refuses a cache made under
+  // other flags.
+  v8::V8::SetFlagsFromString("--no-rehash-snapshot");
+  make_code_caches(FetchGlobal::absent);
+  make_code_caches(FetchGlobal::present);
 }
 
-void GlobalsSnapshot::make_blob(v8::SnapshotCreator& creator) {
+v8::StartupData GlobalsSnapshot::make_blob(v8::SnapshotCreator& creator, FetchGlobal fetch) {
   v8::Isolate* isolate = creator.GetIsolate();
   {
     // The creator does not enter an isolate it did not allocate; the helpers find it current.
     v8::Isolate::Scope isolate_scope(isolate);
     v8::HandleScope handles(isolate);
     creator.SetDefaultContext(v8::Context::New(isolate));
-    for (FetchGlobal fetch : {FetchGlobal::absent, FetchGlobal::present}) {
-      v8::Local<v8::Context> context = v8::Context::New(isolate);
-      v8::Context::Scope scope(context);
-      v8::TryCatch try_catch(isolate);
-      v8::Local<v8::Function> serialize;
-      if (!install_globals(context, fetch).ToLocal(&serialize)) {
-        (void)std::fprintf(stderr, "codemode-mcp: the sandbox's scripts failed to set up: %s\n",
-                           try_catch.HasCaught()
-                               ? describe_exception(isolate, try_catch.Exception()).c_str()
-                               : "no exception");
-        CODEMODE_CHECK(false, "the build's own scripts set up a context");
-      }
-      creator.AddData(context, serialize);
-      const std::size_t index = creator.AddContext(context);
-      CODEMODE_CHECK(index == context_index(fetch), "V8 assigns context indexes in order");
+    v8::Local<v8::Context> context = v8::Context::New(isolate);
+    v8::Context::Scope scope(context);
+    v8::TryCatch try_catch(isolate);
+    v8::Local<v8::Function> serialize;
+    if (!install_globals(context, fetch).ToLocal(&serialize)) {
+      (void)std::fprintf(stderr, "codemode-mcp: the sandbox's scripts failed to set up: %s\n",
+                         try_catch.HasCaught()
+                             ? describe_exception(isolate, try_catch.Exception()).c_str()
+                             : "no exception");
+      CODEMODE_CHECK(false, "the build's own scripts set up a context");
     }
+    creator.AddData(context, serialize);
+    const std::size_t index = creator.AddContext(context);
+    CODEMODE_CHECK(index == context_index(fetch), "V8 assigns context indexes in order");
   }
-  blob_ = creator.CreateBlob(v8::SnapshotCreator::FunctionCodeHandling::kKeep);
+  return creator.CreateBlob(v8::SnapshotCreator::FunctionCodeHandling::kKeep);
 }
 
 namespace {
@@ -264,11 +294,11 @@ const char* vendor_name(Vendor which) {
 
 }  // namespace
 
-void GlobalsSnapshot::make_code_caches() {
+void GlobalsSnapshot::make_code_caches(FetchGlobal fetch) {
   std::unique_ptr<v8::ArrayBuffer::Allocator> allocator(
       v8::ArrayBuffer::Allocator::NewDefaultAllocator());
   v8::Isolate::CreateParams params;
-  params.snapshot_blob = &blob_;
+  params.snapshot_blob = blob(fetch);
   params.external_references = external_references();
   params.array_buffer_allocator = allocator.get();
   v8::Isolate* isolate = allocate_isolate();
@@ -277,7 +307,7 @@ void GlobalsSnapshot::make_code_caches() {
     v8::Isolate::Scope isolate_scope(isolate);
     v8::HandleScope handles(isolate);
     v8::Local<v8::Context> context =
-        v8::Context::FromSnapshot(isolate, context_index(FetchGlobal::absent)).ToLocalChecked();
+        v8::Context::FromSnapshot(isolate, context_index(fetch)).ToLocalChecked();
     v8::Context::Scope scope(context);
     v8::TryCatch try_catch(isolate);
     v8::Local<v8::Script> script;
@@ -297,7 +327,8 @@ void GlobalsSnapshot::make_code_caches() {
       const std::unique_ptr<v8::ScriptCompiler::CachedData> cache(
           v8::ScriptCompiler::CreateCodeCache(script->GetUnboundScript()));
       if (cache != nullptr && cache->length > 0) {
-        whatwg_url_cache_.assign(cache->data, cache->data + cache->length);
+        whatwg_url_caches_[fetch == FetchGlobal::present ? 1 : 0].assign(
+            cache->data, cache->data + cache->length);
       }
     }
   }
@@ -308,10 +339,12 @@ v8::MaybeLocal<v8::Value> run_vendor_script(v8::Local<v8::Context> context, Vend
   v8::Isolate* isolate = v8::Isolate::GetCurrent();
   const GlobalsSnapshot* snapshot = made.load(std::memory_order_acquire);
   static const std::vector<std::uint8_t> kNone;
-  const std::shared_ptr<const std::vector<std::uint8_t>> kept = kept_code_cache(which);
-  const std::vector<std::uint8_t>& cache = kept != nullptr       ? *kept
-                                           : snapshot != nullptr ? snapshot->code_cache(which)
-                                                                 : kNone;
+  const FetchGlobal fetch = blob_of(isolate);
+  const std::shared_ptr<const std::vector<std::uint8_t>> kept = kept_code_cache(which, fetch);
+  const std::vector<std::uint8_t>& cache = kept != nullptr ? *kept
+                                           : snapshot != nullptr
+                                               ? snapshot->code_cache(which, fetch)
+                                               : kNone;
   v8::ScriptOrigin origin(v8_string(isolate, vendor_name(which)), 0);
   v8::Local<v8::Script> script;
   if (cache.empty()) {
@@ -328,14 +361,18 @@ v8::MaybeLocal<v8::Value> run_vendor_script(v8::Local<v8::Context> context, Vend
              .ToLocal(&script)) {
       return {};
     }
+    if (source.GetCachedData()->rejected) rejected_caches.fetch_add(1, std::memory_order_relaxed);
   }
   return script->Run(context);
 }
 
+std::size_t code_cache_rejections() { return rejected_caches.load(std::memory_order_relaxed); }
+
 void keep_code_cache(v8::Local<v8::Context> context, Vendor which) {
   CODEMODE_CHECK(which == Vendor::sucrase, "only sucrase.js's code cache is made by a call");
-  if (kept_code_cache(which) != nullptr) return;
   v8::Isolate* isolate = v8::Isolate::GetCurrent();
+  const FetchGlobal fetch = blob_of(isolate);
+  if (kept_code_cache(which, fetch) != nullptr) return;
   v8::TryCatch ignored(isolate);
   // The same source and origin as run_vendor_script's: V8's compilation cache gives back the
   // script it ran, with the functions compiled since, which the code cache then holds.
@@ -349,7 +386,9 @@ void keep_code_cache(v8::Local<v8::Context> context, Vendor which) {
   auto bytes = std::make_shared<const std::vector<std::uint8_t>>(
       made_cache->data, made_cache->data + made_cache->length);
   std::lock_guard lock(sucrase_cache_mutex);
-  if (sucrase_cache == nullptr) sucrase_cache = std::move(bytes);
+  if (sucrase_caches[blob_index(fetch)] == nullptr) {
+    sucrase_caches[blob_index(fetch)] = std::move(bytes);
+  }
 }
 
 }  // namespace codemode::isolate::detail

@@ -20,11 +20,11 @@ namespace codemode::isolate::detail {
 // leaves a code cache for the later ones (keep_code_cache).
 enum class Vendor { whatwg_url = 0, tr46 = 1, encodings = 2, web = 3, sucrase = 4 };
 
-// The sandbox's globals, made once per process into a V8 startup snapshot: one context with
-// install_globals() done without fetch, one with. An isolate created from it deserialises its
-// context with the scripts already run and their functions compiled, instead of compiling and
-// running them (callgrind, isolate_bench: see bench/README.md). Built on first use, before
-// any isolate of the process runs code; the blob lives as long as the process.
+// The sandbox's globals, made once per process into two V8 startup snapshots: one with a
+// context with install_globals() done without fetch, one with fetch. An isolate created from it
+// deserialises its context with the scripts already run and their functions compiled, instead of
+// compiling and running them (callgrind, isolate_bench: see bench/README.md). Built on first use,
+// before any isolate of the process runs code; the blob lives as long as the process.
 //
 // The URL classes (js/vendor/whatwg-url.js), their IDNA part (js/vendor/tr46.js) and
 // TextDecoder's legacy encodings (js/vendor/encodings.js) are not in it, nor are the web APIs
@@ -36,23 +36,30 @@ enum class Vendor { whatwg_url = 0, tr46 = 1, encodings = 2, web = 3, sucrase = 
 class GlobalsSnapshot {
  public:
   static const GlobalsSnapshot& get();
-  // Non-const only because CreateParams says so; V8 reads it.
-  v8::StartupData* blob() const { return const_cast<v8::StartupData*>(&blob_); }
-  // The context index for Context::FromSnapshot; `serialize` is that context's data 0.
-  static std::size_t context_index(FetchGlobal fetch) {
-    return fetch == FetchGlobal::present ? 1 : 0;
+  // The blob an isolate whose context has (or lacks) `fetch` is made from: one blob per context,
+  // so that an isolate deserialises only its own context's scripts. Non-const only because
+  // CreateParams says so; V8 reads it.
+  v8::StartupData* blob(FetchGlobal fetch) const {
+    return const_cast<v8::StartupData*>(&blobs_[fetch == FetchGlobal::present ? 1 : 0]);
   }
-  // The bundle's code cache; empty while it is being made (and if V8 made none).
-  const std::vector<std::uint8_t>& code_cache(Vendor which) const {
-    return which == Vendor::whatwg_url ? whatwg_url_cache_ : no_cache_;
+  // The context index for Context::FromSnapshot in that blob (its only context); `serialize`
+  // is that context's data 0.
+  static std::size_t context_index(FetchGlobal /*fetch*/) { return 0; }
+  // The bundle's code cache for isolates of blob(fetch) (V8 refuses a cache made in an isolate
+  // of another blob); empty while it is being made (and if V8 made none).
+  const std::vector<std::uint8_t>& code_cache(Vendor which, FetchGlobal fetch) const {
+    return which == Vendor::whatwg_url ? whatwg_url_caches_[fetch == FetchGlobal::present ? 1 : 0]
+                                       : no_cache_;
   }
+  // Records in `isolate` (a data slot) which blob it was made from, for run_vendor_script.
+  static void mark_blob(v8::Isolate* isolate, FetchGlobal fetch);
 
  private:
   GlobalsSnapshot();
-  void make_blob(v8::SnapshotCreator& creator);
-  void make_code_caches();
-  v8::StartupData blob_{};
-  std::vector<std::uint8_t> whatwg_url_cache_;  // empty until made, and if V8 made none
+  static v8::StartupData make_blob(v8::SnapshotCreator& creator, FetchGlobal fetch);
+  void make_code_caches(FetchGlobal fetch);
+  v8::StartupData blobs_[2] = {};                   // without fetch, with it
+  std::vector<std::uint8_t> whatwg_url_caches_[2];  // per blob; empty until made, and if none
   std::vector<std::uint8_t>
       no_cache_;  // tr46.js, encodings.js, sucrase.js: none (make_code_caches)
 };
@@ -67,6 +74,11 @@ void set_fetch_base(std::string base);
 // (a termination, the heap cap).
 v8::MaybeLocal<v8::Value> run_vendor_script(v8::Local<v8::Context> context, Vendor which);
 
+// How many times in this process V8 refused a code cache of run_vendor_script (it checks the
+// flags the cache was made under): 0 unless a flag changed after GlobalsSnapshot made it, which
+// would cost every call that uses URL ~3 ms of compiling. Any thread.
+std::size_t code_cache_rejections();
+
 // Keeps a V8 code cache of `which` for the process's later calls, made from `context`, where
 // run_vendor_script ran it and its functions have run since, if the process has none yet. Only
 // for sucrase.js, after the first strip of a process and before the call's code runs: a cache
@@ -74,9 +86,10 @@ v8::MaybeLocal<v8::Value> run_vendor_script(v8::Local<v8::Context> context, Vend
 // of parsing and compiling (isolate/README.md, "Shapes of code"). Not made ahead, because it
 // would cost every process start for what few calls use; not made by the build, because V8 takes
 // a code cache only in an isolate of the snapshot it was made with, and each process makes its
-// own (it differs by process). Thread-safe; a failure only leaves the next call to try again.
+// own (it differs by process); one per blob (GlobalsSnapshot::blob), for the same reason.
+// Thread-safe; a failure only leaves the next call to try again.
 void keep_code_cache(v8::Local<v8::Context> context, Vendor which);
-// The cache keep_code_cache kept for `which`; null while there is none.
-std::shared_ptr<const std::vector<std::uint8_t>> kept_code_cache(Vendor which);
+// The cache keep_code_cache kept for `which` in isolates of blob(fetch); null while there is none.
+std::shared_ptr<const std::vector<std::uint8_t>> kept_code_cache(Vendor which, FetchGlobal fetch);
 
 }  // namespace codemode::isolate::detail

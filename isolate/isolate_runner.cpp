@@ -981,7 +981,9 @@ PreparedIsolate::PreparedIsolate(const PrepareRequest& request)
   params.constraints.ConfigureDefaultsFromHeapSize(0, heap_bytes);
   params.constraints.set_code_range_size_in_bytes(kCodeRangeBytes);
   params.array_buffer_allocator = &parts_->allocator;
-  params.snapshot_blob = GlobalsSnapshot::get().blob();
+  const FetchGlobal blob_fetch =
+      request.tool == channel::Tool::execute ? request.fetch : FetchGlobal::absent;
+  params.snapshot_blob = GlobalsSnapshot::get().blob(blob_fetch);
   params.external_references = external_references();
   params.oom_error_callback = out_of_memory_handler.load();
   // Given its context in the background, which is where a prepared isolate is until its call
@@ -990,6 +992,7 @@ PreparedIsolate::PreparedIsolate(const PrepareRequest& request)
   // too, V8 14 reaches for a heap that does not exist yet.)
   v8::Isolate* isolate = parts_->isolate = allocate_isolate();
   v8::Isolate::Initialize(isolate, params);
+  GlobalsSnapshot::mark_blob(isolate, blob_fetch);
   isolate->IsolateInBackgroundNotification();
   v8::Isolate::Scope isolate_scope(isolate);
   isolate->SetMicrotasksPolicy(v8::MicrotasksPolicy::kExplicit);

@@ -2,7 +2,9 @@
 
 #include <v8.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <memory>
 #include <thread>
 
@@ -172,7 +174,7 @@ TEST_CASE("TypeScript calls after the first load sucrase from a code cache V8 ac
           "[sandbox][compile]") {
   CHECK(ok("async (): Promise<number> => { const n: number = 14; return n; }") == "14");
   const std::shared_ptr<const std::vector<std::uint8_t>> cache =
-      detail::kept_code_cache(detail::Vendor::sucrase);
+      detail::kept_code_cache(detail::Vendor::sucrase, FetchGlobal::absent);
   REQUIRE(cache != nullptr);
   // With sucrase's functions compiled by the strip, not only the bundle's top level.
   CHECK(cache->size() > 200'000);
@@ -180,7 +182,7 @@ TEST_CASE("TypeScript calls after the first load sucrase from a code cache V8 ac
       v8::ArrayBuffer::Allocator::NewDefaultAllocator());
   v8::Isolate::CreateParams params;
   params.array_buffer_allocator = allocator.get();
-  params.snapshot_blob = detail::GlobalsSnapshot::get().blob();
+  params.snapshot_blob = detail::GlobalsSnapshot::get().blob(FetchGlobal::absent);
   params.external_references = detail::external_references();
   v8::Isolate* isolate = allocate_isolate();
   v8::Isolate::Initialize(isolate, params);
@@ -196,6 +198,18 @@ TEST_CASE("TypeScript calls after the first load sucrase from a code cache V8 ac
   channel::Outcome refused = run("async (x: number): string => {\n  return x +;\n}");
   CHECK(refused.error_kind == channel::ErrorKind::compile);
   CHECK(refused.error_detail.starts_with("line 2,"));
+  // And in the other blob's isolates (execute with fetch), from that blob's own cache.
+  const config::Limits limits = test_limits();
+  const channel::Fetcher never_called = [](gateway::OutboundRequest,
+                                           std::function<void(gateway::FetchResult)>) {};
+  for (int i = 0; i < 2; ++i) {
+    const channel::Outcome typed =
+        run_in_fresh_isolate(RunRequest{channel::Tool::execute, "async (): Promise<number> => 16",
+                                        &limits, nullptr, nullptr, &never_called});
+    CHECK(typed.result_json == "16");
+  }
+  CHECK(detail::kept_code_cache(detail::Vendor::sucrase, FetchGlobal::present) != nullptr);
+  CHECK(detail::code_cache_rejections() == 0);
 }
 
 TEST_CASE("a compile error quotes the line as sent with a caret, and hints", "[sandbox][compile]") {
@@ -469,6 +483,26 @@ TEST_CASE("URL and URLSearchParams", "[sandbox][globals]") {
         "runtime: TypeError: Invalid URL: relative/only");
 }
 
+TEST_CASE("a call that uses URL loads whatwg-url.js from the process's code cache",
+          "[sandbox][globals]") {
+  // V8 refuses a cache made under other flags (they change once the globals snapshot is made)
+  // or in an isolate of the other blob (one per context), and every such call compiles the
+  // bundle again: both contexts, without fetch and with it.
+  const config::Limits limits = test_limits();
+  const channel::Fetcher never_called = [](gateway::OutboundRequest,
+                                           std::function<void(gateway::FetchResult)>) {};
+  for (const channel::Fetcher* fetcher :
+       {static_cast<const channel::Fetcher*>(nullptr), &never_called}) {
+    const channel::Outcome o = run_in_fresh_isolate(
+        RunRequest{channel::Tool::execute,
+                   "async () => new URL('/a?b=1', 'http://x.test/').searchParams.get('b')", &limits,
+                   nullptr, nullptr, fetcher});
+    INFO(o.error_message);
+    CHECK(o.result_json == R"("1")");
+  }
+  CHECK(detail::code_cache_rejections() == 0);
+}
+
 TEST_CASE("web.js made after the code replaced builtins uses bootstrap's captured ones",
           "[sandbox][globals]") {
   // js/web.js is compiled on the first use of one of its globals, after the code has run: the
@@ -636,4 +670,28 @@ TEST_CASE("search: a $ref target met again in a result is written as {\"$ref\"}"
           "p.y.type; }",
           test_limits(), channel::Tool::search, &spec);
   CHECK(same.result_json == R"("object")");
+}
+
+TEST_CASE("the region pool is on and hands a region out again zeroed", "[sandbox][memory]") {
+  // Off, every isolate faults its heap's first pages in again (69 faults against 4 per hello
+  // call): a node whose V8 allocator has another shape turns it off, and this says so.
+  REQUIRE(region_pool_stats().on);
+  (void)ok("async () => 1");
+  (void)ok("async () => 2");
+  CHECK(region_pool_stats().reused > 0);
+
+  v8::PageAllocator* pages = region_pool_allocator();
+  REQUIRE(pages != nullptr);
+  constexpr std::size_t kRegion = std::size_t{256} << 10;
+  void* first = pages->AllocatePages(nullptr, kRegion, kRegion, v8::PageAllocator::kReadWrite);
+  REQUIRE(first != nullptr);
+  std::memset(first, 0xA5, kRegion);
+  REQUIRE(pages->FreePages(first, kRegion));
+  // The pool is a stack: no other thread of this test allocates a region in between.
+  void* again = pages->AllocatePages(nullptr, kRegion, kRegion, v8::PageAllocator::kReadWrite);
+  REQUIRE(again != nullptr);
+  CHECK(again == first);
+  const auto* bytes = static_cast<const unsigned char*>(again);
+  CHECK(std::all_of(bytes, bytes + kRegion, [](unsigned char b) { return b == 0; }));
+  CHECK(pages->FreePages(again, kRegion));
 }

@@ -10,11 +10,13 @@
 // checkpoints, and unregistered and freed in the order node requires. Thread-safe after attach().
 #pragma once
 
+#include <cstddef>
 #include <string_view>
 
 namespace v8 {
 class Context;
 class Isolate;
+class PageAllocator;
 template <class T>
 class Local;
 }  // namespace v8
@@ -35,6 +37,18 @@ void dispose_isolate(v8::Isolate* isolate);
 // Runs the foreground tasks V8 has posted for `isolate` (finalisers, GC steps), not those they
 // post in turn. On the thread that owns it, inside it, outside any script.
 void run_foreground_tasks(v8::Isolate* isolate);
+
+// The pool of heap regions kept mapped, zeroed, from one isolate for the next (v8_platform.cpp,
+// "the region pool"): whether attach() could put it in this process, and how many regions it
+// has handed out again.
+struct RegionPoolStats {
+  bool on = false;
+  std::size_t reused = 0;
+};
+RegionPoolStats region_pool_stats();
+
+// For tests: the V8 page allocator the pool is hooked into, null when it is off.
+v8::PageAllocator* region_pool_allocator();
 
 // The running V8's version, e.g. "14.6.202.34-node.40"; needs no isolate.
 std::string_view v8_version();

@@ -222,9 +222,9 @@ function ourResult(result) {
   try { return { ok: true, result: JSON.parse(text) }; } catch { return { ok: true, result: text }; }
 }
 
-// One build of codemode-mcp as a system; `ours` is the build under test, `baseline` (when
-// CODEMODE_BIN_BASELINE names another build, e.g. before an engine change) runs beside it in the
-// same sitting, as one more peer.
+// One build of codemode-mcp as a system; `ours` is the build under test, each of `baselines`
+// (when CODEMODE_BIN_BASELINE names other builds, e.g. before an engine change) runs beside it in
+// the same sitting, as one more peer.
 const oursSystem = (name, bin) => ({
   name,
   bin,
@@ -266,8 +266,13 @@ const oursSystem = (name, bin) => ({
   },
 });
 const ours = oursSystem('codemode-mcp', bin);
-const baselineBin = process.env.CODEMODE_BIN_BASELINE;
-const baseline = baselineBin ? oursSystem('codemode-mcp baseline', baselineBin) : null;
+// CODEMODE_BIN_BASELINE=PATH, or several as NAME=PATH,NAME=PATH: each a system of its own
+// ("codemode-mcp baseline" for one unnamed path, "codemode-mcp NAME" for a named one).
+const baselines = (process.env.CODEMODE_BIN_BASELINE ?? '').split(',').filter(Boolean).map((entry, i, all) => {
+  const named = /^([A-Za-z0-9._-]+)=(.+)$/.exec(entry);
+  if (named) return oursSystem(`codemode-mcp ${named[1]}`, named[2]);
+  return oursSystem(all.length === 1 ? 'codemode-mcp baseline' : `codemode-mcp baseline ${i + 1}`, entry);
+});
 
 // ---------------------------------------------------------------------------------------------
 // Peers: local HTTP servers, one lane = one keep-alive connection, POST {code, workload}.
@@ -340,7 +345,7 @@ const ioArgs = (...args) => (upstream ? args : []);
 const denoDir = join(dir, 'deno-dir');
 const allSystems = [
   ours,
-  ...(baseline ? [baseline] : []),
+  ...baselines,
   httpPeer('workerd', startWorkerd),
   httpPeer('isolated-vm', () => startNodeWrapper('ivm-server.mjs', ['--spec', specFile, '--spec-mode', opt('ivm-spec', 'parse'), ...ioArgs('--upstream', upstream?.url)])),
   ...(haveIvm26 ? [httpPeer('isolated-vm-node26', () => startNodeWrapper('ivm-server.mjs', ['--ivm-dir', ivm26Dir, '--spec', specFile, '--spec-mode', opt('ivm-spec', 'parse'), ...ioArgs('--upstream', upstream?.url)], {}, node26Bin))] : []),
@@ -427,7 +432,7 @@ const machine = {
   node: process.version, loadStart: loadStart.map((l) => +l.toFixed(2)), binary: bin,
   versions: {
     'codemode-mcp': versionOf(bin, ['--version']),
-    ...(baseline ? { 'codemode-mcp baseline': versionOf(baselineBin, ['--version']) } : {}),
+    ...Object.fromEntries(baselines.map((b) => [b.name, versionOf(b.bin, ['--version'])])),
     workerd: versionOf(workerdBin, ['--version']),
     'isolated-vm': JSON.parse(readFileSync(join(peersDir, 'node_modules/isolated-vm/package.json'), 'utf8')).version,
     ...(haveIvm26 ? { 'isolated-vm-node26': `${JSON.parse(readFileSync(join(ivm26Dir, 'node_modules/isolated-vm/package.json'), 'utf8')).version} on ${versionOf(node26Bin, ['--version'])}` } : {}),
@@ -437,7 +442,7 @@ const machine = {
 };
 console.log(`bench/compare: ${calls} calls per cell in ${rounds} interleaved rounds, ${warmup} warm-up calls per system and workload${quick ? ' (--quick)' : ''}`);
 console.log(`machine: ${machine.cpus} CPUs (${machine.model}), ${machine.memGb} GiB; load average at start ${machine.loadStart.join(' ')}`);
-console.log(`versions: ${Object.entries(machine.versions).map(([k, v]) => `${k} ${v}`).join('; ')}; codemode-mcp is ${bin}${baseline ? `, the baseline ${baselineBin}` : ''}`);
+console.log(`versions: ${Object.entries(machine.versions).map(([k, v]) => `${k} ${v}`).join('; ')}; codemode-mcp is ${bin}${baselines.map((b) => `, ${b.name} ${b.bin}`).join('')}`);
 console.log(`synthetic spec: ${specText.length} bytes, ${Object.keys(JSON.parse(specText).paths).length} paths (${specFile})`);
 
 for (const s of systems) {
@@ -479,7 +484,7 @@ for (let round = 0; round < rounds; round++) {
   if (workloads.length) console.log(`round ${round + 1}/${rounds} done at ${((performance.now() - t0) / 1000).toFixed(0)} s; load ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
 }
 await ours.stop();
-if (baseline) await baseline.stop();
+for (const b of baselines) await b.stop();
 
 // ---------------------------------------------------------------------------------------------
 // The I/O-bound workload: one time-bounded row per system and concurrency (bench/io_rows.mjs).
@@ -500,8 +505,9 @@ if (ioSelected) {
   const t1 = performance.now();
   const ioOurs = await startOursHttp({ bin, dir, upstream: upstream.url, track: (p) => children.add(p), code: ioCode, helloCode: 'async () => 1 + 1' });
   console.log(`\nio: \`${ioCode}\`, ${ioSeconds} s per row; started codemode-mcp (HTTP, ${ioOurs.url}) in ${(performance.now() - t1).toFixed(0)} ms`);
-  const ioBaseline = baseline && await startOursHttp({ bin: baselineBin, dir, upstream: upstream.url, track: (p) => children.add(p), code: ioCode, helloCode: 'async () => 1 + 1', name: baseline.name });
-  const ioSystems = [ioOurs, ...(ioBaseline ? [ioBaseline] : []), ...systems.filter((s) => !s.codemode).map((p) => peerIoSystem(p, ioCode)),
+  const ioBaselines = [];
+  for (const b of baselines) ioBaselines.push(await startOursHttp({ bin: b.bin, dir, upstream: upstream.url, track: (p) => children.add(p), code: ioCode, helloCode: 'async () => 1 + 1', name: b.name }));
+  const ioSystems = [ioOurs, ...ioBaselines, ...systems.filter((s) => !s.codemode).map((p) => peerIoSystem(p, ioCode)),
     directLaneSystem(`${upstream.url}/slow`), directFetchSystem(`${upstream.url}/slow`)];
   for (const s of [...ioSystems, ioOurs.second]) {
     const [lane] = await s.openLanes(1);
@@ -561,7 +567,7 @@ if (ioSelected) {
   report(row);
   report(second);
   await ioOurs.stop();
-  if (ioBaseline) await ioBaseline.stop();
+  for (const b of ioBaselines) await b.stop();
 }
 for (const s of systems) if (!s.codemode) await s.stop();
 if (upstream) {

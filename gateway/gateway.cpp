@@ -185,6 +185,8 @@ struct Attempt {
   unsigned redirects = 0;
   Gateway::Completion done;
   std::string approved_by;  // set when a person approved it
+  // Set when the code's side may give up on the answer (its AbortSignal, its call ending).
+  std::shared_ptr<FetchAbort> abort;
   // The approver to tell what the approved request got, and its question's ticket.
   std::shared_ptr<Approver> approver;
   std::uint64_t ticket = 0;
@@ -490,9 +492,19 @@ struct Gateway::State : std::enable_shared_from_this<Gateway::State> {
     }
     ClientRequest request{attempt.method, std::move(url), std::move(headers), attempt.body};
     const Deadline deadline = attempt.deadline;
-    client->send(std::move(request), deadline,
-                 [self = shared_from_this(), attempt = std::move(attempt)](
-                     ClientResult result) mutable { self->on_result(std::move(attempt), result); });
+    std::shared_ptr<FetchAbort> abort = attempt.abort;
+    if (abort && abort->aborted()) {
+      // Given up on while it waited (for a person, a token exchange): it never leaves.
+      ClientResult result = GatewayError{
+          ErrorKind::runtime, "request to " + attempt.url.origin + " aborted before it was sent"};
+      return on_result(std::move(attempt), result);
+    }
+    client->send(
+        std::move(request), deadline,
+        [self = shared_from_this(), attempt = std::move(attempt)](ClientResult result) mutable {
+          self->on_result(std::move(attempt), result);
+        },
+        abort);
   }
 
   void on_result(Attempt attempt, ClientResult& result) {
@@ -737,7 +749,8 @@ const UrlPolicy& Gateway::policy() const { return state_->policy; }
 std::uint64_t Gateway::connections_opened() const { return state_->client->connections_opened(); }
 
 void Gateway::fetch(OutboundRequest request, CallBudget& budget, Deadline deadline, Completion done,
-                    const Caller& caller, const WaitHook& waiting) {
+                    const Caller& caller, const WaitHook& waiting,
+                    const std::shared_ptr<FetchAbort>& abort) {
   if (budget.refusals_exhausted()) {
     // Checked no more and answered alike: the call's code loops over refused requests. Only the
     // first of these answers is recorded by the observers that keep one record per request.
@@ -837,6 +850,7 @@ void Gateway::fetch(OutboundRequest request, CallBudget& budget, Deadline deadli
   attempt.done = std::move(done);
   attempt.principal = caller.principal;
   attempt.scopes = caller.scopes;
+  attempt.abort = abort;
   if (exchange) {
     attempt.exchange = &*exchange;
     attempt.access_token = caller.access_token;

@@ -1,7 +1,8 @@
 // The data that crosses between the sandbox and the gateway: a request as the code wrote it, the
 // response it gets back, or the reason there is none.
 //
-// Plain values with no behaviour and no Asio types, so a sandbox worker thread can build an
+// Plain values with no behaviour (but FetchAbort, a thread-safe flag) and no Asio types, so a
+// sandbox worker thread can build an
 // OutboundRequest, hand it to Gateway::fetch() and later receive the completion posted back to
 // its own queue. Nothing in here has been checked: the gateway validates every field (method,
 // URL, header names and values, body size) before anything leaves the process.
@@ -9,6 +10,8 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -87,5 +90,43 @@ struct GatewayError {
 };
 
 using FetchResult = std::variant<InboundResponse, GatewayError>;
+
+// Stops one fetch that is on its way: the code's AbortSignal aborted it, or its call ended first.
+// Whoever holds a part of the fetch says how to stop it (on_abort: the HTTP client closes the
+// connection, which then goes back to no pool; the call's ledger notes the abort); whoever gave
+// up on the answer says so (abort()). The fetch's completion still runs once, with a `runtime`
+// error naming the abort. Thread-safe: abort() comes from a call's thread or the daemon's
+// executor, on_abort() from those or the gateway's I/O thread; each `stop` runs under the lock,
+// so it may only post or take a lock of its own.
+class FetchAbort {
+ public:
+  // Runs `stop` now if abort() ran already, else when it does.
+  void on_abort(std::function<void()> stop) {
+    std::lock_guard lock(mutex_);
+    if (aborted_) {
+      if (stop) stop();
+      return;
+    }
+    stops_.push_back(std::move(stop));
+  }
+  // The first call runs every `stop` given so far, in order; later ones do nothing.
+  void abort() {
+    std::lock_guard lock(mutex_);
+    if (aborted_) return;
+    aborted_ = true;
+    for (auto& stop : std::exchange(stops_, {})) {
+      if (stop) stop();
+    }
+  }
+  bool aborted() const {
+    std::lock_guard lock(mutex_);
+    return aborted_;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  bool aborted_ = false;
+  std::vector<std::function<void()>> stops_;
+};
 
 }  // namespace codemode::gateway

@@ -14,6 +14,8 @@ namespace {
 constexpr std::size_t kMaxPathBytes = 256;
 constexpr std::size_t kMaxMethodBytes = 16;
 constexpr std::size_t kMaxErrorBytes = 300;
+// A request the code gave up on (its AbortSignal) or its call ended before it was answered.
+constexpr std::string_view kAborted = "runtime: aborted before its response";
 
 // `text` up to the first of `stop`, at most `max` bytes, with every byte outside printable ASCII
 // (below `lowest`) percent-encoded: the code chose these bytes, and the record goes into JSON
@@ -79,6 +81,19 @@ channel::Fetcher record_requests(channel::Fetcher inner, std::shared_ptr<Request
       }
     }
     const auto started = std::chrono::steady_clock::now();
+    if (done.abort() && slot < RequestLedger::kMaxKept) {
+      // Recorded as the abort it is even when the call's outcome takes the ledger before the
+      // gateway's answer (the aborted request's error) arrives.
+      done.abort()->on_abort([weak = std::weak_ptr<RequestLedger>(ledger), slot] {
+        auto kept = weak.lock();
+        if (!kept) return;
+        std::lock_guard lock(kept->mutex_);
+        if (slot < kept->kept_.size() && kept->kept_[slot].status == 0 &&
+            kept->kept_[slot].error.empty()) {
+          kept->kept_[slot].error = std::string(kAborted);
+        }
+      });
+    }
     inner(std::move(request), done.wrap([ledger, slot, started, done](gateway::FetchResult result) {
       {
         std::lock_guard lock(ledger->mutex_);

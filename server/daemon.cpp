@@ -56,7 +56,9 @@ sandbox::FetcherFactory gateway_fetch(gateway::Gateway& gateway) {
                                      call.access_token}](gateway::OutboundRequest outbound,
                                                          channel::FetchDone done) {
       gateway::WaitHook waiting = done.waiting();
-      gateway.fetch(std::move(outbound), *budget, deadline, std::move(done), caller, waiting);
+      std::shared_ptr<gateway::FetchAbort> abort = done.abort();
+      gateway.fetch(std::move(outbound), *budget, deadline, std::move(done), caller, waiting,
+                    abort);
     };
   };
 }

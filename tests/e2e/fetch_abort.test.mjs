@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { BIN, SOURCE_DIR } from './harness.mjs';
+import { BIN, SOURCE_DIR, run } from './harness.mjs';
 
 const SLOWER = process.env.CODEMODE_SANITIZED === '1' ? 3 : 1;
 
@@ -53,22 +53,23 @@ function within(promise, ms, what) {
 }
 
 describe('an aborted fetch is stopped in the host', () => {
-  let upstream, client;
+  let upstream, client, config;
   before(async () => {
     upstream = await startUpstream();
     const dir = mkdtempSync(join(tmpdir(), 'codemode-abort-'));
-    const config = join(dir, 'config.json');
+    config = join(dir, 'config.json');
     writeFileSync(config, JSON.stringify({
       openapi: join(SOURCE_DIR, 'fixtures/markethub/openapi.json'),
       upstreams: [{ origin: `http://127.0.0.1:${upstream.address().port}` }],
       limits: { wall_ms: 30000 },
+      audit: { sqlite: 'audit.db' },
     }));
     client = new Client({ name: 'fetch-abort-e2e', version: '1' });
     const transport = new StdioClientTransport({ command: BIN, args: ['--config', config], stderr: 'ignore' });
     await client.connect(transport);
   });
   after(async () => {
-    await client.close();
+    await client?.close();
     upstream.closeAllConnections();
     upstream.close();
   });
@@ -137,5 +138,19 @@ describe('an aborted fetch is stopped in the host', () => {
     await within(held.closed, 5000 * SLOWER, 'the upstream connection closed after the cancel');
     const next = await execute("async () => (await fetch('/ok')).status");
     assert.equal(next.structuredContent.result, 200, next.content[0].text);
+  });
+
+  test('the audit trail records each stopped request as aborted', async () => {
+    await client.close();  // the trail is complete once the server has stopped
+    client = null;
+    const r = await run(['audit', '--config', config, 'query', '--kind', 'request']);
+    assert.equal(r.code, 0, r.stderr);
+    const requests = r.stdout.trim().split('\n').map((line) => JSON.parse(line));
+    for (const path of ['/hold/timeout', '/hold/controller', '/hold/left', '/hold/cancel']) {
+      const record = requests.find((q) => q.path === path);
+      assert.ok(record, `no record of ${path}`);
+      assert.match(record.refusal, /^runtime: request to http:\/\/127\.0\.0\.1:\d+ aborted/, path);
+      assert.equal(record.status, 0);
+    }
   });
 });

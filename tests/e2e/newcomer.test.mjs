@@ -144,3 +144,25 @@ test('the README\'s own-API config starts as written', async () => {
   assert.equal(code, 0, stderr);
   assert.match(stderr, /execute may call https:\/\/api\.example\.com; relative URLs go to https:\/\/api\.example\.com\/; injects Authorization/);
 });
+
+test('a refused call\'s log line says which request and why', async () => {
+  const { Client } = await import('@modelcontextprotocol/sdk/client/index.js');
+  const { StdioClientTransport } = await import('@modelcontextprotocol/sdk/client/stdio.js');
+  const { BIN } = await import('./harness.mjs');
+  const dir = mkdtempSync(join(tmpdir(), 'codemode-newcomer-'));
+  const config = join(dir, 'config.json');
+  writeFileSync(config, JSON.stringify({ openapi: join(SOURCE_DIR, 'fixtures/markethub/openapi.json'),
+                                         upstreams: [{ origin: 'http://127.0.0.1:9' }] }));
+  const transport = new StdioClientTransport({ command: BIN, args: ['--config', config], stderr: 'pipe' });
+  let stderr = '';
+  transport.stderr.on('data', (d) => { stderr += d; });
+  const client = new Client({ name: 'newcomer-e2e', version: '1' });
+  await client.connect(transport);
+  try {
+    const r = await client.callTool({ name: 'execute', arguments: { code: "async () => (await fetch('https://api.stripe.com/v1/balance')).status" } });
+    assert.equal(r.isError, true);
+  } finally {
+    await client.close();
+  }
+  assert.match(stderr, /info tools\/call execute id=\d+: policy \(origin https:\/\/api\.stripe\.com is not allowed\) in /);
+});

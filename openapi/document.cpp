@@ -5,6 +5,8 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <string>
+#include <string_view>
 
 #include "openapi/swagger2.h"
 #include "openapi/yaml.h"
@@ -321,6 +323,15 @@ LoadResult load_file(const std::filesystem::path& file) {
   const std::string prefix = file.string() + ": ";
   for (auto& problem : out.problems) problem.insert(0, prefix);
   if (out.document) {
+    // A ref the bundler left as written (remote, outside the directory, not JSON or YAML) has
+    // been warned about already; the ref index's "not local" would say it a second time.
+    std::erase_if(out.document->warnings, [&](const std::string& warning) {
+      const std::string_view kSuffix = " is not local; kept as written";
+      if (!warning.starts_with("$ref ") || !warning.ends_with(kSuffix)) return false;
+      const std::string ref = warning.substr(0, warning.size() - kSuffix.size()) + " ";
+      return std::any_of(warnings.begin(), warnings.end(),
+                         [&](const std::string& earlier) { return earlier.starts_with(ref); });
+    });
     out.document->warnings.insert(out.document->warnings.begin(), warnings.begin(), warnings.end());
   }
   return out;

@@ -165,6 +165,9 @@ TEST_CASE("refs outside the document's directory or to other kinds of files are 
   CHECK(has("$ref /etc/hosts.yaml points outside the document's directory; not read"));
   CHECK(has("$ref notes.txt is not a .json, .yaml or .yml file; not read"));
   CHECK(has("$ref https://example.com/x.yaml is remote; it is not fetched and stays as written"));
+  // Said once: the ref index does not add its own "not local" for a ref the bundler warned of.
+  CHECK_FALSE(has("$ref https://example.com/x.yaml is not local"));
+  CHECK_FALSE(has("$ref notes.txt is not local"));
 }
 
 TEST_CASE("a referenced file that is missing or broken is a problem naming it", "[openapi][refs]") {

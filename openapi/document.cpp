@@ -326,7 +326,7 @@ LoadResult load_file(const std::filesystem::path& file) {
     // A ref the bundler left as written (remote, outside the directory, not JSON or YAML) has
     // been warned about already; the ref index's "not local" would say it a second time.
     std::erase_if(out.document->warnings, [&](const std::string& warning) {
-      const std::string_view kSuffix = " is not local; kept as written";
+      constexpr std::string_view kSuffix = " is not local; kept as written";
       if (!warning.starts_with("$ref ") || !warning.ends_with(kSuffix)) return false;
       const std::string ref = warning.substr(0, warning.size() - kSuffix.size()) + " ";
       return std::any_of(warnings.begin(), warnings.end(),

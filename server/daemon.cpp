@@ -226,6 +226,7 @@ void warn_unlike_servers(const openapi::Document& api, const config::Config& con
     return out;
   };
   std::vector<std::string> configured;
+  configured.reserve(config.upstreams.size());
   for (const auto& upstream : config.upstreams) configured.push_back(upstream.origin);
   const bool shared = std::any_of(configured.begin(), configured.end(), [&](const auto& origin) {
     return std::find(origins.begin(), origins.end(), origin) != origins.end();

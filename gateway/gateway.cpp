@@ -385,6 +385,15 @@ struct Gateway::State : std::enable_shared_from_this<Gateway::State> {
         question->approver->withdraw(question->ticket);
         self->settle(*question, {Verdict::unanswered, {}, std::nullopt});
       });
+      // The code gave up on the request (its AbortSignal, its call ended): nobody waits for
+      // the person's answer any more, so the question is withdrawn rather than left open.
+      if (const auto& abort = question->attempt.abort) {
+        abort->on_abort([self, asked = std::weak_ptr<Question>(question)] {
+          net::post(self->io, [self, asked] {
+            if (auto question = asked.lock()) self->abandon(*question);
+          });
+        });
+      }
       // The answer holds the question weakly: an approver keeps its answers (a session until
       // the client replies), and the question holds the approver. While unanswered, the timer's
       // handler keeps the question alive; once settled, a later answer finds nothing.
@@ -396,6 +405,21 @@ struct Gateway::State : std::enable_shared_from_this<Gateway::State> {
             });
           });
     });
+  }
+
+  // Withdraws a question whose request was given up on before the person answered.
+  void abandon(Question& question) {
+    if (std::exchange(question.settled, true)) return;
+    question.timer.cancel();
+    close_question(question.attempt.principal);
+    if (question.waiting) question.waiting(false);
+    question.approver->withdraw(question.ticket);
+    const std::string what = question.request.method + " " + scrub(question.request.url);
+    spdlog::info("approval: {}: withdrawn, the request was aborted before an answer", what);
+    Attempt attempt = std::move(question.attempt);
+    question.request.body = {};
+    attempt.done(GatewayError{ErrorKind::runtime,
+                              "request to " + attempt.url.origin + " aborted before it was sent"});
   }
 
   void settle(Question& question, const ApprovalAnswer& answer) {

@@ -436,7 +436,7 @@ void host_abort_fetch(const v8::FunctionCallbackInfo<v8::Value>& info) {
     if (it->second.Get(isolate)->GetPromise() == info[0]) {
       // The request is stopped where it is, in the daemon (gateway::FetchAbort).
       if (auto abort = state.fetch_aborts.find(it->first); abort != state.fetch_aborts.end()) {
-        abort->second->abort();
+        abort->second->abort(gateway::AbortCause::signal);
       }
       state.fetches.erase(it);
       return;

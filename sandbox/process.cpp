@@ -451,7 +451,7 @@ void SandboxProcess::on_frames() {
       }
       // An unknown fetch was answered already (the frames crossed), or never served (a Cancel).
       auto node = call->second->in_flight.extract(abort->fetch_id);
-      if (!node.empty()) node.mapped()->abort();
+      if (!node.empty()) node.mapped()->abort(gateway::AbortCause::signal);
       continue;
     }
     auto* request = std::get_if<channel::FetchRequest>(&message);
@@ -613,7 +613,7 @@ void SandboxProcess::finish(std::uint64_t id, channel::Outcome outcome) {
   call->deadline_timer.cancel();
   // Nobody waits for these answers any more: their upstream connections are closed now rather
   // than when the upstream answers or the gateway's deadline passes.
-  for (auto& [fetch_id, abort] : call->in_flight) abort->abort();
+  for (auto& [fetch_id, abort] : call->in_flight) abort->abort(gateway::AbortCause::call_ended);
   call->in_flight.clear();
   call->done(std::move(outcome));
 }

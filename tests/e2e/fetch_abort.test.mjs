@@ -89,7 +89,7 @@ describe('an aborted fetch is stopped in the host', () => {
     assert.ok(held, 'the request reached the upstream');
     await within(held.closed, 5000 * SLOWER, 'the upstream connection closed');
     const record = r.structuredContent.requests.find((q) => q.path === '/hold/timeout');
-    assert.match(record.error, /^runtime: .*aborted/);
+    assert.equal(record.error, "runtime: aborted by the code's AbortSignal before its response");
     const next = await execute("async () => (await fetch('/ok')).json()");
     assert.equal(next.isError, undefined, next.content[0].text);
     assert.deepEqual(next.structuredContent.result, { ok: true });
@@ -120,8 +120,10 @@ describe('an aborted fetch is stopped in the host', () => {
     const behind = upstream.held.find((h) => h.url === '/hold/left');
     // Well before the gateway's own deadline (the wall limit, 30 s) would close it.
     await within(behind.closed, 5000 * SLOWER, 'the upstream connection closed after the call');
+    // The ledger says what the call saw: no answer before it ended.
     const record = left.structuredContent.requests.find((q) => q.path === '/hold/left');
-    assert.match(record.error, /aborted/);
+    assert.equal(record.status, 0);
+    assert.equal(record.error, undefined);
     const next = await execute("async () => (await fetch('/ok')).status");
     assert.equal(next.structuredContent.result, 200, next.content[0].text);
   });

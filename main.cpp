@@ -192,7 +192,11 @@ int main(int argc, char** argv) {
   }
   if (args.jitless) config.sandbox.jitless = true;
   if (!api.document) {
-    for (const auto& problem : api.problems) std::cerr << "openapi: " << problem << "\n";
+    // Prefixed as every config problem is: the user looks at the config file first.
+    for (const auto& problem : api.problems) {
+      std::cerr << (args.config_file ? *args.config_file + ": " : std::string())
+                << "openapi: " << problem << "\n";
+    }
     return 2;
   }
 
@@ -200,6 +204,7 @@ int main(int argc, char** argv) {
   spdlog::info("serving {} {}: {} paths, {} $refs ({} circular)", api.document->title,
                api.document->version, api.document->path_count, api.document->refs.size(),
                api.document->refs.circular_count());
+  if (args.config_file) codemode::server::warn_unlike_servers(*api.document, config);
   spdlog::info("code runs on V8 {} (node {}){}", codemode::sandbox::engine_v8_version(),
                codemode::sandbox::engine_node_version(),
                config.sandbox.jitless ? " without its JIT (sandbox.jitless)" : "");
@@ -242,10 +247,13 @@ int main(int argc, char** argv) {
                  "Press Ctrl-D or Ctrl-C to stop.\n";
   }
 
+  std::string server_name = config.name;  // read before `config` is moved below
   codemode::server::Daemon daemon(codemode::server::DaemonOptions{
       .config = std::move(config),
       .api = std::move(*api.document),
-      .info = {.name = "codemode-mcp", .version = CODEMODE_VERSION, .instructions = kInstructions},
+      .info = {.name = std::move(server_name),
+               .version = CODEMODE_VERSION,
+               .instructions = kInstructions},
       .serve_stdio = serve_stdio,
       .http = std::move(http),
       .metrics = args.metrics,

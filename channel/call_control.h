@@ -7,6 +7,7 @@
 #include <chrono>
 #include <concepts>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <utility>
 
@@ -55,7 +56,8 @@ class CancelRegistration {
 // How a fetch answers its call: once with its result, from any thread, possibly after the call
 // has ended (the runner then drops it). Before that, a request that waits for a person's yes
 // (policy.approve) says when the wait starts and ends (`waiting(true)`, `waiting(false)`): the
-// call's wall clock stands still in between. Whoever wraps a FetchDone keeps its hook (wrap()).
+// call's wall clock stands still in between. The code may give up on the fetch before its answer
+// (abort()). Whoever wraps a FetchDone keeps its hook and its abort (wrap()).
 class FetchDone {
  public:
   FetchDone() = default;
@@ -68,15 +70,22 @@ class FetchDone {
   void operator()(gateway::FetchResult result) const { done_(std::move(result)); }
   // The waiting hook; empty when nobody listens.
   const std::function<void(bool)>& waiting() const { return waiting_; }
-  // Another completion with this one's waiting hook.
+  // Another completion with this one's waiting hook and abort.
   template <class F>
   FetchDone wrap(F done) const {
-    return FetchDone(std::move(done), waiting_);
+    FetchDone wrapped(std::move(done), waiting_);
+    wrapped.abort_ = abort_;
+    return wrapped;
   }
+  // How the code's side gives up on this fetch (its AbortSignal, its call ending); null when it
+  // cannot. The side that sends the request hooks into it (FetchAbort::on_abort).
+  const std::shared_ptr<gateway::FetchAbort>& abort() const { return abort_; }
+  void set_abort(std::shared_ptr<gateway::FetchAbort> abort) { abort_ = std::move(abort); }
 
  private:
   std::function<void(gateway::FetchResult)> done_;
   std::function<void(bool)> waiting_;
+  std::shared_ptr<gateway::FetchAbort> abort_;
 };
 
 // How an execute call's fetch() leaves the isolate. Called on the worker thread with the

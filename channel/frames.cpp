@@ -208,6 +208,9 @@ struct Encoder {
     }
     return out;
   }
+  json operator()(const AbortFetch& m) const {
+    return {{"t", "abort"}, {"call", m.call_id}, {"fetch", m.fetch_id}};
+  }
   json operator()(const FetchWait& m) const {
     return {{"t", "wait"}, {"call", m.call_id}, {"fetch", m.fetch_id}, {"waiting", m.waiting}};
   }
@@ -314,6 +317,7 @@ std::variant<Message, DecodeError> decode_object(const json& body) {
     }
     return done(std::move(m));
   }
+  if (type == "abort") return done(AbortFetch{f.u64("call"), f.u64("fetch")});
   if (type == "wait") {
     return done(FetchWait{f.u64("call"), f.u64("fetch"), f.boolean("waiting")});
   }

@@ -4,9 +4,9 @@
 // string "t" naming the message and the fields below. Nothing else crosses: the parent sends a
 // sandbox process its settings once (Init; the document comes as a mapped image), then one call at
 // up to Init::concurrency at a time (Run, maybe Cancel, and the answers to its fetches); the
-// process answers Ready once, then FetchRequests and one Result per call, the calls' frames
-// interleaved; a fetch waiting for a person's approval also gets FetchWaits. Plain data, no V8, no
-// Asio: both sides and the fuzzer use the same decoder.
+// process answers Ready once, then FetchRequests (maybe AbortFetches) and one Result per call,
+// the calls' frames interleaved; a fetch waiting for a person's approval also gets FetchWaits.
+// Plain data, no V8, no Asio: both sides and the fuzzer use the same decoder.
 //
 // Trust: the parent treats every byte from a sandbox process as hostile (it may be running
 // compromised code). decode() never throws and never trusts a length: a frame longer than the
@@ -74,6 +74,14 @@ struct FetchRequest {
   gateway::OutboundRequest request;
 };
 
+// Process -> parent: the code gave up on fetch `fetch_id` of call `call_id` (its AbortSignal
+// aborted): the daemon stops the request (gateway::FetchAbort) and the answer it still sends is
+// dropped. A fetch already answered is not an error: the two frames cross.
+struct AbortFetch {
+  std::uint64_t call_id = 0;
+  std::uint64_t fetch_id = 0;
+};
+
 // Parent -> process: the gateway's answer to one FetchRequest.
 struct FetchReply {
   std::uint64_t call_id = 0;
@@ -98,7 +106,8 @@ struct Result {
   bool last = false;
 };
 
-using Message = std::variant<Init, Ready, Run, Cancel, FetchRequest, FetchReply, FetchWait, Result>;
+using Message =
+    std::variant<Init, Ready, Run, Cancel, FetchRequest, AbortFetch, FetchReply, FetchWait, Result>;
 
 struct DecodeError {
   std::string message;  // one line, for the log; never echoes the body

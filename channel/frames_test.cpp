@@ -94,6 +94,10 @@ TEST_CASE("every message survives encoding and decoding", "[sandbox][channel]") 
   CHECK(wait_back.waiting);
   CHECK_FALSE(std::get<FetchWait>(round_trip(FetchWait{3, 6, false})).waiting);
 
+  const auto abort_back = std::get<AbortFetch>(round_trip(AbortFetch{3, 7}));
+  CHECK(abort_back.call_id == 3);
+  CHECK(abort_back.fetch_id == 7);
+
   Outcome timed = Outcome::success("[1]", {"log"});
   timed.sandbox_us = 321;
   timed.cpu_us = 123;

@@ -44,8 +44,10 @@ struct RequestRecord {
   std::string method;
   std::string path;     // the URL as the code wrote it, without its query or fragment
   unsigned status = 0;  // the response's status; 0 when there was none
-  std::string error;    // when there was no response: the gateway's `policy: …` or `runtime: …`
-  double ms = 0;        // from the request to its answer; 0 if the call ended first
+  // When there was no response: the gateway's `policy: …` or `runtime: …`; a request the code's
+  // AbortSignal gave up on says `runtime: aborted by the code's AbortSignal …`.
+  std::string error;
+  double ms = 0;             // from the request to its answer; 0 if the call ended first
   std::string content_type;  // the response's media type (no parameters), when it had one
 };
 

@@ -164,9 +164,9 @@ std::string generated_token_name(std::size_t index) { return "token-" + std::to_
 // ---------------------------------------------------------------------------------------------
 // The schema walk. Every check adds problems and carries on, so that one run reports them all.
 
-constexpr std::array<std::string_view, 10> kTopKeys = {"openapi", "upstreams", "ca_file", "policy",
-                                                       "limits",  "http",      "sandbox", "audit",
-                                                       "tracing", "principals"};
+constexpr std::array<std::string_view, 11> kTopKeys = {"openapi", "upstreams",  "ca_file", "policy",
+                                                       "limits",  "http",       "sandbox", "audit",
+                                                       "tracing", "principals", "name"};
 constexpr std::array<std::string_view, 2> kPrincipalKeys = {"upstreams", "policy"};
 constexpr std::array<std::string_view, 4> kTracingKeys = {"otlp", "service_name", "headers",
                                                           "queue"};
@@ -279,6 +279,18 @@ class Loader {
         load_principals(value, config.principals);
       } else if (key == "tracing") {
         config.tracing = load_tracing(value);
+      } else if (key == "name") {
+        if (auto text = read_required_string(value, key)) {
+          const bool word = std::all_of(text->value.begin(), text->value.end(), [](char c) {
+            return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '-' || c == '_' ||
+                   c == '.';
+          });
+          if (!word || text->value.empty() || text->value.size() > 64) {
+            add(key, "must be 1 to 64 characters of letters, digits, '-', '_' and '.'");
+          } else {
+            config.name = std::move(text->value);
+          }
+        }
       } else {
         unknown_key("", key, kTopKeys);
       }
@@ -366,6 +378,10 @@ class Loader {
   std::optional<fs::path> load_file_path(const Json& value, std::string_view key) {
     const std::optional<Expanded> text = read_required_string(value, key);
     if (!text) return std::nullopt;
+    if (text->value.starts_with("http://") || text->value.starts_with("https://")) {
+      add(key, "must be a local file; URLs are not fetched (download it and name the file)");
+      return std::nullopt;
+    }
     std::error_code error;
     fs::path path = fs::absolute(base_dir_ / fs::path(text->value), error).lexically_normal();
     // A path written in the file is shown (quoted if it holds control characters, so the
@@ -1372,13 +1388,20 @@ namespace {
 
 LoadResult load_sections(const std::filesystem::path& file, const Environment& env,
                          Sections sections) {
-  const auto cannot_read = [&file](const std::string& why) {
-    LoadResult result;
-    result.problems.push_back("cannot read " + file.string() + ": " + why);
-    return result;
-  };
   std::error_code error;
   const fs::path absolute = fs::absolute(file, error);
+  // A relative path is shown with where it was taken from: a client that starts the server
+  // usually says nothing of its working directory (Claude Desktop's is /).
+  const auto cannot_read = [&](const std::string& why) {
+    LoadResult result;
+    std::string shown = file.string();
+    if (file.is_relative() && !error) {
+      shown = absolute.lexically_normal().string() + " (" + file.string() +
+              " from the working directory " + fs::current_path(error).string() + ")";
+    }
+    result.problems.push_back("cannot read " + shown + ": " + why);
+    return result;
+  };
   if (error) return cannot_read(error.message());
 
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> stream(std::fopen(absolute.c_str(), "rb"),

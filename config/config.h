@@ -356,6 +356,10 @@ struct Config {
   // "client:ID"); 1..160 characters of [A-Za-z0-9._-@:+=|].
   std::map<std::string, PrincipalSettings> principals;
   std::optional<Tracing> tracing;
+  // "name": the server's name to its clients (the initialize result's serverInfo.name), so that
+  // two instances side by side (one per API) tell apart; 1..64 of [A-Za-z0-9._-]. Absent:
+  // "codemode-mcp".
+  std::string name = "codemode-mcp";
 };
 
 struct LoadResult {

@@ -301,13 +301,15 @@ TEST_CASE("unknown keys far from any known key list the known keys", "[config][k
                  "wall_ms, heap_mb, subrequests, response_bytes)"});
   CHECK(workspace.problems(R"({"openapi": "openapi.json", "servers": []})") ==
         Problems{"servers: unknown key (known keys: openapi, upstreams, ca_file, policy, limits, "
-                 "http, sandbox, audit, tracing, principals)"});
+                 "http, sandbox, audit, tracing, principals, name)"});
+  CHECK(workspace.problems(R"({"openapi": "openapi.json", "nmae": "stripe"})") ==
+        Problems{R"(nmae: unknown key (did you mean "name"?))"});
   // Keys that are not plain words are quoted, so a problem stays one line.
   CHECK(
       workspace.problems(R"({"openapi": "openapi.json", "a b": 1, "x\ny": 2})") ==
       Problems{
-          R"(["a b"]: unknown key (known keys: openapi, upstreams, ca_file, policy, limits, http, sandbox, audit, tracing, principals))",
-          R"(["x\ny"]: unknown key (known keys: openapi, upstreams, ca_file, policy, limits, http, sandbox, audit, tracing, principals))"});
+          R"(["a b"]: unknown key (known keys: openapi, upstreams, ca_file, policy, limits, http, sandbox, audit, tracing, principals, name))",
+          R"(["x\ny"]: unknown key (known keys: openapi, upstreams, ca_file, policy, limits, http, sandbox, audit, tracing, principals, name))"});
 }
 
 TEST_CASE("duplicate keys are problems", "[config][keys]") {
@@ -593,6 +595,10 @@ TEST_CASE("the openapi file must exist and be a regular file", "[config][openapi
   CHECK(workspace.problems(R"({"openapi": "two\nlines.json"})") ==
         Problems{"openapi: cannot read \"" + workspace.dir().string() +
                  "/two\\nlines.json\": No such file or directory"});
+  // A URL is not fetched, and not read as a path under the config's directory either.
+  CHECK(workspace.problems(R"({"openapi": "https://example.com/openapi.json"})") ==
+        Problems{"openapi: must be a local file; URLs are not fetched (download it and name the "
+                 "file)"});
   // A path from the environment is not shown.
   CHECK(workspace.problems(R"({"openapi": "${SPEC}"})", {{"SPEC", "missing.json"}}) ==
         Problems{"openapi: cannot read the file: No such file or directory"});
@@ -1291,7 +1297,7 @@ TEST_CASE("every problem in a file is reported together", "[config]") {
             "limits.heap_mb: expected an integer, got a floating-point number",
             "http.bearer_tokens[0]: shorter than 16 characters; short tokens are guessable",
             "extra: unknown key (known keys: openapi, upstreams, ca_file, policy, limits, http, "
-            "sandbox, audit, tracing, principals)",
+            "sandbox, audit, tracing, principals, name)",
         });
 }
 
@@ -1303,6 +1309,15 @@ TEST_CASE("load_file reports a file it cannot read as one problem", "[config][fi
   const LoadResult directory = load_file(dir.path(), env_of({}));
   CHECK_FALSE(directory.config.has_value());
   CHECK(directory.problems == Problems{"cannot read " + dir.path().string() + ": Is a directory"});
+}
+
+TEST_CASE("load_file shows a relative path it cannot read with the working directory",
+          "[config][file]") {
+  const fs::path cwd = fs::current_path();
+  CHECK(load_file("absent-37n.json", env_of({})).problems ==
+        Problems{"cannot read " + (cwd / "absent-37n.json").string() +
+                 " (absent-37n.json from the working directory " + cwd.string() +
+                 "): No such file or directory"});
 }
 
 TEST_CASE("load_file resolves paths against the file's directory", "[config][file]") {
@@ -1603,6 +1618,19 @@ TEST_CASE("base_path, query credentials and HTTP Basic on upstreams", "[config][
       "headers": {"Authorization": "Bearer x"}, "basic": {"user": "u", "password": "p"}}]})") ==
         Problems{"upstreams[0].basic: gives this upstream's Authorization; "
                  "headers.Authorization cannot be set too"});
+}
+
+TEST_CASE("name is the server's name to its clients", "[config][name]") {
+  const Workspace workspace;
+  CHECK(workspace.load(R"({"openapi": "openapi.json"})").name == "codemode-mcp");
+  CHECK(workspace.load(R"({"openapi": "openapi.json", "name": "stripe-test.v1"})").name ==
+        "stripe-test.v1");
+  const Problems bad{"name: must be 1 to 64 characters of letters, digits, '-', '_' and '.'"};
+  CHECK(workspace.problems(R"({"openapi": "openapi.json", "name": "two words"})") == bad);
+  CHECK(workspace.problems(R"({"openapi": "openapi.json", "name": ""})") ==
+        Problems{"name: must not be empty"});
+  CHECK(workspace.problems(R"({"openapi": "openapi.json", "name": 3})") ==
+        Problems{"name: expected a string, got an integer"});
 }
 
 }  // namespace

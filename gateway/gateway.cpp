@@ -185,6 +185,8 @@ struct Attempt {
   unsigned redirects = 0;
   Gateway::Completion done;
   std::string approved_by;  // set when a person approved it
+  // Set when the code's side may give up on the answer (its AbortSignal, its call ending).
+  std::shared_ptr<FetchAbort> abort;
   // The approver to tell what the approved request got, and its question's ticket.
   std::shared_ptr<Approver> approver;
   std::uint64_t ticket = 0;
@@ -383,6 +385,15 @@ struct Gateway::State : std::enable_shared_from_this<Gateway::State> {
         question->approver->withdraw(question->ticket);
         self->settle(*question, {Verdict::unanswered, {}, std::nullopt});
       });
+      // The code gave up on the request (its AbortSignal, its call ended): nobody waits for
+      // the person's answer any more, so the question is withdrawn rather than left open.
+      if (const auto& abort = question->attempt.abort) {
+        abort->on_abort([self, asked = std::weak_ptr<Question>(question)] {
+          net::post(self->io, [self, asked] {
+            if (auto question = asked.lock()) self->abandon(*question);
+          });
+        });
+      }
       // The answer holds the question weakly: an approver keeps its answers (a session until
       // the client replies), and the question holds the approver. While unanswered, the timer's
       // handler keeps the question alive; once settled, a later answer finds nothing.
@@ -394,6 +405,21 @@ struct Gateway::State : std::enable_shared_from_this<Gateway::State> {
             });
           });
     });
+  }
+
+  // Withdraws a question whose request was given up on before the person answered.
+  void abandon(Question& question) {
+    if (std::exchange(question.settled, true)) return;
+    question.timer.cancel();
+    close_question(question.attempt.principal);
+    if (question.waiting) question.waiting(false);
+    question.approver->withdraw(question.ticket);
+    const std::string what = question.request.method + " " + scrub(question.request.url);
+    spdlog::info("approval: {}: withdrawn, the request was aborted before an answer", what);
+    Attempt attempt = std::move(question.attempt);
+    question.request.body = {};
+    attempt.done(GatewayError{ErrorKind::runtime,
+                              "request to " + attempt.url.origin + " aborted before it was sent"});
   }
 
   void settle(Question& question, const ApprovalAnswer& answer) {
@@ -490,9 +516,19 @@ struct Gateway::State : std::enable_shared_from_this<Gateway::State> {
     }
     ClientRequest request{attempt.method, std::move(url), std::move(headers), attempt.body};
     const Deadline deadline = attempt.deadline;
-    client->send(std::move(request), deadline,
-                 [self = shared_from_this(), attempt = std::move(attempt)](
-                     ClientResult result) mutable { self->on_result(std::move(attempt), result); });
+    std::shared_ptr<FetchAbort> abort = attempt.abort;
+    if (abort && abort->aborted()) {
+      // Given up on while it waited (for a person, a token exchange): it never leaves.
+      ClientResult result = GatewayError{
+          ErrorKind::runtime, "request to " + attempt.url.origin + " aborted before it was sent"};
+      return on_result(std::move(attempt), result);
+    }
+    client->send(
+        std::move(request), deadline,
+        [self = shared_from_this(), attempt = std::move(attempt)](ClientResult result) mutable {
+          self->on_result(std::move(attempt), result);
+        },
+        abort);
   }
 
   void on_result(Attempt attempt, ClientResult& result) {
@@ -737,7 +773,8 @@ const UrlPolicy& Gateway::policy() const { return state_->policy; }
 std::uint64_t Gateway::connections_opened() const { return state_->client->connections_opened(); }
 
 void Gateway::fetch(OutboundRequest request, CallBudget& budget, Deadline deadline, Completion done,
-                    const Caller& caller, const WaitHook& waiting) {
+                    const Caller& caller, const WaitHook& waiting,
+                    const std::shared_ptr<FetchAbort>& abort) {
   if (budget.refusals_exhausted()) {
     // Checked no more and answered alike: the call's code loops over refused requests. Only the
     // first of these answers is recorded by the observers that keep one record per request.
@@ -837,6 +874,7 @@ void Gateway::fetch(OutboundRequest request, CallBudget& budget, Deadline deadli
   attempt.done = std::move(done);
   attempt.principal = caller.principal;
   attempt.scopes = caller.scopes;
+  attempt.abort = abort;
   if (exchange) {
     attempt.exchange = &*exchange;
     attempt.access_token = caller.access_token;

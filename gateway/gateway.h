@@ -192,9 +192,12 @@ class Gateway {
   // made it; one that fails a check is not made, and the code gets the 3xx. A request that needs
   // approval is asked about through `caller.approver` once every other check passed; `waiting`
   // hears when the wait for the answer starts and ends, and the time it took is added to
-  // `deadline`.
+  // `deadline`. Once `abort` aborts, a request not yet sent is not sent (a question waiting for
+  // a person is withdrawn) and one on the wire is stopped (HttpClient::send); `done` then gets a
+  // runtime error saying it was aborted.
   void fetch(OutboundRequest request, CallBudget& budget, Deadline deadline, Completion done,
-             const Caller& caller = {}, const WaitHook& waiting = {});
+             const Caller& caller = {}, const WaitHook& waiting = {},
+             const std::shared_ptr<FetchAbort>& abort = nullptr);
 
   const UrlPolicy& policy() const;
   // New TCP connections to upstreams so far (keep-alive reuse shows as fewer).

@@ -848,6 +848,45 @@ TEST_CASE("an unanswered question times out and is withdrawn, and without an app
   CHECK(server.requests() == 1);
 }
 
+TEST_CASE("a request aborted while its question waits is withdrawn and never sent",
+          "[gateway][approval][abort]") {
+  IoThread io;
+  TestServer server;
+  auto gateway = make_gateway(io, approval_options(server.origin(), 20000ms));
+  auto approver = std::make_shared<TestApprover>();
+  CallBudget budget(10);
+  auto abort = std::make_shared<FetchAbort>();
+  auto promise = std::make_shared<std::promise<FetchResult>>();
+  auto future = promise->get_future();
+  auto asked = std::make_shared<std::promise<void>>();
+  std::vector<bool> waits;
+  gateway->fetch(
+      OutboundRequest{"DELETE", "/echo", {}, ""}, budget, Clock::now() + 5000ms,
+      [promise](FetchResult result) { promise->set_value(std::move(result)); },
+      Caller{"dave", std::nullopt, {}, approver},
+      [asked, &waits](bool waiting) {
+        waits.push_back(waiting);
+        if (waiting) asked->set_value();
+      },
+      abort);
+  REQUIRE(asked->get_future().wait_for(20s) == std::future_status::ready);
+  abort->abort();
+  REQUIRE(future.wait_for(20s) == std::future_status::ready);
+  CHECK(outcome_of(future.get()) ==
+        "runtime: request to " + server.origin() + " aborted before it was sent");
+  {
+    std::lock_guard lock(approver->mutex);
+    REQUIRE(approver->asked.size() == 1);
+    CHECK(approver->withdrawn == std::vector<std::uint64_t>{approver->asked[0].ticket});
+    approver->asked[0].answer({Verdict::accepted, "dave"});  // too late: nothing is sent
+  }
+  CHECK(waits == std::vector<bool>{true, false});
+  // Its place among the principal's open questions is free again, and nothing left.
+  CHECK(outcome_of(fetch(*gateway, budget, get("/echo"), 5000ms,
+                         Caller{"dave", std::nullopt, {}, approver})) == "200");
+  CHECK(server.requests() == 1);
+}
+
 TEST_CASE("approval rules are not walked around by override headers, redirects or spellings",
           "[gateway][approval]") {
   IoThread io;

@@ -252,7 +252,19 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
     connect_deadline_ = std::min(deadline_, Clock::now() + state_->options.connect_timeout);
   }
 
+  // The fetch's AbortSignal aborted, or its call ended: no answer is wanted any more. The
+  // connection is closed rather than pooled (the upstream sees it end and may stop working on
+  // the request); handlers still queued find the exchange over and do nothing.
+  void abort() {
+    if (over()) return;
+    resolver_.cancel();
+    resolve_timer_.cancel();
+    if (conn_) conn_->close();
+    finish(runtime_error("request to " + origin() + " aborted before its response arrived"));
+  }
+
   void start() {
+    if (over()) return;
     if (Clock::now() >= deadline_) {
       finish(runtime_error("request to " + origin() + " timed out before it was sent"));
       return;
@@ -270,6 +282,8 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
   enum class Phase { resolve, connect, tls, write, read };
 
   const std::string& origin() const { return request_.url.origin; }
+  // The completion has run (an answer, a failure or an abort): nothing more may happen.
+  bool over() const { return !done_; }
 
   void resolve() {
     phase_ = Phase::resolve;
@@ -289,6 +303,7 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
         host, std::to_string(request_.url.port),
         [self](beast::error_code resolve_ec, const tcp::resolver::results_type& results) {
           self->resolve_timer_.cancel();
+          if (self->over()) return;
           if (resolve_ec == net::error::operation_aborted) {
             self->finish(runtime_error("resolving the host of " + self->origin() + " timed out"));
             return;
@@ -317,6 +332,7 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
   }
 
   void on_connect(beast::error_code ec) {
+    if (over()) return;
     if (ec) return fail(ec);
     beast::error_code ignored;
     conn_->plain->socket().set_option(tcp::no_delay(true), ignored);
@@ -345,6 +361,7 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
     conn_->lowest().expires_at(connect_deadline_);
     auto self = shared_from_this();
     conn_->tls->async_handshake(ssl::stream_base::client, [self](beast::error_code hs_ec) {
+      if (self->over()) return;
       if (hs_ec) return self->fail(hs_ec);
       self->write();
     });
@@ -370,6 +387,7 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
     auto self = shared_from_this();
     conn_->visit([&](auto& stream) {
       http::async_write(stream, message_, [self](beast::error_code ec, std::size_t) {
+        if (self->over()) return;
         if (ec) {
           if (self->reused_ && !self->retried_) return self->retry();
           return self->fail(ec);
@@ -402,6 +420,7 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
   }
 
   void on_read(beast::error_code ec) {
+    if (over()) return;  // aborted: the connection is closed, never back to the pool
     if (ec) {
       if (reused_ && !retried_ && !parser_->got_some() && interim_ == 0 &&
           is_idempotent(request_.method)) {
@@ -606,9 +625,18 @@ HttpClient::~HttpClient() {
   net::post(state_->strand, [state = state_] { state->close_all(); });
 }
 
-void HttpClient::send(ClientRequest request, Deadline deadline, Completion done) {
+void HttpClient::send(ClientRequest request, Deadline deadline, Completion done,
+                      const std::shared_ptr<FetchAbort>& abort) {
   auto exchange = std::make_shared<Exchange>(state_, std::move(request), deadline, std::move(done));
   net::post(state_->strand, [exchange] { exchange->start(); });
+  if (abort) {
+    // Weak: an exchange that has completed is not kept alive by the abort its fetch holds.
+    abort->on_abort([weak = std::weak_ptr<Exchange>(exchange), strand = state_->strand] {
+      net::post(strand, [weak] {
+        if (auto exchange = weak.lock()) exchange->abort();
+      });
+    });
+  }
 }
 
 std::uint64_t HttpClient::connections_opened() const { return state_->opened.load(); }

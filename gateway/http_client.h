@@ -73,7 +73,10 @@ class HttpClient {
 
   // Sends `request` and calls `done` exactly once, on the client's strand, by `deadline` (plus
   // the time to run the completion). `final_url` of the response is set, `redirects` is 0.
-  void send(ClientRequest request, Deadline deadline, Completion done);
+  // Once `abort` aborts, the exchange stops where it is: its connection is closed (never pooled)
+  // and `done` gets a runtime error saying the request was aborted.
+  void send(ClientRequest request, Deadline deadline, Completion done,
+            const std::shared_ptr<FetchAbort>& abort = nullptr);
 
   // New TCP connections opened so far (keep-alive reuse shows as fewer). Any thread.
   std::uint64_t connections_opened() const;

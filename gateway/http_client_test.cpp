@@ -246,3 +246,41 @@ TEST_CASE("an unreadable CA file is a start-up problem", "[gateway][client][tls]
   CHECK(std::get<std::vector<std::string>>(created).at(0).starts_with(
       "CA file /nonexistent/ca.pem: cannot load certificates"));
 }
+
+TEST_CASE("an aborted exchange ends at once and its connection goes back to no pool",
+          "[gateway][client][abort]") {
+  IoThread io;
+  TestServer server;
+  auto client = make_client(io);
+  CHECK(response_of(send(*client, server.origin() + "/echo")).status == 200);
+  CHECK(client->connections_opened() == 1);  // and pooled
+
+  // /slow answers after 5 s; the abort comes first, on the pooled connection it took.
+  const UrlResult slow = normalise_url(server.origin() + "/slow", "");
+  REQUIRE(std::holds_alternative<NormalisedUrl>(slow));
+  auto abort = std::make_shared<FetchAbort>();
+  auto promise = std::make_shared<std::promise<ClientResult>>();
+  auto future = promise->get_future();
+  client->send(
+      ClientRequest{Method::get, std::get<NormalisedUrl>(slow), {}, {}}, Clock::now() + 20s,
+      [promise](ClientResult result) { promise->set_value(std::move(result)); }, abort);
+  abort->abort();
+  REQUIRE(future.wait_for(20s) == std::future_status::ready);
+  CHECK(error_of(future.get()) ==
+        "request to " + server.origin() + " aborted before its response arrived");
+
+  // The next request cannot have the aborted connection: it opens its own.
+  CHECK(response_of(send(*client, server.origin() + "/echo")).status == 200);
+  CHECK(client->connections_opened() == 2);
+
+  // Aborted before it is sent: nothing is opened.
+  auto early = std::make_shared<FetchAbort>();
+  early->abort();
+  auto early_promise = std::make_shared<std::promise<ClientResult>>();
+  auto early_future = early_promise->get_future();
+  client->send(
+      ClientRequest{Method::get, std::get<NormalisedUrl>(slow), {}, {}}, Clock::now() + 20s,
+      [early_promise](ClientResult result) { early_promise->set_value(std::move(result)); }, early);
+  REQUIRE(early_future.wait_for(20s) == std::future_status::ready);
+  CHECK(error_of(early_future.get()).ends_with("aborted before its response arrived"));
+}

@@ -1,14 +1,18 @@
 // The data that crosses between the sandbox and the gateway: a request as the code wrote it, the
 // response it gets back, or the reason there is none.
 //
-// Plain values with no behaviour and no Asio types, so a sandbox worker thread can build an
+// Plain values with no behaviour (but FetchAbort, a thread-safe flag) and no Asio types, so a
+// sandbox worker thread can build an
 // OutboundRequest, hand it to Gateway::fetch() and later receive the completion posted back to
 // its own queue. Nothing in here has been checked: the gateway validates every field (method,
 // URL, header names and values, body size) before anything leaves the process.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -87,5 +91,45 @@ struct GatewayError {
 };
 
 using FetchResult = std::variant<InboundResponse, GatewayError>;
+
+// Why a fetch was given up on: the code's AbortSignal aborted it, or its call ended first (a
+// result, a limit, a cancel) with it in flight.
+enum class AbortCause { none, signal, call_ended };
+
+// Stops one fetch that is on its way. Whoever holds a part of the fetch says how to stop it
+// (on_abort: the HTTP client closes the connection, which then goes back to no pool; a question
+// waiting for a person is withdrawn; the call's ledger notes the abort); whoever gave up on the
+// answer says so (abort()). The fetch's completion still runs once, with a `runtime` error
+// naming the abort. Thread-safe: abort() comes from a call's thread or the daemon's executor,
+// on_abort() from those or the gateway's I/O thread; each `stop` runs under the lock, so it may
+// only post or take a lock of its own (cause() takes none).
+class FetchAbort {
+ public:
+  // Runs `stop` now if abort() ran already, else when it does.
+  void on_abort(std::function<void()> stop) {
+    std::lock_guard lock(mutex_);
+    if (aborted()) {
+      if (stop) stop();
+      return;
+    }
+    stops_.push_back(std::move(stop));
+  }
+  // The first call runs every `stop` given so far, in order; later ones do nothing.
+  void abort(AbortCause cause = AbortCause::signal) {
+    std::lock_guard lock(mutex_);
+    if (aborted()) return;
+    cause_.store(cause);
+    for (auto& stop : std::exchange(stops_, {})) {
+      if (stop) stop();
+    }
+  }
+  AbortCause cause() const { return cause_.load(); }
+  bool aborted() const { return cause() != AbortCause::none; }
+
+ private:
+  mutable std::mutex mutex_;
+  std::atomic<AbortCause> cause_{AbortCause::none};
+  std::vector<std::function<void()>> stops_;
+};
 
 }  // namespace codemode::gateway

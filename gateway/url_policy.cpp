@@ -72,7 +72,8 @@ std::optional<std::pair<std::size_t, std::size_t>> authority_span(std::string_vi
   return std::make_pair(begin, end);
 }
 
-std::variant<std::string, std::string> prepare(std::string_view input) {
+// `raw_query`: the query as written (after the trimming), before any percent-encoding.
+std::variant<std::string, std::string> prepare(std::string_view input, std::string& raw_query) {
   const auto is_trimmed = [](char c) { return static_cast<unsigned char>(c) <= 0x20; };
   while (!input.empty() && is_trimmed(input.front())) input.remove_prefix(1);
   while (!input.empty() && is_trimmed(input.back())) input.remove_suffix(1);
@@ -88,6 +89,7 @@ std::variant<std::string, std::string> prepare(std::string_view input) {
   }
   std::string slashed(input);
   const std::size_t query = std::min(slashed.find('?'), slashed.size());
+  raw_query = query < slashed.size() ? slashed.substr(query + 1) : std::string();
   std::replace(slashed.begin(), slashed.begin() + static_cast<std::ptrdiff_t>(query), '\\', '/');
 
   const auto authority = authority_span(slashed);
@@ -117,6 +119,26 @@ std::variant<std::string, std::string> prepare(std::string_view input) {
     }
   }
   return std::variant<std::string, std::string>(std::in_place_index<0>, std::move(out));
+}
+
+// The query as sent: percent-encoded as prepare() does, but with `[` and `]` as written. They
+// are outside WHATWG's query percent-encode set, so browsers and node send `expand[]=x` as is,
+// and an upstream that signs or matches the raw query expects that; RFC 3986 parsing needs them
+// encoded, which is why prepare() encodes them first.
+std::string query_with_brackets(std::string_view raw_query) {
+  std::string out;
+  out.reserve(raw_query.size());
+  for (const char ch : raw_query) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c != '[' && c != ']' && needs_encoding(c, false)) {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 0xF];
+    } else {
+      out += ch;
+    }
+  }
+  return out;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -285,9 +307,14 @@ std::string NormalisedUrl::host_header() const {
 }
 
 UrlResult normalise_url(std::string_view input, std::string_view base) {
-  auto prepared = prepare(input);
+  std::string raw_query;
+  auto prepared = prepare(input, raw_query);
   if (prepared.index() == 1) return refuse(std::move(std::get<1>(prepared)));
   const std::string& text = std::get<0>(prepared);
+  const std::size_t query_at = text.find('?');
+  const std::string_view prepared_query = query_at == std::string::npos
+                                              ? std::string_view()
+                                              : std::string_view(text).substr(query_at + 1);
 
   const auto reference = urls::parse_uri_reference(text);
   if (!reference) return refuse("URL does not parse");
@@ -357,7 +384,14 @@ UrlResult normalise_url(std::string_view input, std::string_view base) {
   out.origin = net::serialise_origin(out.scheme, out.host, out.port);
   resolved.normalize_path();
   out.target = resolved.encoded_path().empty() ? "/" : remove_dot_segments(resolved.encoded_path());
-  if (resolved.has_query()) out.target += "?" + std::string(resolved.encoded_query());
+  if (resolved.has_query()) {
+    // The reference's own query, as prepare() left it: its brackets go back to how they were
+    // written.
+    const std::string_view query = resolved.encoded_query();
+    out.target += "?" + (query == prepared_query && query_at != std::string::npos
+                             ? query_with_brackets(raw_query)
+                             : std::string(query));
+  }
   return UrlResult(std::in_place_index<0>, std::move(out));
 }
 

@@ -109,6 +109,15 @@ TEST_CASE("backslashes count as slashes before the query", "[gateway][url]") {
   CHECK(norm("http://a.test/p\\q?x=\\") == "http://a.test /p/q?x=%5C");
 }
 
+TEST_CASE("brackets in the query are sent as written, elsewhere encoded", "[gateway][url]") {
+  // As WHATWG URL (node, browsers): an upstream that signs or matches the raw query sees it.
+  CHECK(norm("/v1/customers?limit=2&expand[]=data.source") ==
+        "http://base.test /v1/customers?limit=2&expand[]=data.source");
+  CHECK(norm("http://a.test/p?a[b]=1 2&c=%5B") == "http://a.test /p?a[b]=1%202&c=%5B");
+  CHECK(norm("http://a.test/x[1]?y") == "http://a.test /x%5B1%5D?y");
+  CHECK(norm("?q[]=1") == "http://base.test /dir/page?q[]=1");
+}
+
 TEST_CASE("international hosts become their xn-- form", "[gateway][url]") {
   CHECK(norm("http://bücher.example/") == "http://xn--bcher-kva.example /");
   CHECK(norm("http://B%C3%BCcher.example/") == "http://xn--bcher-kva.example /");

@@ -387,6 +387,7 @@ class Calls {
     const channel::Fetcher fetcher = [this, call_id, &waiter](gateway::OutboundRequest outbound,
                                                               channel::FetchDone done) {
       auto waiting = done.waiting();
+      const std::shared_ptr<gateway::FetchAbort> abort = done.abort();
       const std::uint64_t fetch_id = fetches_.expect(
           call_id, channel::FetchDone(
                        [done = std::move(done), &waiter](gateway::FetchResult result) {
@@ -398,6 +399,9 @@ class Calls {
                          waiter.wake();  // the wall deadline moved
                        }));
       send(channel::FetchRequest{call_id, fetch_id, std::move(outbound)});
+      if (abort) {
+        abort->on_abort([call_id, fetch_id] { send(channel::AbortFetch{call_id, fetch_id}); });
+      }
     };
     const std::uint64_t cpu_before = thread_cpu_us();
     channel::Outcome outcome =

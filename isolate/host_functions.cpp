@@ -324,12 +324,14 @@ void host_fetch(const v8::FunctionCallbackInfo<v8::Value>& info) {
   if (!v8::Promise::Resolver::New(context).ToLocal(&resolver)) return;
   const std::uint32_t id = state.next_fetch_id++;
   state.fetches.emplace(id, v8::Global<v8::Promise::Resolver>(isolate, resolver));
-  (*state.fetcher)(std::move(request),
-                   channel::FetchDone(
-                       [mailbox = state.mailbox, id](gateway::FetchResult result) {
-                         mailbox->deliver(id, std::move(result));
-                       },
-                       [mailbox = state.mailbox](bool waiting) { mailbox->hold(waiting); }));
+  channel::FetchDone done(
+      [mailbox = state.mailbox, id](gateway::FetchResult result) {
+        mailbox->deliver(id, std::move(result));
+      },
+      [mailbox = state.mailbox](bool waiting) { mailbox->hold(waiting); });
+  done.set_abort(
+      state.fetch_aborts.emplace(id, std::make_shared<gateway::FetchAbort>()).first->second);
+  (*state.fetcher)(std::move(request), std::move(done));
   info.GetReturnValue().Set(resolver->GetPromise());
 }
 
@@ -422,7 +424,8 @@ void warm_crypto() {
   }
 }
 
-// abortFetch(promise): forgets the pending fetch whose promise hostFetch returned. Its answer is
+// abortFetch(promise): forgets the pending fetch whose promise hostFetch returned, and stops its
+// request (FetchDone::abort: the daemon closes its upstream connection). Its answer is
 // dropped when it arrives, and the call no longer waits for it; the promise stays pending (the
 // code holds fetch()'s own promise, which the signal rejects). Anything else: nothing happens.
 void host_abort_fetch(const v8::FunctionCallbackInfo<v8::Value>& info) {
@@ -431,6 +434,10 @@ void host_abort_fetch(const v8::FunctionCallbackInfo<v8::Value>& info) {
   CallState& state = state_of(isolate);
   for (auto it = state.fetches.begin(); it != state.fetches.end(); ++it) {
     if (it->second.Get(isolate)->GetPromise() == info[0]) {
+      // The request is stopped where it is, in the daemon (gateway::FetchAbort).
+      if (auto abort = state.fetch_aborts.find(it->first); abort != state.fetch_aborts.end()) {
+        abort->second->abort(gateway::AbortCause::signal);
+      }
       state.fetches.erase(it);
       return;
     }

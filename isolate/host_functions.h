@@ -81,6 +81,8 @@ struct CallState {
   std::shared_ptr<Mailbox> mailbox;
   std::uint32_t next_fetch_id = 1;
   std::map<std::uint32_t, v8::Global<v8::Promise::Resolver>> fetches;  // pending
+  // How abortFetch gives up on a pending fetch (channel::FetchDone::abort), by the same ids.
+  std::map<std::uint32_t, std::shared_ptr<gateway::FetchAbort>> fetch_aborts;
   std::map<std::uint32_t, std::string> bodies;  // arrived, not yet read by hostReadBody
   // The gateway's refusals as rejected: the error object, to recognise it if the code lets it
   // escape, and the gateway's own message, which is what the outcome reports. The object's

@@ -5,6 +5,8 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <string>
+#include <string_view>
 
 #include "openapi/swagger2.h"
 #include "openapi/yaml.h"
@@ -47,8 +49,23 @@ std::size_t nesting_depth(const json& root) {
 // The checks every served document passes, and its summary.
 LoadResult check_document(json root) {
   LoadResult out;
+  // Two wrong files people often take for the description: a documentation page saved from the
+  // browser (YAML reads it as one string) and a Postman collection.
+  if (root.is_string() && root.get_ref<const std::string&>().starts_with("<")) {
+    out.problems.push_back(
+        "this is an HTML page, not an API description: download the raw OpenAPI JSON or YAML");
+    return out;
+  }
   if (!root.is_object()) {
     out.problems.push_back("the document must be an object (a JSON object or a YAML mapping)");
+    return out;
+  }
+  if (const auto info = root.find("info");
+      info != root.end() && info->is_object() && !root.contains("openapi") &&
+      !root.contains("swagger") && (info->contains("_postman_id") || root.contains("item"))) {
+    out.problems.push_back(
+        "this is a Postman collection, not an OpenAPI description: export the API's OpenAPI "
+        "document instead");
     return out;
   }
   if (nesting_depth(root) > kMaxDocumentNesting) {
@@ -67,9 +84,13 @@ LoadResult check_document(json root) {
       !(*info)["title"].is_string()) {
     out.problems.push_back("info.title must be a string");
   }
+  // OpenAPI 3.1 allows a document of webhooks or components only: it has no paths to call.
+  const bool v31 = v3 && root["openapi"].get<std::string>().rfind("3.1", 0) == 0;
+  if (v31 && !root.contains("paths")) root["paths"] = json::object();
   const auto paths = root.find("paths");
   if (paths == root.end() || !paths->is_object()) {
-    out.problems.push_back("paths must be an object");
+    out.problems.push_back(v3 && !v31 ? "paths must be an object (OpenAPI 3.0 requires it)"
+                                      : "paths must be an object");
   }
   if (!out.problems.empty()) return out;
 
@@ -302,6 +323,15 @@ LoadResult load_file(const std::filesystem::path& file) {
   const std::string prefix = file.string() + ": ";
   for (auto& problem : out.problems) problem.insert(0, prefix);
   if (out.document) {
+    // A ref the bundler left as written (remote, outside the directory, not JSON or YAML) has
+    // been warned about already; the ref index's "not local" would say it a second time.
+    std::erase_if(out.document->warnings, [&](const std::string& warning) {
+      constexpr std::string_view kSuffix = " is not local; kept as written";
+      if (!warning.starts_with("$ref ") || !warning.ends_with(kSuffix)) return false;
+      const std::string ref = warning.substr(0, warning.size() - kSuffix.size()) + " ";
+      return std::any_of(warnings.begin(), warnings.end(),
+                         [&](const std::string& earlier) { return earlier.starts_with(ref); });
+    });
     out.document->warnings.insert(out.document->warnings.begin(), warnings.begin(), warnings.end());
   }
   return out;

@@ -30,6 +30,27 @@ TEST_CASE("every problem of an unusable document is reported", "[openapi]") {
       std::vector<std::string>{"the document must be an object (a JSON object or a YAML mapping)"});
 }
 
+TEST_CASE("an HTML page or a Postman collection is named for what it is", "[openapi]") {
+  CHECK(parse_text("<!DOCTYPE html>\n<html><body>Swagger UI</body></html>\n").problems ==
+        std::vector<std::string>{
+            "this is an HTML page, not an API description: download the raw OpenAPI JSON or YAML"});
+  CHECK(
+      parse_json(
+          R"({"info":{"_postman_id":"x","name":"API","schema":"https://schema.getpostman.com/json/collection/v2.1.0/collection.json"},"item":[]})")
+          .problems ==
+      std::vector<std::string>{"this is a Postman collection, not an OpenAPI description: export "
+                               "the API's OpenAPI document instead"});
+}
+
+TEST_CASE("OpenAPI 3.1 may have no paths, 3.0 may not", "[openapi]") {
+  auto webhooks =
+      parse_json(R"({"openapi":"3.1.0","info":{"title":"Hooks"},"webhooks":{"ping":{"post":{}}}})");
+  REQUIRE(webhooks.document);
+  CHECK(webhooks.document->path_count == 0);
+  CHECK(parse_json(R"({"openapi":"3.0.3","info":{"title":"T"}})").problems ==
+        std::vector<std::string>{"paths must be an object (OpenAPI 3.0 requires it)"});
+}
+
 TEST_CASE("documents nested deeper than the bound are refused, up to it they load", "[openapi]") {
   auto nested = [](std::size_t levels) {
     // The root object is level 1; each "x":[ ... ] adds one.
@@ -144,6 +165,9 @@ TEST_CASE("refs outside the document's directory or to other kinds of files are 
   CHECK(has("$ref /etc/hosts.yaml points outside the document's directory; not read"));
   CHECK(has("$ref notes.txt is not a .json, .yaml or .yml file; not read"));
   CHECK(has("$ref https://example.com/x.yaml is remote; it is not fetched and stays as written"));
+  // Said once: the ref index does not add its own "not local" for a ref the bundler warned of.
+  CHECK_FALSE(has("$ref https://example.com/x.yaml is not local"));
+  CHECK_FALSE(has("$ref notes.txt is not local"));
 }
 
 TEST_CASE("a referenced file that is missing or broken is a problem naming it", "[openapi][refs]") {

@@ -82,8 +82,8 @@ components:
   const auto from_json = parse_json(from_yaml.document->root->dump());
   REQUIRE(from_json.document);
   CHECK(*from_json.document->root == *from_yaml.document->root);
-  CHECK(parse_text(" {\"openapi\": \"3.1.0\"}").problems.size() == 2);  // sniffed as JSON
-  CHECK(parse_text("openapi: 3.1.0\n").problems.size() == 2);           // YAML; 3.1.0 is a string
+  CHECK(parse_text(" {\"openapi\": \"3.0.3\"}").problems.size() == 2);  // sniffed as JSON
+  CHECK(parse_text("openapi: 3.0.3\n").problems.size() == 2);           // YAML; 3.0.3 is a string
   CHECK(parse_text("openapi: 3.1\n").problems.size() == 3);             // 3.1 is a number: refused
 }
 

@@ -14,6 +14,9 @@ namespace {
 constexpr std::size_t kMaxPathBytes = 256;
 constexpr std::size_t kMaxMethodBytes = 16;
 constexpr std::size_t kMaxErrorBytes = 300;
+// A request the code gave up on (its AbortSignal) before it was answered.
+constexpr std::string_view kAborted =
+    "runtime: aborted by the code's AbortSignal before its response";
 
 // `text` up to the first of `stop`, at most `max` bytes, with every byte outside printable ASCII
 // (below `lowest`) percent-encoded: the code chose these bytes, and the record goes into JSON
@@ -79,26 +82,47 @@ channel::Fetcher record_requests(channel::Fetcher inner, std::shared_ptr<Request
       }
     }
     const auto started = std::chrono::steady_clock::now();
-    inner(std::move(request), done.wrap([ledger, slot, started, done](gateway::FetchResult result) {
-      {
-        std::lock_guard lock(ledger->mutex_);
-        const auto* error = std::get_if<gateway::GatewayError>(&result);
-        if (error != nullptr && error->kind == gateway::ErrorKind::policy) ++ledger->refused_;
-        if (slot < ledger->kept_.size()) {  // not yet moved into the outcome
-          channel::RequestRecord& record = ledger->kept_[slot];
-          record.ms =
-              std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
-                  .count();
-          if (const auto* response = std::get_if<gateway::InboundResponse>(&result)) {
-            record.status = response->status;
-            record.content_type = media_type(response->headers);
-          } else {
-            record.error = printable(error->text(), "", kMaxErrorBytes, 0x20);
-          }
+    const std::shared_ptr<gateway::FetchAbort>& abort = done.abort();
+    if (abort && slot < RequestLedger::kMaxKept) {
+      // Noted as soon as the code gives up on it: the call may end, and take the ledger, before
+      // the gateway's answer (the aborted request's error) arrives.
+      abort->on_abort([weak = std::weak_ptr<RequestLedger>(ledger),
+                       weak_abort = std::weak_ptr<gateway::FetchAbort>(abort), slot] {
+        auto kept = weak.lock();
+        auto aborted = weak_abort.lock();
+        if (!kept || !aborted || aborted->cause() != gateway::AbortCause::signal) return;
+        std::lock_guard lock(kept->mutex_);
+        if (slot < kept->kept_.size() && kept->kept_[slot].status == 0 &&
+            kept->kept_[slot].error.empty()) {
+          kept->kept_[slot].error = std::string(kAborted);
         }
-      }
-      done(std::move(result));
-    }));
+      });
+    }
+    inner(std::move(request),
+          done.wrap([ledger, slot, started, done, abort](gateway::FetchResult result) {
+            // An aborted request keeps what it was noted as when given up on: aborted by the code,
+            // or, stopped by the call's end, no answer before the call ended (what the failure text
+            // says).
+            if (abort && abort->aborted()) return done(std::move(result));
+            {
+              std::lock_guard lock(ledger->mutex_);
+              const auto* error = std::get_if<gateway::GatewayError>(&result);
+              if (error != nullptr && error->kind == gateway::ErrorKind::policy) ++ledger->refused_;
+              if (slot < ledger->kept_.size()) {  // not yet moved into the outcome
+                channel::RequestRecord& record = ledger->kept_[slot];
+                record.ms = std::chrono::duration<double, std::milli>(
+                                std::chrono::steady_clock::now() - started)
+                                .count();
+                if (const auto* response = std::get_if<gateway::InboundResponse>(&result)) {
+                  record.status = response->status;
+                  record.content_type = media_type(response->headers);
+                } else {
+                  record.error = printable(error->text(), "", kMaxErrorBytes, 0x20);
+                }
+              }
+            }
+            done(std::move(result));
+          }));
   };
 }
 

@@ -34,7 +34,9 @@ class RequestLedger {
 };
 
 // `inner`, with each request and its answer (status, or the refusal or failure) noted in
-// `ledger`: method, the URL as the code wrote it without its query, milliseconds.
+// `ledger`: method, the URL as the code wrote it without its query, milliseconds. A request the
+// code's AbortSignal gave up on (FetchDone::abort) is noted as aborted; one still in flight when
+// the call ends stays without an answer.
 channel::Fetcher record_requests(channel::Fetcher inner, std::shared_ptr<RequestLedger> ledger);
 
 }  // namespace codemode::sandbox

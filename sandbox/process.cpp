@@ -15,6 +15,8 @@
 #include <cerrno>
 #include <cstring>
 #include <deque>
+#include <map>
+#include <memory>
 #include <optional>
 #include <system_error>
 #include <utility>
@@ -190,6 +192,9 @@ struct SandboxProcess::RunningCall {
   unsigned waiting = 0;
   Clock::duration remaining{};
   boost::asio::steady_timer deadline_timer;
+  // Fetches not yet answered, by fetch id: what stops each when the code gives up on it
+  // (AbortFetch) or the call ends first.
+  std::map<std::uint64_t, std::shared_ptr<gateway::FetchAbort>> in_flight;
 };
 
 SandboxProcess::SandboxProcess(pid_t pid, int fd, boost::asio::any_io_executor executor)
@@ -439,6 +444,16 @@ void SandboxProcess::on_frames() {
       finish(result->id, std::move(result->outcome));
       continue;
     }
+    if (auto* abort = std::get_if<channel::AbortFetch>(&message)) {
+      const auto call = calls_running_.find(abort->call_id);
+      if (call == calls_running_.end()) {
+        return malformed("an abort for a call it does not run");
+      }
+      // An unknown fetch was answered already (the frames crossed), or never served (a Cancel).
+      auto node = call->second->in_flight.extract(abort->fetch_id);
+      if (!node.empty()) node.mapped()->abort(gateway::AbortCause::signal);
+      continue;
+    }
     auto* request = std::get_if<channel::FetchRequest>(&message);
     const auto call = request ? calls_running_.find(request->call_id) : calls_running_.end();
     if (call != calls_running_.end() && call->second->cancel_sent) {
@@ -447,26 +462,33 @@ void SandboxProcess::on_frames() {
     if (call == calls_running_.end() || !call->second->fetch) {
       return malformed("a message that does not belong to a call it runs");
     }
-    call->second->fetch(
-        std::move(request->request),
-        channel::FetchDone(
-            [weak = weak_from_this(), executor = channel_->executor, id = call->first,
-             fetch_id = request->fetch_id](gateway::FetchResult result) {
-              // The gateway completes on its I/O thread: this one in the daemon.
-              boost::asio::dispatch(
-                  executor, [weak, id, fetch_id, result = std::move(result)]() mutable {
-                    auto self = weak.lock();
-                    if (!self || !self->usable_ || !self->calls_running_.contains(id)) return;
-                    self->send(channel::encode_frame(
-                        channel::FetchReply{id, fetch_id, std::move(result)}));
-                  });
-            },
-            [weak = weak_from_this(), executor = channel_->executor, id = call->first,
-             fetch_id = request->fetch_id](bool waiting) {
-              boost::asio::dispatch(executor, [weak, id, fetch_id, waiting] {
-                if (auto self = weak.lock()) self->fetch_waiting(id, fetch_id, waiting);
-              });
-            }));
+    auto abort = std::make_shared<gateway::FetchAbort>();
+    call->second->in_flight[request->fetch_id] = abort;
+    channel::FetchDone done(
+        [weak = weak_from_this(), executor = channel_->executor, id = call->first,
+         fetch_id = request->fetch_id, abort](gateway::FetchResult result) {
+          // The gateway completes on its I/O thread: this one in the daemon.
+          boost::asio::dispatch(executor, [weak, id, fetch_id, abort,
+                                           result = std::move(result)]() mutable {
+            auto self = weak.lock();
+            if (!self || !self->usable_) return;
+            const auto it = self->calls_running_.find(id);
+            if (it == self->calls_running_.end()) return;
+            if (auto found = it->second->in_flight.find(fetch_id);
+                found != it->second->in_flight.end() && found->second == abort) {
+              it->second->in_flight.erase(found);
+            }
+            self->send(channel::encode_frame(channel::FetchReply{id, fetch_id, std::move(result)}));
+          });
+        },
+        [weak = weak_from_this(), executor = channel_->executor, id = call->first,
+         fetch_id = request->fetch_id](bool waiting) {
+          boost::asio::dispatch(executor, [weak, id, fetch_id, waiting] {
+            if (auto self = weak.lock()) self->fetch_waiting(id, fetch_id, waiting);
+          });
+        });
+    done.set_abort(std::move(abort));
+    call->second->fetch(std::move(request->request), std::move(done));
   }
 }
 
@@ -589,6 +611,10 @@ void SandboxProcess::finish(std::uint64_t id, channel::Outcome outcome) {
   std::unique_ptr<RunningCall> call = std::move(node.mapped());
   call->cancel.reset();  // no cancel reaches a call that has ended
   call->deadline_timer.cancel();
+  // Nobody waits for these answers any more: their upstream connections are closed now rather
+  // than when the upstream answers or the gateway's deadline passes.
+  for (auto& [fetch_id, abort] : call->in_flight) abort->abort(gateway::AbortCause::call_ended);
+  call->in_flight.clear();
   call->done(std::move(outcome));
 }
 

@@ -345,6 +345,32 @@ TEST_CASE("fetch() crosses the channel to the parent and back", "[sandbox][proce
         seen[0].headers.end());
 }
 
+TEST_CASE("an aborted fetch, and one left behind by its call, are aborted in the daemon",
+          "[sandbox][process][abort]") {
+  const auto limits = test_limits();
+  auto process = start(options_for(limits, true));
+  std::vector<std::string> aborted;      // the URLs whose FetchAbort ran, on the test's io thread
+  std::vector<channel::FetchDone> held;  // never answered: the upstream holds them
+  const channel::Fetcher fetch = [&](gateway::OutboundRequest request, channel::FetchDone done) {
+    REQUIRE(done.abort());
+    done.abort()->on_abort([&aborted, url = request.url] { aborted.push_back(url); });
+    held.push_back(std::move(done));
+  };
+  CHECK(result_of(run(*process,
+                      "async () => { const c = new AbortController(); "
+                      "const p = fetch('/signal', {signal: c.signal}); "
+                      "await new Promise((r) => setTimeout(r, 0)); c.abort(); "
+                      "try { await p; return 'answered' } catch (e) { return e.name } }",
+                      limits, &fetch)) == "AbortError");
+  CHECK(aborted == std::vector<std::string>{"/signal"});
+  CHECK(result_of(run(*process,
+                      "async () => { fetch('/left').catch(() => {}); "
+                      "await new Promise((r) => setTimeout(r, 0)); return 'done' }",
+                      limits, &fetch)) == "done");
+  CHECK(aborted == std::vector<std::string>{"/signal", "/left"});
+  CHECK(process->usable());
+}
+
 TEST_CASE("time a fetch waits for a person does not count against wall_ms", "[sandbox][process]") {
   auto limits = test_limits();
   limits.wall_ms = 400;

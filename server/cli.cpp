@@ -155,11 +155,24 @@ CommandLine parse_command_line(std::span<const std::string_view> args) {
   ServeOptions options;
   bool sandbox_report = false;
   for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string_view arg = args[i];
+    std::string_view arg = args[i];
+    // `--config=FILE` as well as `--config FILE`, as most command lines accept.
+    std::optional<std::string> inline_value;
+    if (const auto equals = arg.find('=');
+        arg.starts_with("--") && equals != std::string_view::npos) {
+      inline_value = std::string(arg.substr(equals + 1));
+      arg = arg.substr(0, equals);
+    }
+    bool value_taken = false;
     auto value = [&]() -> std::optional<std::string> {
+      value_taken = true;
+      if (inline_value) return inline_value;
       if (i + 1 >= args.size()) return std::nullopt;
       return std::string(args[++i]);
     };
+    if (arg == "--config" && options.config_file) {
+      return error("--config is given twice; one config file is read (it names everything)");
+    }
     if (arg == "-h" || arg == "--help") {
       return CliAction::help;
     } else if (arg == "--version") {  // NOLINT(readability-else-after-return): one chain of options
@@ -211,8 +224,9 @@ CommandLine parse_command_line(std::span<const std::string_view> args) {
     } else if (arg == "--healthcheck") {
       return error("--healthcheck takes HOST:PORT and no other option");
     } else {
-      return error("unknown argument '" + std::string(arg) + "'");
+      return error("unknown argument '" + std::string(args[i]) + "'");
     }
+    if (inline_value && !value_taken) return error(std::string(arg) + " takes no value");
   }
   if (!options.http) {
     if (options.stdio_too)

@@ -52,6 +52,19 @@ TEST_CASE("every option lands in its field", "[server][cli]") {
   CHECK(options.allow_unauthenticated_network_access);
 }
 
+TEST_CASE("an option's value may follow an equals sign, and --config comes once", "[server][cli]") {
+  const ServeOptions options = serve({"--config=api.json", "--http=:8080", "--log-level=debug"});
+  CHECK(options.config_file == "api.json");
+  REQUIRE(options.http);
+  CHECK(options.http->port == 8080);
+  CHECK(options.log_level == "debug");
+  CHECK(serve({"--config=a=b.json"}).config_file == "a=b.json");
+  CHECK(error_of({"--config", "a.json", "--config", "b.json"}) ==
+        "--config is given twice; one config file is read (it names everything)");
+  CHECK(error_of({"--jitless=yes"}) == "--jitless takes no value");
+  CHECK(error_of({"--bogus=1"}) == "unknown argument '--bogus=1'");
+}
+
 TEST_CASE("help and version win at once, the sandbox report after the checks", "[server][cli]") {
   CHECK(std::get<CliAction>(parse({"--help", "--bogus"})) == CliAction::help);
   CHECK(std::get<CliAction>(parse({"-h"})) == CliAction::help);

@@ -20,6 +20,7 @@
 #include "gateway/gateway.h"
 #include "gateway/operation_policy.h"
 #include "gateway/request_check.h"
+#include "net/origin.h"
 #include "openapi/describe.h"
 #include "openapi/image.h"
 #include "openapi/operations.h"
@@ -56,7 +57,9 @@ sandbox::FetcherFactory gateway_fetch(gateway::Gateway& gateway) {
                                      call.access_token}](gateway::OutboundRequest outbound,
                                                          channel::FetchDone done) {
       gateway::WaitHook waiting = done.waiting();
-      gateway.fetch(std::move(outbound), *budget, deadline, std::move(done), caller, waiting);
+      std::shared_ptr<gateway::FetchAbort> abort = done.abort();
+      gateway.fetch(std::move(outbound), *budget, deadline, std::move(done), caller, waiting,
+                    abort);
     };
   };
 }
@@ -196,6 +199,59 @@ void settle_base_path(const openapi::Document& api, config::Config& config) {
   config.upstreams.front().base_path = std::move(path);
 }
 
+void warn_unlike_servers(const openapi::Document& api, const config::Config& config) {
+  const auto& root = *api.root;
+  const auto servers = root.find("servers");
+  if (config.upstreams.empty() || servers == root.end() || !servers->is_array() ||
+      servers->empty()) {
+    return;  // nothing configured, or a description that names no server
+  }
+  // The origins of the absolute, untemplated server URLs, in the form upstream origins take.
+  std::vector<std::string> origins;
+  for (const auto& server : *servers) {
+    if (!server.is_object() || !server.contains("url") || !server["url"].is_string()) continue;
+    const std::string url = server["url"].get<std::string>();
+    const auto scheme = url.find("://");
+    if (scheme == std::string::npos || url.find('{') != std::string::npos) continue;
+    const auto parsed = net::parse_origin(url.substr(0, url.find_first_of("/?#", scheme + 3)),
+                                          net::OriginForm::header);
+    if (const auto* origin = std::get_if<net::Origin>(&parsed)) {
+      const std::string text = origin->serialised();
+      if (std::find(origins.begin(), origins.end(), text) == origins.end()) origins.push_back(text);
+    }
+  }
+  const auto join = [](const std::vector<std::string>& items) {
+    std::string out;
+    for (const auto& item : items) out += (out.empty() ? "" : ", ") + item;
+    return out;
+  };
+  std::vector<std::string> configured;
+  configured.reserve(config.upstreams.size());
+  for (const auto& upstream : config.upstreams) configured.push_back(upstream.origin);
+  const bool shared = std::any_of(configured.begin(), configured.end(), [&](const auto& origin) {
+    return std::find(origins.begin(), origins.end(), origin) != origins.end();
+  });
+  if (!origins.empty() && !shared) {
+    // Normal for a test double or a proxy; a mistake when the origin was mistyped.
+    spdlog::warn(
+        "upstreams: {} {} not among the description's servers ({}); the code is told to use "
+        "relative URLs, and an absolute URL it copies from the description is refused",
+        join(configured), configured.size() == 1 ? "is" : "are", join(origins));
+  }
+  const auto& base_path = config.upstreams.front().base_path;
+  if (!base_path) return;  // settle_base_path() takes the servers' path
+  std::vector<std::string> paths = openapi::server_base_paths(api);
+  std::erase_if(paths, [](const std::string& path) { return path.find('{') != std::string::npos; });
+  if (paths.empty() || std::find(paths.begin(), paths.end(), *base_path) != paths.end()) return;
+  for (auto& path : paths) {
+    if (path.empty()) path = "/";
+  }
+  spdlog::warn(
+      "upstreams[0].base_path: {} is not the path of the description's servers ({}); relative "
+      "URLs go under {}, and the description's paths are matched below it",
+      base_path->empty() ? "\"\"" : *base_path, join(paths), base_path->empty() ? "/" : *base_path);
+}
+
 void log_upstreams(const config::Config& config, bool base_path_configured) {
   if (config.upstreams.empty()) {
     spdlog::warn(
@@ -239,8 +295,20 @@ ApiSummary summarize(const openapi::Document& api, const config::Config& config)
   options.subrequests = limits.subrequests;
   options.spec_operations_only = config.policy.operations == config::Policy::Operations::spec;
   options.methods = config.policy.methods;
-  return ApiSummary{openapi::describe_search(api, options), openapi::describe_execute(api, options),
-                    options.origins};
+  ApiSummary summary{openapi::describe_search(api, options),
+                     openapi::describe_execute(api, options), options.origins};
+  // An empty list allows every method.
+  const auto reads_only = [](const config::Policy& policy) {
+    return !policy.methods.empty() &&
+           std::all_of(policy.methods.begin(), policy.methods.end(),
+                       [](const std::string& m) { return m == "GET" || m == "HEAD"; });
+  };
+  bool all_read_only = reads_only(config.policy);
+  for (const auto& [name, settings] : config.principals) {
+    if (settings.policy) all_read_only = all_read_only && reads_only(*settings.policy);
+  }
+  if (all_read_only) summary.execute_effect = ApiSummary::ExecuteEffect::reads_only;
+  return summary;
 }
 
 gateway::OperationPolicyOptions operation_policy(const openapi::Document& api,

@@ -56,6 +56,11 @@ class Daemon {
 // the path of the API description's first `servers` URL ("https://slack.com/api" -> "/api").
 void settle_base_path(const openapi::Document& api, config::Config& config);
 
+// Warns when the configured upstreams look unlike the API description's `servers`: none of
+// their origins is a server's (a test double or a proxy, or a mistyped origin), or
+// upstreams[0].base_path is none of the servers' paths. Only for a config the user wrote.
+void warn_unlike_servers(const openapi::Document& api, const config::Config& config);
+
 // Logs where execute may go and what the gateway injects there (header and parameter names,
 // never values), or warns that it can go nowhere.
 void log_upstreams(const config::Config& config, bool base_path_configured);

@@ -23,6 +23,7 @@
 #include "fixtures/markethub/fixture_server.h"
 #include "openapi/document.h"
 #include "server/test_http_client.h"
+#include "server/tools.h"
 
 using namespace codemode;
 using namespace codemode::server;
@@ -98,4 +99,27 @@ TEST_CASE("SIGTERM drains HTTP and run() returns 0", "[server][daemon]") {
   CHECK(running.get() == 0);
   CHECK(initialize(port) == 0);  // the listener is gone
   spdlog::set_default_logger(previous);
+}
+
+TEST_CASE("execute is annotated read-only when every policy allows only GET and HEAD",
+          "[server][daemon][tools]") {
+  auto loaded = openapi::parse_json(fixtures::markethub_openapi_json());
+  REQUIRE(loaded.document);
+  const auto annotations = [&](const config::Config& config) {
+    return ToolCatalog(summarize(*loaded.document, config), config.limits).list()[1]["annotations"];
+  };
+  config::Config config;
+  CHECK(annotations(config)["readOnlyHint"] == false);  // no list: every method
+  CHECK(annotations(config)["destructiveHint"] == true);
+  config.policy.methods = {"GET", "HEAD"};
+  CHECK(annotations(config)["readOnlyHint"] == true);
+  CHECK(annotations(config)["destructiveHint"] == false);
+  CHECK(annotations(config)["idempotentHint"] == true);
+  CHECK(annotations(config)["openWorldHint"] == true);
+  // A principal whose own policy may write makes the tool one that may write.
+  config::PrincipalSettings writer;
+  writer.policy = config::Policy{};
+  writer.policy->methods = {"GET", "POST"};
+  config.principals.emplace("writer", writer);
+  CHECK(annotations(config)["readOnlyHint"] == false);
 }

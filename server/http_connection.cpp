@@ -419,8 +419,11 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
         if (!stateless) return on_delete(request);
         [[fallthrough]];
       default: {
-        HttpResponse response = make_refusal({405, "method not allowed: /mcp takes POST" +
-                                                       std::string(stateless ? "" : ", DELETE")});
+        // Every SDK client tries the optional GET stream once and goes on without it: for a GET
+        // the refusal is normal and logged only at debug.
+        HttpResponse response = make_refusal(
+            {405, "method not allowed: /mcp takes POST" + std::string(stateless ? "" : ", DELETE")},
+            {}, request.method() == http::verb::get ? spdlog::level::debug : spdlog::level::info);
         response.set(http::field::allow, stateless ? "POST" : "POST, DELETE");
         return write(std::move(response));
       }
@@ -777,8 +780,10 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
 
   // On /mcp a refusal is a JSON-RPC error without an id (the transport spec allows one in the
   // body); elsewhere plain text.
-  HttpResponse make_refusal(const HttpRefusal& refusal, std::string_view challenge = {}) {
-    spdlog::info("http {} from {}: {}", refusal.status, client_, net::escape_text(refusal.message));
+  HttpResponse make_refusal(const HttpRefusal& refusal, std::string_view challenge = {},
+                            spdlog::level::level_enum level = spdlog::level::info) {
+    spdlog::log(level, "http {} from {}: {}", refusal.status, client_,
+                net::escape_text(refusal.message));
     const auto status = static_cast<http::status>(refusal.status);
     if (!mcp_) {
       HttpResponse response(status, 11);

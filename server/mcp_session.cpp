@@ -400,17 +400,23 @@ void McpSession::call_tool(const Json& id, const Json& params, const Send& out, 
           self->record_call(std::move(record), outcome);
           self->end_span(span, facts, outcome);
           if (self->audit_.metrics) self->audit_.metrics->call_finished(tool, outcome, ms / 1000);
+          // A refusal says which request and why: the operator's first question. The gateway's
+          // text names origins, methods and paths, never a header value; the code chose the
+          // path, so it is escaped.
+          std::string how(outcome.ok ? "ok" : channel::to_string(outcome.error_kind));
+          if (!outcome.ok && outcome.error_kind == channel::ErrorKind::policy) {
+            how += " (" + net::escape_text(outcome.error_message) + ")";
+          }
           if (outcome.sandbox_us > 0) {
             spdlog::info(
                 "tools/call {} id={}: {} in {:.2f} ms (queued {:.2f} ms, sandbox process {:.2f} "
                 "ms)",
-                name, net::escape_text(dump(id)),
-                outcome.ok ? "ok" : channel::to_string(outcome.error_kind), ms,
+                name, net::escape_text(dump(id)), how, ms,
                 static_cast<double>(outcome.queued_us) / 1000,
                 static_cast<double>(outcome.sandbox_us) / 1000);
           } else {
             spdlog::info("tools/call {} id={}: {} in {:.2f} ms", name, net::escape_text(dump(id)),
-                         outcome.ok ? "ok" : channel::to_string(outcome.error_kind), ms);
+                         how, ms);
           }
         });
       });

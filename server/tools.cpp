@@ -112,6 +112,7 @@ std::string cut_text(std::string_view text, std::size_t limit) {
 
 ToolCatalog::ToolCatalog(ApiSummary api, config::Limits limits)
     : limits_(limits), origins_(std::move(api.origins)) {
+  const bool reads_only = api.execute_effect == ApiSummary::ExecuteEffect::reads_only;
   list_ = Json::array();
   list_.push_back(Json{{"name", "search"},
                        {"title", "Search the API description"},
@@ -129,9 +130,9 @@ ToolCatalog::ToolCatalog(ApiSummary api, config::Limits limits)
                        {"inputSchema", code_schema(limits.code_chars)},
                        {"annotations",
                         {{"title", "Call the API"},
-                         {"readOnlyHint", false},
-                         {"destructiveHint", true},
-                         {"idempotentHint", false},
+                         {"readOnlyHint", reads_only},
+                         {"destructiveHint", !reads_only},
+                         {"idempotentHint", reads_only},
                          {"openWorldHint", true}}}});
 }
 

@@ -23,6 +23,11 @@ struct ApiSummary {
   // Where execute may send requests (config upstreams, first = base of a relative URL), for
   // the hint of an origin refusal.
   std::vector<std::string> origins;
+  // What execute's requests may do, for its annotations: a client decides by them whether to
+  // ask its user before a call. `reads_only` when every policy (the top-level one and each
+  // principal's) allows GET and HEAD at most.
+  enum class ExecuteEffect { may_write, reads_only };
+  ExecuteEffect execute_effect = ExecuteEffect::may_write;
 };
 
 class ToolCatalog {

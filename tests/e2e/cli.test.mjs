@@ -85,10 +85,26 @@ test('a missing config file exits 2', async () => {
 });
 
 test('an OpenAPI document that is not usable exits 2', async () => {
-  const spec = configFile('bad-spec.json', '{"openapi":"3.1.0"}');
+  const spec = configFile('bad-spec.json', '{"openapi":"3.0.3"}');
   const file = configFile('spec-config.json', { openapi: spec });
   const { code, stderr } = await run(['--config', file]);
   assert.equal(code, 2);
+  // Each line prefixed with the config file's name, as every config problem is.
+  const lines = stderr.trim().split('\n');
+  assert.ok(lines.every((line) => line.startsWith(`${file}: openapi: ${spec}: `)), stderr);
   assert.match(stderr, /info\.title must be a string/);
   assert.match(stderr, /paths must be an object/);
+});
+
+test('--config=FILE, --config twice, a relative path, a URL as openapi', async () => {
+  const file = configFile('eq-config.json', { openapi: 'https://example.com/openapi.json' });
+  const url = await run([`--config=${file}`]);
+  assert.equal(url.code, 2);
+  assert.match(url.stderr, /openapi: must be a local file; URLs are not fetched/);
+  const twice = await run(['--config', file, '--config', file]);
+  assert.equal(twice.code, 2);
+  assert.match(twice.stderr, /--config is given twice/);
+  const relative = await run(['--config', 'absent-37n.json']);
+  assert.equal(relative.code, 2);
+  assert.match(relative.stderr, /cannot read \/\S*absent-37n\.json \(absent-37n\.json from the working directory \/\S*\): No such file or directory/);
 });

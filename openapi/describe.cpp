@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <map>
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include "openapi/operations.h"
 
@@ -116,6 +119,44 @@ ExamplePaths example_paths(const Document& document) {
   return out;
 }
 
+// The list operation's page-size query parameter, for the execute example ("limit=3",
+// GitHub's "per_page=3"): a parameter the API declares, or none, so the example is a request
+// the API takes as written.
+std::string page_size_query(const Document& document, const std::string& list_path) {
+  static constexpr std::string_view kNames[] = {"limit",    "per_page",    "page_size",  "pageSize",
+                                                "count",    "max_results", "maxResults", "size",
+                                                "pagesize", "perPage"};
+  const auto& root = *document.root;
+  const auto paths = root.find("paths");
+  if (list_path.empty() || paths == root.end() || !paths->is_object()) return "";
+  const auto item_it = paths->find(list_path);
+  if (item_it == paths->end()) return "";
+  const json* item = &*item_it;
+  if (const auto* ref = document.refs.find(item); ref && ref->target) item = ref->target;
+  if (!item->is_object()) return "";
+  std::vector<std::string> query;
+  const auto collect = [&](const json& node) {
+    const auto parameters = node.find("parameters");
+    if (parameters == node.end() || !parameters->is_array()) return;
+    for (const auto& parameter : *parameters) {
+      const json* p = &parameter;
+      if (const auto* ref = document.refs.find(p); ref && ref->target) p = ref->target;
+      if (p->is_object() && p->value("in", "") == "query" && p->contains("name") &&
+          (*p)["name"].is_string()) {
+        query.push_back((*p)["name"].get<std::string>());
+      }
+    }
+  };
+  if (const auto get = item->find("get"); get != item->end() && get->is_object()) collect(*get);
+  collect(*item);
+  for (const auto name : kNames) {
+    if (std::find(query.begin(), query.end(), name) != query.end()) {
+      return "?" + std::string(name) + "=3";
+    }
+  }
+  return "";
+}
+
 std::string servers_text(const Document& document) {
   const auto& root = *document.root;
   std::string out;
@@ -128,6 +169,14 @@ std::string servers_text(const Document& document) {
     }
   }
   return out.empty() ? "none listed" : out;
+}
+
+// "Tags (operations): …\n", or nothing when no operation has a tag (Stripe's 452): a line of
+// tags to search by is only worth its tokens when there are some.
+std::string tags_line(const Document& document) {
+  const std::string index = tag_index(document, 250);
+  if (index.find(" (") == std::string::npos) return "";
+  return "Tags (operations): " + index + ".\n";
 }
 
 std::string fit(std::string text) {
@@ -150,8 +199,8 @@ std::string describe_search(const Document& document, const DescribeOptions& opt
       "in a sandbox whose only API global is `spec`. Find operations and schemas here; call "
       "them with `execute`.\n" +
       std::to_string(document.path_count) + " paths, " + std::to_string(operations.size()) +
-      " operations. Servers: " + servers_text(document) +
-      ".\nTags (operations): " + tag_index(document, 250) + ".\n```ts\n" + search_declarations() +
+      " operations. Servers: " + servers_text(document) + ".\n" + tags_line(document) + "```ts\n" +
+      search_declarations() +
       "\n```\nExamples:\n"
       "async () => Object.entries(spec.paths).flatMap(([path, item]) => Object.entries(item)\n"
       "  .filter(([, op]) => /order/i.test(path + op.summary)).map(([m, op]) => `${m} ${path} "
@@ -192,7 +241,8 @@ std::string describe_execute(const Document& document, const DescribeOptions& op
   }
   text += "\n```ts\n" + execute_declarations() +
           "\n```\nExample:\nasync () => {\n  const res = await fetch('" + list +
-          "?limit=3');\n  if (!res.ok) return { status: res.status, body: (await res.text())"
+          page_size_query(document, examples.list) +
+          "');\n  if (!res.ok) return { status: res.status, body: (await res.text())"
           ".slice(0, 300) };\n  return await res.json();\n}\nLimits: as for `search`.";
   return fit(std::move(text));
 }

@@ -79,3 +79,43 @@ TEST_CASE("descriptions stay bounded whatever the document's size", "[openapi][d
   CHECK(has(search, "3000 paths, 3000 operations"));
   CHECK(describe_execute(*loaded.document, options()).size() <= kMaxDescriptionChars);
 }
+
+namespace {
+Document parsed(std::string_view text) {
+  auto loaded = parse_json(text);
+  REQUIRE(loaded.document);
+  return std::move(*loaded.document);
+}
+}  // namespace
+
+TEST_CASE("the execute example pages with the parameter the API declares, or with none",
+          "[openapi][describe]") {
+  // GitHub pages with per_page (a shared parameter, by $ref); the example must not invent limit.
+  const Document github =
+      parsed(R"({"openapi": "3.0.3", "info": {"title": "GitHub", "version": "1"},
+    "paths": {
+      "/advisories": {"get": {"parameters": [{"$ref": "#/components/parameters/per-page"}],
+                              "responses": {"200": {"description": "ok"}}}},
+      "/advisories/{ghsa_id}": {"get": {"responses": {"200": {"description": "ok"}}}}},
+    "components": {"parameters": {"per-page": {"name": "per_page", "in": "query",
+                                               "schema": {"type": "integer"}}}}})");
+  std::string text = describe_execute(github, options());
+  CHECK(has(text, "fetch('/advisories?per_page=3')"));
+  CHECK_FALSE(has(text, "limit=3"));
+
+  const Document plain = parsed(R"({"openapi": "3.0.3", "info": {"title": "Plain", "version": "1"},
+    "paths": {"/pets": {"get": {"responses": {"200": {"description": "ok"}}}}}})");
+  text = describe_execute(plain, options());
+  CHECK(has(text, "fetch('/pets');"));
+}
+
+TEST_CASE("the search description leaves the tags line out when no operation has a tag",
+          "[openapi][describe]") {
+  const Document untagged =
+      parsed(R"({"openapi": "3.0.3", "info": {"title": "Untagged", "version": "1"},
+    "paths": {"/v1/balance": {"get": {"responses": {"200": {"description": "ok"}}}}}})");
+  const std::string text = describe_search(untagged, options());
+  CHECK_FALSE(has(text, "Tags (operations)"));
+  CHECK_FALSE(has(text, "untagged"));
+  CHECK(has(text, "1 paths, 1 operations."));
+}

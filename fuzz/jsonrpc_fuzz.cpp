@@ -23,11 +23,11 @@
 #include <boost/asio/io_context.hpp>
 
 #include "fuzz/check.h"
+#include "mcp/json_rpc.h"
+#include "mcp/mcp_session.h"
+#include "mcp/tools.h"
 #include "sandbox/sandbox.h"
 #include "sandbox/test_child.h"
-#include "server/json_rpc.h"
-#include "server/mcp_session.h"
-#include "server/tools.h"
 
 namespace {
 

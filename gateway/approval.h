@@ -3,7 +3,7 @@
 // Which requests wait for a person is the gateway's decision (ApprovalRules, over the methods
 // and the operations the API description declares); how a person is asked is not: the gateway
 // hands an ApprovalRequest to the call's Approver (the MCP session that made the call asks its
-// client, server/approvals.h) and sends the request only after an `accepted`. A call with no
+// client, mcp/approvals.h) and sends the request only after an `accepted`. A call with no
 // Approver, or whose Approver cannot ask, gets the request refused as `policy`.
 //
 // The request a person sees is the request that leaves: the normalised URL and the body as sent,

@@ -2,7 +2,7 @@
 // one form (RFC 6454 §6.2 serialisation): scheme and host lower-cased, IPv6 in brackets, the
 // port omitted when it is the scheme's default.
 //
-// The Origin check compares an Origin header (server/http_policy) with the allowlist the config
+// The Origin check compares an Origin header (transport/http_policy) with the allowlist the config
 // normalised (config/config); it is right only if both sides read and write origins the same
 // way, so both call parse_origin and compare `serialised()`. The gateway's URL normaliser reads
 // far more (WHATWG hosts, IDNA) but writes its origins with serialise_origin too, so an upstream

@@ -30,7 +30,7 @@ struct Call {
   // name; empty when there is no audit trail. The sandbox only passes it to its FetcherFactory.
   std::string audit_id;
   // The call's own span as a W3C traceparent, and the tracestate it came with: the parent of its
-  // fetches' spans (server/tracing.h). Empty when the call is not traced. Passed only to the
+  // fetches' spans (observe/tracing.h). Empty when the call is not traced. Passed only to the
   // FetcherFactory, like audit_id.
   std::string traceparent;
   std::string tracestate;

@@ -15,8 +15,8 @@
 
 #include "audit/cli.h"
 #include "sandbox/layers.h"
-#include "server/http_policy.h"
-#include "server/http_transport.h"
+#include "transport/http_policy.h"
+#include "transport/http_transport.h"
 
 namespace codemode::server {
 

@@ -21,15 +21,15 @@
 #include "gateway/operation_policy.h"
 #include "gateway/request_check.h"
 #include "net/origin.h"
+#include "observe/call_audit.h"
+#include "observe/metrics.h"
+#include "observe/tracing.h"
 #include "openapi/describe.h"
 #include "openapi/image.h"
 #include "openapi/operations.h"
 #include "sandbox/sandbox.h"
-#include "server/call_audit.h"
-#include "server/metrics.h"
-#include "server/metrics_listener.h"
-#include "server/stdio_transport.h"
-#include "server/tracing.h"
+#include "transport/metrics_listener.h"
+#include "transport/stdio_transport.h"
 
 namespace codemode::server {
 

@@ -16,11 +16,11 @@
 #include <vector>
 
 #include "config/config.h"
+#include "mcp/mcp_session.h"
 #include "openapi/document.h"
 #include "sandbox/engine.h"
 #include "sandbox/sandbox.h"
-#include "server/http_transport.h"
-#include "server/mcp_session.h"
+#include "transport/http_transport.h"
 
 namespace codemode::server {
 
@@ -32,7 +32,7 @@ struct DaemonOptions {
   // Which transports run: stdio (stdin/stdout), HTTP (when set), or both.
   bool serve_stdio = true;
   std::optional<HttpOptions> http;
-  // `--metrics HOST:PORT`: /metrics on a listener of its own (server/metrics_listener.h).
+  // `--metrics HOST:PORT`: /metrics on a listener of its own (transport/metrics_listener.h).
   std::optional<HttpEndpoint> metrics;
   // How long a shutdown signal waits for running calls before giving up on them.
   std::chrono::milliseconds shutdown_grace{5000};

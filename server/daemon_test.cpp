@@ -21,9 +21,9 @@
 #include "sandbox/test_child.h"
 
 #include "fixtures/markethub/fixture_server.h"
+#include "mcp/tools.h"
 #include "openapi/document.h"
-#include "server/test_http_client.h"
-#include "server/tools.h"
+#include "transport/test_http_client.h"
 
 using namespace codemode;
 using namespace codemode::server;

@@ -9,7 +9,7 @@
 #include <chrono>
 #include <string>
 
-#include "server/http_policy.h"
+#include "transport/http_policy.h"
 
 namespace codemode::server {
 

@@ -1,0 +1,286 @@
+#include "mcp/mcp_session.h"
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <catch2/catch.hpp>
+
+#include "sandbox/test_child.h"
+
+using namespace codemode;
+using namespace codemode::server;
+
+namespace {
+
+// A session wired to a real sandbox, with every outgoing message collected in order.
+struct Harness {
+  boost::asio::io_context io;
+  ToolCatalog tools{ApiSummary{"Search the Test API.", "Call the Test API."}, config::Limits{}};
+  sandbox::Sandbox sandbox{sandbox::test_sandbox_options()};
+  std::vector<Json> sent;
+  std::shared_ptr<McpSession> session = std::make_shared<McpSession>(
+      io.get_executor(), tools, sandbox, ServerInfo{"codemode-mcp", "9.9.9", ""},
+      [this](std::string message) { sent.push_back(Json::parse(message)); });
+
+  // Feeds a message and runs the io_context until every call in flight is answered.
+  void send(std::string_view message) {
+    session->handle(message);
+    settle();
+  }
+  void settle() {
+    // The work guard keeps run_one() waiting for completions the Sandbox posts from its thread.
+    auto work = boost::asio::make_work_guard(io);
+    bool idle = false;
+    session->when_idle([&] { idle = true; });
+    io.restart();
+    while (!idle) io.run_one();
+    work.reset();
+    io.poll();
+  }
+  void initialize(std::string_view version = "2025-11-25") {
+    send(R"({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":")" +
+         std::string(version) + R"(","capabilities":{},"clientInfo":{"name":"t","version":"1"}}})");
+  }
+};
+
+}  // namespace
+
+TEST_CASE("initialize negotiates a version we speak", "[server][session]") {
+  for (std::string_view version : kProtocolVersions) {
+    Harness h;
+    h.initialize(version);
+    REQUIRE(h.sent.size() == 1);
+    CHECK(h.sent[0]["result"]["protocolVersion"] == version);
+    CHECK(h.sent[0]["result"]["capabilities"]["tools"].is_object());
+    CHECK(h.sent[0]["result"]["serverInfo"]["version"] == "9.9.9");
+  }
+  Harness h;
+  h.initialize("2024-11-05");
+  CHECK(h.sent[0]["result"]["protocolVersion"] == "2025-11-25");
+}
+
+TEST_CASE("requests before initialize are refused, except ping", "[server][session]") {
+  Harness h;
+  h.send(R"({"jsonrpc":"2.0","id":1,"method":"tools/list"})");
+  h.send(R"({"jsonrpc":"2.0","id":2,"method":"ping"})");
+  REQUIRE(h.sent.size() == 2);
+  CHECK(h.sent[0]["error"]["code"] == -32600);
+  CHECK(h.sent[1]["result"] == Json::object());
+}
+
+TEST_CASE("initialize needs a protocolVersion and comes once", "[server][session]") {
+  Harness h;
+  h.send(R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{}})");
+  CHECK(h.sent.back()["error"]["code"] == -32602);
+  h.initialize();
+  h.initialize();
+  CHECK(h.sent.back()["error"]["code"] == -32600);
+}
+
+TEST_CASE("tools/list and unknown methods", "[server][session]") {
+  Harness h;
+  h.initialize();
+  h.send(R"({"jsonrpc":"2.0","method":"notifications/initialized"})");
+  h.send(R"({"jsonrpc":"2.0","id":"l","method":"tools/list"})");
+  h.send(R"({"jsonrpc":"2.0","id":3,"method":"resources/list"})");
+  REQUIRE(h.sent.size() == 3);  // notifications get no answer
+  CHECK(h.sent[1]["id"] == "l");
+  CHECK(h.sent[1]["result"]["tools"].size() == 2);
+  CHECK(h.sent[2]["error"]["code"] == -32601);
+  CHECK(h.sent[2]["error"]["message"] == "method not found: resources/list");
+}
+
+TEST_CASE("tools/call: protocol errors and input errors", "[server][session]") {
+  Harness h;
+  h.initialize();
+  h.send(
+      R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"nope","arguments":{}}})");
+  CHECK(h.sent.back()["error"]["code"] == -32602);
+  CHECK(h.sent.back()["error"]["message"] == "invalid params: unknown tool nope");
+
+  h.send(R"({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{}})");
+  CHECK(h.sent.back()["error"]["code"] == -32602);
+
+  h.send(
+      R"({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"search","arguments":{"code":5}}})");
+  CHECK(h.sent.back()["result"]["isError"] == true);
+  CHECK(h.sent.back()["result"]["structuredContent"]["error"]["type"] == "input");
+
+  const std::string long_code(20001, 'x');
+  h.send(
+      R"({"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"search","arguments":{"code":")" +
+      long_code + R"("}}})");
+  CHECK(h.sent.back()["result"]["content"][0]["text"] ==
+        "input: code is 20001 characters; the limit is 20000");
+}
+
+TEST_CASE("tools/call reaches the sandbox and answers with its outcome", "[server][session]") {
+  Harness h;
+  h.initialize();
+  h.send(
+      R"({"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"search","arguments":{"code":"async () => 1"}}})");
+  REQUIRE(h.sent.size() == 2);
+  CHECK(h.sent[1]["id"] == 5);
+  CHECK(h.sent[1]["result"]["content"][0]["text"].is_string());
+}
+
+TEST_CASE("a cancelled call sends no result", "[server][session]") {
+  Harness h;
+  h.initialize();
+  h.session->handle(
+      R"({"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"search","arguments":{"code":"async () => 1"}}})");
+  // The completion is posted to the io_context, which has not run yet: the cancel comes first.
+  h.session->handle(
+      R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":6,"reason":"user"}})");
+  h.settle();
+  REQUIRE(h.sent.size() == 1);
+  CHECK(h.session->in_flight() == 0);
+}
+
+TEST_CASE("an oversize message is answered with an error and a null id", "[server][session]") {
+  Harness h;
+  h.session->reject_oversize(1024);
+  REQUIRE(h.sent.size() == 1);
+  CHECK(h.sent[0]["id"].is_null());
+  CHECK(h.sent[0]["error"]["code"] == -32600);
+}
+
+TEST_CASE("a routed message is answered on its own route, a late tool result too",
+          "[server][session]") {
+  Harness h;
+  h.initialize();
+  std::vector<std::string> routed;
+  auto route = [&](std::string message) { routed.push_back(std::move(message)); };
+  h.session->handle(
+      parse_message(
+          R"({"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"search","arguments":{"code":"async () => 1"}}})"),
+      route);
+  h.session->handle(parse_message(R"({"jsonrpc":"2.0","id":8,"method":"ping"})"), route);
+  h.session->handle(parse_message(R"({"jsonrpc":"2.0","method":"notifications/initialized"})"),
+                    route);
+  h.settle();
+  REQUIRE(routed.size() == 2);
+  CHECK(Json::parse(routed[0])["id"] == 8);  // ping answers at once; the call after it settles
+  CHECK(Json::parse(routed[1])["id"] == 7);
+  CHECK(Json::parse(routed[1])["result"]["content"][0]["text"].is_string());
+  CHECK(h.sent.size() == 1);  // only the initialize answer used the session's own Send
+}
+
+TEST_CASE("cancel(id) drops a routed call's answer and tells its route with an empty message",
+          "[server][session]") {
+  Harness h;
+  h.initialize();
+  std::vector<std::string> routed;
+  h.session->handle(
+      parse_message(
+          R"({"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"search","arguments":{"code":"async () => 1"}}})"),
+      [&](std::string message) { routed.push_back(std::move(message)); });
+  h.session->cancel(Json(9));   // before the completion is posted back: it is dropped
+  h.session->cancel(Json(10));  // unknown ids are ignored
+  h.settle();
+  REQUIRE(routed.size() == 1);
+  CHECK(routed[0].empty());
+  CHECK(h.session->in_flight() == 0);
+}
+
+TEST_CASE("a call with a progress token gets progress each second, none after its answer",
+          "[server][session][progress]") {
+  Harness h;
+  h.initialize();
+  std::vector<std::string> routed;
+  std::vector<Json> notes;
+  h.session->handle(
+      parse_message(
+          R"({"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"search","_meta":{"progressToken":"tok"},"arguments":{"code":"async () => { await new Promise(r => setTimeout(r, 2300)); return 1; }"}}})"),
+      [&](std::string message) { routed.push_back(std::move(message)); },
+      [&](std::string message) { notes.push_back(Json::parse(message)); });
+  h.settle();
+  REQUIRE(routed.size() == 1);
+  CHECK(Json::parse(routed[0])["result"]["content"][0]["text"].is_string());
+  REQUIRE(notes.size() == 2);
+  for (std::size_t i = 0; i < notes.size(); ++i) {
+    CHECK(notes[i]["method"] == "notifications/progress");
+    CHECK(notes[i]["params"]["progressToken"] == "tok");
+    CHECK(notes[i]["params"]["progress"] == i + 1);
+    CHECK(notes[i]["params"]["message"] == "running for " + std::to_string(i + 1) + " s");
+    CHECK_FALSE(notes[i]["params"].contains("total"));
+  }
+  CHECK(h.sent.size() == 1);  // nothing went to the session-wide Send
+  // The timer stopped with the answer: another 1.5 s of running the executor adds nothing.
+  auto work = boost::asio::make_work_guard(h.io);
+  h.io.restart();
+  h.io.run_for(std::chrono::milliseconds(1500));
+  CHECK(notes.size() == 2);
+  CHECK(routed.size() == 1);
+}
+
+TEST_CASE("progress: integer tokens, the session's Send by default, nothing without a token",
+          "[server][session][progress]") {
+  Harness h;
+  h.initialize();
+  h.send(
+      R"({"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"name":"search","_meta":{"progressToken":7},"arguments":{"code":"async () => { await new Promise(r => setTimeout(r, 1200)); return 1; }"}}})");
+  REQUIRE(h.sent.size() == 3);
+  CHECK(h.sent[1]["method"] == "notifications/progress");
+  CHECK(h.sent[1]["params"]["progressToken"] == 7);
+  CHECK(h.sent[1]["params"]["progress"] == 1);
+  CHECK(h.sent[2]["id"] == 12);
+  // No token, or a token of another type: no notification.
+  h.send(
+      R"({"jsonrpc":"2.0","id":13,"method":"tools/call","params":{"name":"search","arguments":{"code":"async () => { await new Promise(r => setTimeout(r, 1200)); return 1; }"}}})");
+  h.send(
+      R"({"jsonrpc":"2.0","id":14,"method":"tools/call","params":{"name":"search","_meta":{"progressToken":1.5},"arguments":{"code":"async () => { await new Promise(r => setTimeout(r, 1200)); return 1; }"}}})");
+  REQUIRE(h.sent.size() == 5);
+  CHECK(h.sent[3]["id"] == 13);
+  CHECK(h.sent[4]["id"] == 14);
+}
+
+TEST_CASE("a cancelled call's progress stops", "[server][session][progress]") {
+  Harness h;
+  h.initialize();
+  h.session->handle(
+      R"({"jsonrpc":"2.0","id":15,"method":"tools/call","params":{"name":"search","_meta":{"progressToken":"c"},"arguments":{"code":"async () => { await new Promise(r => setTimeout(r, 3000)); return 1; }"}}})");
+  auto work = boost::asio::make_work_guard(h.io);
+  h.io.restart();
+  h.io.run_for(std::chrono::milliseconds(1300));
+  REQUIRE(h.sent.size() == 2);
+  CHECK(h.sent[1]["params"]["progress"] == 1);
+  h.session->handle(
+      R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":15}})");
+  h.settle();
+  CHECK(h.sent.size() == 2);
+  CHECK(h.session->in_flight() == 0);
+}
+
+TEST_CASE("assume_initialized serves without an initialize exchange (stateless HTTP)",
+          "[server][session]") {
+  Harness h;
+  h.session->assume_initialized("2025-06-18");
+  h.send(R"({"jsonrpc":"2.0","id":1,"method":"tools/list"})");
+  REQUIRE(h.sent.size() == 1);
+  CHECK(h.sent[0]["result"]["tools"].size() == 2);
+}
+
+TEST_CASE("a request claiming 2026-07-28 in _meta is served statelessly, without initialize",
+          "[server][session][revision]") {
+  Harness h;
+  const std::string meta = R"("_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",)"
+                           R"("io.modelcontextprotocol/clientCapabilities":{}})";
+  h.send(R"({"jsonrpc":"2.0","id":1,"method":"server/discover","params":{)" + meta + "}}");
+  h.send(R"({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"search",)"
+         R"("arguments":{"code":"async () => 6 * 7"},)" +
+         meta + "}}");
+  h.send(R"({"jsonrpc":"2.0","id":3,"method":"ping","params":{)" + meta + "}}");
+  h.send(R"({"jsonrpc":"2.0","id":4,"method":"tools/list"})");  // 2025 rules: not initialized
+  REQUIRE(h.sent.size() == 4);
+  const Json& discover = h.sent[0]["result"];
+  CHECK(discover["resultType"] == "complete");
+  CHECK(discover["supportedVersions"] ==
+        Json{"2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26"});
+  CHECK(discover["capabilities"] == Json{{"tools", Json::object()}});
+  CHECK(discover["_meta"]["io.modelcontextprotocol/serverInfo"] ==
+        Json{{"name", "codemode-mcp"}, {"version", "9.9.9"}});
+  CHECK(h.sent[1]["result"]["resultType"] == "complete");
+  CHECK(h.sent[1]["result"]["structuredContent"]["result"] == 42);
+  CHECK(h.sent[2]["error"]["code"] == -32601);
+  CHECK(h.sent[3]["error"]["code"] == -32600);
+}

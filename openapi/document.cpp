@@ -79,14 +79,16 @@ LoadResult check_document(json root) {
   if (!v3 && !v2) {
     out.problems.push_back("\"openapi\" must be a 3.x version string (or \"swagger\": \"2.0\")");
   }
+  // OpenAPI 3.1 allows a document of webhooks or components only: it has no paths to call. The
+  // empty paths go in before any iterator into the root is taken: the root is an ordered map, a
+  // vector, which the insertion may move (a use after free the fuzzer found).
+  const bool v31 = v3 && root["openapi"].get<std::string>().rfind("3.1", 0) == 0;
+  if (v31 && !root.contains("paths")) root["paths"] = json::object();
   const auto info = root.find("info");
   if (info == root.end() || !info->is_object() || !info->contains("title") ||
       !(*info)["title"].is_string()) {
     out.problems.push_back("info.title must be a string");
   }
-  // OpenAPI 3.1 allows a document of webhooks or components only: it has no paths to call.
-  const bool v31 = v3 && root["openapi"].get<std::string>().rfind("3.1", 0) == 0;
-  if (v31 && !root.contains("paths")) root["paths"] = json::object();
   const auto paths = root.find("paths");
   if (paths == root.end() || !paths->is_object()) {
     out.problems.push_back(v3 && !v31 ? "paths must be an object (OpenAPI 3.0 requires it)"

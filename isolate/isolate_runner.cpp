@@ -57,6 +57,10 @@ using detail::Watchdog;
 // up to 1 GiB in one object on top of what is live. Past this, V8 aborts, as it would anyway.
 constexpr std::size_t kMaxHeapOvershoot = 3072 * kMB;
 
+// The least room V8's limit leaves above heap_mb's share of the old generation (see
+// set_heap_constraints).
+constexpr std::size_t kHeapMargin = 16 * kMB;
+
 // ArrayBuffer memory lives outside the V8 heap cap; this allocator gives it its own budget.
 // Free() may run on V8's background threads, hence the atomic.
 class BudgetAllocator final : public v8::ArrayBuffer::Allocator {
@@ -98,11 +102,39 @@ class BudgetAllocator final : public v8::ArrayBuffer::Allocator {
   std::atomic<bool> refusal_pending_{false};
 };
 
-// What the near-heap-limit callback needs: the call's interrupts, and its ArrayBuffer budget.
+// What the heap callbacks need: the call's interrupts, its ArrayBuffer budget, and heap_mb.
 struct HeapWatch {
   Interrupts* interrupts;
   BudgetAllocator* allocator;
+  std::size_t cap;  // bytes
 };
+
+// heap_mb is the cap on what the isolate's heap holds after a collection (heap_cap_after_gc
+// enforces it); V8's own limit on the old generation sits a margin above it. V8 asks the
+// near-heap-limit callback only on the call's thread: an allocation on one of its background
+// threads (a concurrent compiler's, a collection it requests) that finds the heap at V8's limit
+// aborts the process, or trips a CHECK when two such threads ask for collections at once (V8
+// 14.6's CollectionBarrier). With the margin, the cap stops the code while background threads
+// still have room. V8's default split gives a small heap mostly to the young generation (6 of 8
+// MB), which left a fresh context, 1.5 MB of old objects, at its limit before the code began:
+// the young generation gets at most a quarter here.
+void set_heap_constraints(v8::ResourceConstraints& constraints, std::size_t cap) {
+  constraints.ConfigureDefaultsFromHeapSize(0, cap);
+  const std::size_t young = std::min(constraints.max_young_generation_size_in_bytes(), cap / 4);
+  const std::size_t old = cap - young;
+  constraints.set_max_young_generation_size_in_bytes(young);
+  constraints.set_max_old_generation_size_in_bytes(old + std::max(old, kHeapMargin));
+}
+
+// After each collection: a heap holding more than heap_mb stops the call (V8's limit, above,
+// is not reached by code that grows its heap step by step).
+void heap_cap_after_gc(v8::Isolate* isolate, v8::GCType /*type*/, v8::GCCallbackFlags /*flags*/,
+                       void* data) {
+  auto* watch = static_cast<HeapWatch*>(data);
+  v8::HeapStatistics stats;
+  isolate->GetHeapStatistics(&stats);
+  if (stats.used_heap_size() > watch->cap) watch->interrupts->trip(Stop::heap);
+}
 
 std::string stop_message(Stop reason, const config::Limits& limits) {
   switch (reason) {
@@ -978,7 +1010,7 @@ PreparedIsolate::PreparedIsolate(const PrepareRequest& request)
     : request_(request), parts_(std::make_unique<Parts>(request)) {
   const std::size_t heap_bytes = std::size_t{request.limits.heap_mb} * kMB;
   v8::Isolate::CreateParams params;
-  params.constraints.ConfigureDefaultsFromHeapSize(0, heap_bytes);
+  set_heap_constraints(params.constraints, heap_bytes);
   params.constraints.set_code_range_size_in_bytes(kCodeRangeBytes);
   params.array_buffer_allocator = &parts_->allocator;
   const FetchGlobal blob_fetch =
@@ -1000,8 +1032,9 @@ PreparedIsolate::PreparedIsolate(const PrepareRequest& request)
   isolate->SetAllowWasmCodeGenerationCallback(
       [](v8::Local<v8::Context>, v8::Local<v8::String>) { return false; });
   Interrupts& interrupts = parts_->interrupts.emplace(isolate);
-  parts_->heap_watch = HeapWatch{&interrupts, &parts_->allocator};
+  parts_->heap_watch = HeapWatch{&interrupts, &parts_->allocator, heap_bytes};
   isolate->AddNearHeapLimitCallback(near_heap_limit, &parts_->heap_watch);
+  isolate->AddGCEpilogueCallback(heap_cap_after_gc, &parts_->heap_watch);
   parts_->run.emplace(isolate, request_, interrupts, parts_->allocator).prepare();
 }
 
@@ -1010,6 +1043,7 @@ PreparedIsolate::~PreparedIsolate() {
   {
     v8::Isolate::Scope isolate_scope(isolate);
     parts_->run.reset();  // its Globals go while the isolate lives
+    isolate->RemoveGCEpilogueCallback(heap_cap_after_gc, &parts_->heap_watch);
     isolate->RemoveNearHeapLimitCallback(near_heap_limit, 0);
     parts_->interrupts.reset();
   }

@@ -7,6 +7,7 @@
 
 #include "config/config.h"
 #include "gateway/url_policy.h"
+#include "net/percent.h"
 
 namespace codemode::auth {
 namespace {
@@ -15,25 +16,10 @@ using Json = nlohmann::json;
 
 constexpr std::string_view kHex = "0123456789ABCDEF";
 
-bool is_unreserved(char c) {
-  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
-         c == '.' || c == '_' || c == '~';
-}
-
+// application/x-www-form-urlencoded as RFC 6749 §2.3.1 and appendix B use it: every byte but
+// the unreserved ones as %XX (space too, not '+').
 std::string percent_encode(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (const char c : text) {
-    if (is_unreserved(c)) {
-      out += c;
-    } else {
-      const auto byte = static_cast<unsigned char>(c);
-      out += '%';
-      out += kHex[byte >> 4];
-      out += kHex[byte & 0xf];
-    }
-  }
-  return out;
+  return net::percent_encode(text, net::kUnreserved);
 }
 
 }  // namespace
@@ -109,7 +95,7 @@ bool is_b64token(std::string_view token, std::size_t max) {
   while (end > 0 && token[end - 1] == '=') --end;
   if (end == 0) return false;
   return std::all_of(token.begin(), token.begin() + static_cast<std::ptrdiff_t>(end),
-                     [](char c) { return is_unreserved(c) || c == '+' || c == '/'; });
+                     [](char c) { return net::kUnreserved.contains(c) || c == '+' || c == '/'; });
 }
 
 std::variant<std::unique_ptr<gateway::HttpClient>, std::vector<std::string>>

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <array>
-#include <cctype>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
@@ -19,6 +18,7 @@
 #include "config/expand.h"
 #include "config/json_reader.h"
 #include "config/problem_path.h"
+#include "net/ascii.h"
 #include "net/http_token.h"
 #include "net/origin.h"
 
@@ -282,8 +282,7 @@ class Loader {
       } else if (key == "name") {
         if (auto text = read_required_string(value, key)) {
           const bool word = std::all_of(text->value.begin(), text->value.end(), [](char c) {
-            return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '-' || c == '_' ||
-                   c == '.';
+            return net::is_alnum(c) || c == '-' || c == '_' || c == '.';
           });
           if (!word || text->value.empty() || text->value.size() > 64) {
             add(key, "must be 1 to 64 characters of letters, digits, '-', '_' and '.'");
@@ -545,7 +544,7 @@ class Loader {
     if (base == "/") base.clear();
     while (base.size() > 1 && base.back() == '/') base.pop_back();
     const auto pchar = [](char c) {
-      return std::isalnum(static_cast<unsigned char>(c)) != 0 ||
+      return net::is_alnum(c) ||
              std::string_view("-._~!$&'()*+,;=:@%").find(c) != std::string_view::npos;
     };
     bool ok = base.empty() || base.front() == '/';
@@ -688,8 +687,7 @@ class Loader {
         const std::optional<Expanded> text = read_required_string(field, path);
         if (!text) continue;
         const bool hex = text->value.size() == 64 &&
-                         std::all_of(text->value.begin(), text->value.end(),
-                                     [](unsigned char c) { return std::isxdigit(c) != 0; });
+                         std::all_of(text->value.begin(), text->value.end(), net::is_hex_digit);
         if (!hex) {
           add(path, "must be 64 hex digits (a 256-bit key: openssl rand -hex 32)");
           continue;
@@ -708,9 +706,7 @@ class Loader {
     for (std::size_t i = 0; i < field.size(); ++i) {
       const std::optional<Expanded> text = read_required_string(field[i], element_path(path, i));
       if (!text) continue;
-      std::string method = text->value;
-      std::transform(method.begin(), method.end(), method.begin(),
-                     [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+      std::string method = net::upper(text->value);
       if (std::find(kMethods.begin(), kMethods.end(), method) == kMethods.end()) {
         add(element_path(path, i), "must be one of GET, HEAD, POST, PUT, PATCH, DELETE");
       } else if (std::find(methods.begin(), methods.end(), method) == methods.end()) {

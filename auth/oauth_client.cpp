@@ -7,6 +7,7 @@
 
 #include "config/config.h"
 #include "gateway/url_policy.h"
+#include "net/base64.h"
 #include "net/percent.h"
 
 namespace codemode::auth {
@@ -68,12 +69,7 @@ std::string form_encode(const std::vector<std::pair<std::string_view, std::strin
 
 std::string basic_authorization(std::string_view client_id, std::string_view client_secret) {
   const std::string credentials = percent_encode(client_id) + ":" + percent_encode(client_secret);
-  std::string encoded(4 * ((credentials.size() + 2) / 3) + 1, '\0');
-  const int length = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(encoded.data()),
-                                     reinterpret_cast<const unsigned char*>(credentials.data()),
-                                     static_cast<int>(credentials.size()));
-  encoded.resize(static_cast<std::size_t>(std::max(length, 0)));
-  return "Basic " + encoded;
+  return "Basic " + net::base64_encode(credentials);
 }
 
 std::string token_digest(std::string_view token) {

@@ -734,8 +734,6 @@ Gateway::~Gateway() = default;
 
 const UrlPolicy& Gateway::policy() const { return state_->policy; }
 
-std::uint64_t Gateway::connections_opened() const { return state_->client->connections_opened(); }
-
 void Gateway::fetch(OutboundRequest request, CallBudget& budget, Deadline deadline, Completion done,
                     const Caller& caller, const WaitHook& waiting,
                     const std::shared_ptr<FetchAbort>& abort) {

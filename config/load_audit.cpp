@@ -75,14 +75,14 @@ std::optional<Audit> Loader::load_audit(const Json& value) {
         }
       }
     } else if (key == "queue") {
-      read_u32(field, path, 1, 1000000, audit.queue);
+      read_u32(field, path, Audit::kQueueRange, audit.queue);
     } else if (key == "queue_per_principal") {
-      read_u32(field, path, 1, 1000000, audit.queue_per_principal);
+      read_u32(field, path, Audit::kQueuePerPrincipalRange, audit.queue_per_principal);
     } else if (key == "max_age_days") {
-      read_u32(field, path, 0, 36500, audit.max_age_days);
+      read_u32(field, path, Audit::kMaxAgeDaysRange, audit.max_age_days);
     } else if (key == "max_mb") {
       saw_max_mb = true;
-      read_u32(field, path, 0, 1048576, audit.max_mb);
+      read_u32(field, path, Audit::kMaxMbRange, audit.max_mb);
     } else {
       unknown_key("audit", key, kAuditKeys);
     }

@@ -129,13 +129,14 @@ std::optional<Introspection> Loader::load_introspection(const Json& value,
     } else if (key == "client_secret") {
       introspection.client_secret = read_client_text(field, field_path);
     } else if (key == "cache_s") {
-      read_u32(field, field_path, 1, 3600, introspection.cache_s);
+      read_u32(field, field_path, Introspection::kCacheSRange, introspection.cache_s);
     } else if (key == "inactive_cache_s") {
-      read_u32(field, field_path, 0, 3600, introspection.inactive_cache_s);
+      read_u32(field, field_path, Introspection::kInactiveCacheSRange,
+               introspection.inactive_cache_s);
     } else if (key == "cache_entries") {
-      read_u32(field, field_path, 16, 1000000, introspection.cache_entries);
+      read_u32(field, field_path, Introspection::kCacheEntriesRange, introspection.cache_entries);
     } else if (key == "concurrency") {
-      read_u32(field, field_path, 1, 256, introspection.concurrency);
+      read_u32(field, field_path, Introspection::kConcurrencyRange, introspection.concurrency);
     } else {
       unknown_key(path, key, kIntrospectionKeys);
     }
@@ -206,11 +207,11 @@ std::optional<OAuth> Loader::load_oauth(const Json& value, const std::string& pa
     } else if (key == "extra_scopes") {
       oauth.extra_scopes = read_scope_list(field, field_path);
     } else if (key == "jwks_refresh_s") {
-      read_u32(field, field_path, 60, 86400, oauth.jwks_refresh_s);
+      read_u32(field, field_path, OAuth::kJwksRefreshSRange, oauth.jwks_refresh_s);
     } else if (key == "jwks_min_interval_s") {
-      read_u32(field, field_path, 0, 3600, oauth.jwks_min_interval_s);
+      read_u32(field, field_path, OAuth::kJwksMinIntervalSRange, oauth.jwks_min_interval_s);
     } else if (key == "leeway_s") {
-      read_u32(field, field_path, 0, 300, oauth.leeway_s);
+      read_u32(field, field_path, OAuth::kLeewaySRange, oauth.leeway_s);
     } else if (key == "require_typ_at_jwt") {
       if (field.is_boolean()) {
         oauth.require_typ_at_jwt = field.get<bool>();

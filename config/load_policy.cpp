@@ -54,7 +54,7 @@ void Loader::load_policy(const Json& value, Policy& policy, const std::string& w
     } else if (key == "approve" && where == "policy") {
       load_approval(field, policy.approve, path);
     } else if (key == "approval_timeout_ms" && where == "policy") {
-      read_u32(field, path, 1000, 3600000, policy.approval_timeout_ms);
+      read_u32(field, path, Policy::kApprovalTimeoutMsRange, policy.approval_timeout_ms);
     } else if (key == "approval_key" && where == "policy") {
       const std::optional<Expanded> text = read_required_string(field, path);
       if (!text) continue;

@@ -26,40 +26,38 @@ constexpr std::array<std::string_view, 8> kSandboxKeys = {
     "jitless",      "process_calls",   "max_processes",   "spare_processes",
     "idle_seconds", "principal_calls", "principal_queue", "memory_mb"};
 
-// The sandbox section's integers, each with its range (inclusive).
+// The sandbox section's integers, each with its range (config.h).
 struct SandboxSpec {
   std::string_view name;
   std::uint32_t SandboxSettings::*field;
-  std::uint64_t min;
-  std::uint64_t max;
+  Range range;
 };
 
 constexpr std::array<SandboxSpec, 7> kSandboxSpecs = {{
-    {"process_calls", &SandboxSettings::process_calls, 1, 1024},
-    {"max_processes", &SandboxSettings::max_processes, 1, 1024},
-    {"spare_processes", &SandboxSettings::spare_processes, 0, 64},
-    {"idle_seconds", &SandboxSettings::idle_seconds, 1, 86400},
-    {"principal_calls", &SandboxSettings::principal_calls, 1, 100000},
-    {"principal_queue", &SandboxSettings::principal_queue, 0, 100000},
-    {"memory_mb", &SandboxSettings::memory_mb, 0, 16777216},
+    {"process_calls", &SandboxSettings::process_calls, SandboxSettings::kProcessCallsRange},
+    {"max_processes", &SandboxSettings::max_processes, SandboxSettings::kMaxProcessesRange},
+    {"spare_processes", &SandboxSettings::spare_processes, SandboxSettings::kSpareProcessesRange},
+    {"idle_seconds", &SandboxSettings::idle_seconds, SandboxSettings::kIdleSecondsRange},
+    {"principal_calls", &SandboxSettings::principal_calls, SandboxSettings::kPrincipalCallsRange},
+    {"principal_queue", &SandboxSettings::principal_queue, SandboxSettings::kPrincipalQueueRange},
+    {"memory_mb", &SandboxSettings::memory_mb, SandboxSettings::kMemoryMbRange},
 }};
 
+// The limits, each with its range (config.h).
 struct LimitSpec {
   std::string_view name;
   std::uint32_t Limits::*field;
-  std::uint64_t min;
-  std::uint64_t max;
+  Range range;
 };
 
-// Keep in step with the ranges documented in config.h.
 constexpr std::array<LimitSpec, 7> kLimitSpecs = {{
-    {"code_chars", &Limits::code_chars, 1, 1000000},
-    {"result_chars", &Limits::result_chars, 100, 10000000},
-    {"cpu_ms", &Limits::cpu_ms, 1, 600000},
-    {"wall_ms", &Limits::wall_ms, 10, 3600000},
-    {"heap_mb", &Limits::heap_mb, 8, 4096},
-    {"subrequests", &Limits::subrequests, 0, 10000},
-    {"response_bytes", &Limits::response_bytes, 1, 1073741824},
+    {"code_chars", &Limits::code_chars, Limits::kCodeCharsRange},
+    {"result_chars", &Limits::result_chars, Limits::kResultCharsRange},
+    {"cpu_ms", &Limits::cpu_ms, Limits::kCpuMsRange},
+    {"wall_ms", &Limits::wall_ms, Limits::kWallMsRange},
+    {"heap_mb", &Limits::heap_mb, Limits::kHeapMbRange},
+    {"subrequests", &Limits::subrequests, Limits::kSubrequestsRange},
+    {"response_bytes", &Limits::response_bytes, Limits::kResponseBytesRange},
 }};
 
 }  // namespace
@@ -134,9 +132,9 @@ void Loader::load_limits(const Json& value, Limits& limits) {
     }
     const std::string path = child_path("limits", key);
     valid[spec->name] = false;
-    const std::optional<std::uint64_t> number = read_integer(field, path, spec->min, spec->max);
+    const std::optional<std::uint32_t> number = read_integer(field, path, spec->range);
     if (!number) continue;
-    limits.*(spec->field) = static_cast<std::uint32_t>(*number);
+    limits.*(spec->field) = *number;
     valid[spec->name] = true;
   }
   const auto usable = [&valid](std::string_view name) {
@@ -161,8 +159,8 @@ void Loader::load_sandbox(const Json& value, SandboxSettings& sandbox) {
         sandbox.jitless = field.get<bool>();
       }
     } else if (spec != kSandboxSpecs.end()) {
-      if (auto number = read_integer(field, path, spec->min, spec->max)) {
-        sandbox.*(spec->field) = static_cast<std::uint32_t>(*number);
+      if (auto number = read_integer(field, path, spec->range)) {
+        sandbox.*(spec->field) = *number;
       }
     } else {
       unknown_key("sandbox", key, kSandboxKeys);
@@ -200,7 +198,7 @@ std::optional<Tracing> Loader::load_tracing(const Json& value) {
     } else if (key == "headers") {
       load_headers(field, path, tracing.headers);
     } else if (key == "queue") {
-      read_u32(field, path, 1, 1000000, tracing.queue);
+      read_u32(field, path, Tracing::kQueueRange, tracing.queue);
     } else {
       unknown_key("tracing", key, kTracingKeys);
     }

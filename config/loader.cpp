@@ -208,30 +208,31 @@ std::optional<fs::path> Loader::load_file_path(const Json& value, std::string_vi
   return path;
 }
 
-// An integer in the JSON (not a float, not a string) within min..max.
-std::optional<std::uint64_t> Loader::read_integer(const Json& field, const std::string& path,
-                                                  std::uint64_t min, std::uint64_t max) {
+// An integer in the JSON (not a float, not a string) within `range`.
+std::optional<std::uint32_t> Loader::read_integer(const Json& field, const std::string& path,
+                                                  Range range) {
   if (!field.is_number_integer()) {
     add(path, "expected an integer, got " + std::string(type_phrase(field)));
     return std::nullopt;
   }
-  const std::string range = " is out of range " + std::to_string(min) + ".." + std::to_string(max);
+  const std::string out_of_range =
+      " is out of range " + std::to_string(range.min) + ".." + std::to_string(range.max);
   if (!field.is_number_unsigned()) {  // nlohmann stores only negative integers as signed
-    add(path, std::to_string(field.get<std::int64_t>()) + range);
+    add(path, std::to_string(field.get<std::int64_t>()) + out_of_range);
     return std::nullopt;
   }
   const auto number = field.get<std::uint64_t>();
-  if (number < min || number > max) {
-    add(path, std::to_string(number) + range);
+  if (number < range.min || number > range.max) {
+    add(path, std::to_string(number) + out_of_range);
     return std::nullopt;
   }
-  return number;
+  return static_cast<std::uint32_t>(number);
 }
 
-// read_integer into a 32-bit setting, left as it was when the value is refused.
-void Loader::read_u32(const Json& field, const std::string& path, std::uint32_t min,
-                      std::uint32_t max, std::uint32_t& setting) {
-  if (auto n = read_integer(field, path, min, max)) setting = static_cast<std::uint32_t>(*n);
+// read_integer into a setting, left as it was when the value is refused.
+void Loader::read_u32(const Json& field, const std::string& path, Range range,
+                      std::uint32_t& setting) {
+  if (auto n = read_integer(field, path, range)) setting = *n;
 }
 
 }  // namespace codemode::config::detail

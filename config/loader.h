@@ -65,10 +65,9 @@ class Loader {
   std::optional<std::string> read_origin(const Json& value, std::string_view path,
                                          std::string_view path_hint = {});
   std::optional<std::filesystem::path> load_file_path(const Json& value, std::string_view key);
-  std::optional<std::uint64_t> read_integer(const Json& field, const std::string& path,
-                                            std::uint64_t min, std::uint64_t max);
-  void read_u32(const Json& field, const std::string& path, std::uint32_t min, std::uint32_t max,
-                std::uint32_t& setting);
+  std::optional<std::uint32_t> read_integer(const Json& field, const std::string& path,
+                                            Range range);
+  void read_u32(const Json& field, const std::string& path, Range range, std::uint32_t& setting);
 
   // load_top.cpp: limits, sandbox, tracing.
   void load_limits(const Json& value, Limits& limits);

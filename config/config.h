@@ -10,6 +10,7 @@
 // Thread-safety: immutable after loading, shared read-only by every thread.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -24,6 +25,7 @@ namespace codemode::config {
 
 // The inclusive range of an integer setting, declared once beside its field: the loader checks
 // it ("limits.cpu_ms: 0 is out of range 1..600000"), and the field's comment need not repeat it.
+// Text lengths are declared the same way, as a `k...Chars` constant below the field.
 struct Range {
   std::uint32_t min;
   std::uint32_t max;
@@ -111,14 +113,17 @@ inline constexpr std::string_view kStdioPrincipal = "stdio";
 // caller is: stateful sessions are bound to it, and it is what logs, metrics and audit records
 // may show of a caller (unlike the token, it is no secret).
 struct BearerToken {
-  // 1..64 characters of [A-Za-z0-9._-], so that it is safe in a log line, a metric label and an
-  // audit record without quoting. Unique among all the tokens ignoring ASCII case ("alice" and
-  // "Alice" would be one person to a reader of the logs); stored as written. Never "stdio"
-  // (any case): kStdioPrincipal.
+  // 1 to kMaxNameChars characters of [A-Za-z0-9._-], so that it is safe in a log line, a metric
+  // label and an audit record without quoting. Unique among all the tokens ignoring ASCII case
+  // ("alice" and "Alice" would be one person to a reader of the logs); stored as written. Never
+  // "stdio" (any case): kStdioPrincipal.
   std::string name;
-  // At least 16 visible ASCII characters (short tokens are guessable), no whitespace. Unique
-  // among all the tokens: one token stands for one principal. Never logged, never shown.
+  static constexpr std::size_t kMaxNameChars = 64;
+  // At least kMinTokenChars visible ASCII characters (short tokens are guessable), no
+  // whitespace. Unique among all the tokens: one token stands for one principal. Never logged,
+  // never shown.
   std::string token;
+  static constexpr std::size_t kMinTokenChars = 16;
 
   bool operator==(const BearerToken&) const = default;
 };
@@ -318,9 +323,9 @@ struct Audit {
   Store store = Store::sqlite;
   std::filesystem::path sqlite;  // Store::sqlite: absolute, lexically normal; its directory exists
   std::string postgres;          // Store::postgres: as written (expanded), never empty
-  // "server": this server's name in the store, and the name of its hash chain: 1..64 of
-  // [A-Za-z0-9._-]. Servers that share a PostgreSQL store need distinct names. Absent: empty,
-  // and the daemon uses the host name.
+  // "server": this server's name in the store, and the name of its hash chain: 1 to
+  // BearerToken::kMaxNameChars of [A-Za-z0-9._-]. Servers that share a PostgreSQL store need
+  // distinct names. Absent: empty, and the daemon uses the host name.
   std::string server;
   // "on_failure": "fail_closed" or "drop". Absent: fail_closed for postgres (a fleet's record
   // of what ran), drop for sqlite (a local log on the server's own disk).
@@ -361,8 +366,10 @@ struct Tracing {
   // "otlp": required; the collector's traces URL, http:// or https://
   // ("http://127.0.0.1:4318/v1/traces"). Operator config: the gateway's allowlist does not apply.
   std::string otlp;
-  // "service_name": the resource's service.name, 1..128 printable ASCII. Absent: "codemode-mcp".
+  // "service_name": the resource's service.name, 1 to kMaxServiceNameChars printable ASCII.
+  // Absent: "codemode-mcp".
   std::string service_name = "codemode-mcp";
+  static constexpr std::size_t kMaxServiceNameChars = 128;
   // "headers": sent with every export (a collector's token, say), same rules as an upstream's;
   // never logged. Absent: none.
   std::vector<std::pair<std::string, std::string>> headers;
@@ -387,13 +394,15 @@ struct Config {
   SandboxSettings sandbox;
   std::optional<Audit> audit;
   // By principal: a token's name, or what an OAuth access token names ("sub:SUBJECT",
-  // "client:ID"); 1..160 characters of [A-Za-z0-9._-@:+=|].
+  // "client:ID"); 1 to kMaxPrincipalChars characters of [A-Za-z0-9._-@:+=|].
   std::map<std::string, PrincipalSettings> principals;
+  static constexpr std::size_t kMaxPrincipalChars = 160;
   std::optional<Tracing> tracing;
   // "name": the server's name to its clients (the initialize result's serverInfo.name), so that
-  // two instances side by side (one per API) tell apart; 1..64 of [A-Za-z0-9._-]. Absent:
-  // "codemode-mcp".
+  // two instances side by side (one per API) tell apart; 1 to kMaxNameChars of [A-Za-z0-9._-].
+  // Absent: "codemode-mcp".
   std::string name = "codemode-mcp";
+  static constexpr std::size_t kMaxNameChars = 64;
 };
 
 struct LoadResult {

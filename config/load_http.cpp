@@ -15,8 +15,8 @@
 namespace codemode::config::detail {
 namespace {
 
-constexpr std::size_t kMinBearerTokenChars = 16;
-constexpr std::size_t kMaxTokenNameChars = 64;
+constexpr std::size_t kMinBearerTokenChars = BearerToken::kMinTokenChars;
+constexpr std::size_t kMaxTokenNameChars = BearerToken::kMaxNameChars;
 
 using net::lower;
 

@@ -13,7 +13,7 @@
 namespace codemode::config::detail {
 namespace {
 
-constexpr std::size_t kMaxPrincipalNameChars = 160;
+constexpr std::size_t kMaxPrincipalNameChars = Config::kMaxPrincipalChars;
 
 constexpr std::array<std::string_view, 2> kPrincipalKeys = {"upstreams", "policy"};
 constexpr std::array<std::string_view, 5> kPolicyKeys = {"operations", "methods", "approve",
@@ -134,7 +134,8 @@ void Loader::load_principals(const Json& value,
     if (!is_principal_name(name)) {
       add("principals",
           "a principal is a token's name or what an access token names (sub:SUBJECT, "
-          "client:ID): 1 to 160 characters of A-Z, a-z, 0-9 and ._-@:+=|");
+          "client:ID): 1 to " +
+              std::to_string(kMaxPrincipalNameChars) + " characters of A-Z, a-z, 0-9 and ._-@:+=|");
       continue;
     }
     if (!expect_object(entry, path)) continue;

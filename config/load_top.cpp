@@ -99,8 +99,9 @@ Config Loader::load(const Json& root) {
         const bool word = std::all_of(text->value.begin(), text->value.end(), [](char c) {
           return net::is_alnum(c) || c == '-' || c == '_' || c == '.';
         });
-        if (!word || text->value.empty() || text->value.size() > 64) {
-          add(key, "must be 1 to 64 characters of letters, digits, '-', '_' and '.'");
+        if (!word || text->value.empty() || text->value.size() > Config::kMaxNameChars) {
+          add(key, "must be 1 to " + std::to_string(Config::kMaxNameChars) +
+                       " characters of letters, digits, '-', '_' and '.'");
         } else {
           config.name = std::move(text->value);
         }
@@ -189,8 +190,9 @@ std::optional<Tracing> Loader::load_tracing(const Json& value) {
       if (auto text = read_required_string(field, path)) {
         const bool printable = std::all_of(text->value.begin(), text->value.end(),
                                            [](char c) { return c >= 0x20 && c < 0x7f; });
-        if (!printable || text->value.size() > 128) {
-          add(path, "must be 1 to 128 printable ASCII characters");
+        if (!printable || text->value.size() > Tracing::kMaxServiceNameChars) {
+          add(path, "must be 1 to " + std::to_string(Tracing::kMaxServiceNameChars) +
+                        " printable ASCII characters");
         } else {
           tracing.service_name = std::move(text->value);
         }

@@ -9,6 +9,8 @@
 #include <openssl/param_build.h>
 #include <nlohmann/json.hpp>
 
+#include "net/base64.h"
+
 namespace codemode::auth {
 namespace {
 
@@ -207,31 +209,7 @@ std::optional<Algorithm> algorithm_from_string(std::string_view name) {
 }
 
 std::optional<std::string> base64url_decode(std::string_view text) {
-  // OpenSSL's decoder reads standard base64 in blocks of four: translate the two characters
-  // that differ and pad; padding or any other character in the input is refused.
-  if (text.size() % 4 == 1) return std::nullopt;
-  std::string standard;
-  standard.reserve(text.size() + 3);
-  for (const char c : text) {
-    if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9')) {
-      standard.push_back(c);
-    } else if (c == '-') {
-      standard.push_back('+');
-    } else if (c == '_') {
-      standard.push_back('/');
-    } else {
-      return std::nullopt;
-    }
-  }
-  const std::size_t padding = (4 - standard.size() % 4) % 4;
-  standard.append(padding, '=');
-  std::string bytes(standard.size() / 4 * 3, '\0');
-  const int written = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(bytes.data()),
-                                      reinterpret_cast<const unsigned char*>(standard.data()),
-                                      static_cast<int>(standard.size()));
-  if (written < 0) return std::nullopt;
-  bytes.resize(static_cast<std::size_t>(written) - padding);
-  return bytes;
+  return net::base64_decode(text, net::Base64Alphabet::url, net::Base64Padding::none);
 }
 
 std::variant<KeySet::Read, std::string> KeySet::from_jwks(std::string_view document) {

@@ -7,6 +7,8 @@
 
 #include "config/config.h"
 #include "gateway/url_policy.h"
+#include "net/base64.h"
+#include "net/percent.h"
 
 namespace codemode::auth {
 namespace {
@@ -15,25 +17,10 @@ using Json = nlohmann::json;
 
 constexpr std::string_view kHex = "0123456789ABCDEF";
 
-bool is_unreserved(char c) {
-  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
-         c == '.' || c == '_' || c == '~';
-}
-
+// application/x-www-form-urlencoded as RFC 6749 §2.3.1 and appendix B use it: every byte but
+// the unreserved ones as %XX (space too, not '+').
 std::string percent_encode(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (const char c : text) {
-    if (is_unreserved(c)) {
-      out += c;
-    } else {
-      const auto byte = static_cast<unsigned char>(c);
-      out += '%';
-      out += kHex[byte >> 4];
-      out += kHex[byte & 0xf];
-    }
-  }
-  return out;
+  return net::percent_encode(text, net::kUnreserved);
 }
 
 }  // namespace
@@ -82,12 +69,7 @@ std::string form_encode(const std::vector<std::pair<std::string_view, std::strin
 
 std::string basic_authorization(std::string_view client_id, std::string_view client_secret) {
   const std::string credentials = percent_encode(client_id) + ":" + percent_encode(client_secret);
-  std::string encoded(4 * ((credentials.size() + 2) / 3) + 1, '\0');
-  const int length = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(encoded.data()),
-                                     reinterpret_cast<const unsigned char*>(credentials.data()),
-                                     static_cast<int>(credentials.size()));
-  encoded.resize(static_cast<std::size_t>(std::max(length, 0)));
-  return "Basic " + encoded;
+  return "Basic " + net::base64_encode(credentials);
 }
 
 std::string token_digest(std::string_view token) {
@@ -109,7 +91,7 @@ bool is_b64token(std::string_view token, std::size_t max) {
   while (end > 0 && token[end - 1] == '=') --end;
   if (end == 0) return false;
   return std::all_of(token.begin(), token.begin() + static_cast<std::ptrdiff_t>(end),
-                     [](char c) { return is_unreserved(c) || c == '+' || c == '/'; });
+                     [](char c) { return net::kUnreserved.contains(c) || c == '+' || c == '/'; });
 }
 
 std::variant<std::unique_ptr<gateway::HttpClient>, std::vector<std::string>>

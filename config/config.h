@@ -10,6 +10,7 @@
 // Thread-safety: immutable after loading, shared read-only by every thread.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -21,6 +22,14 @@
 #include <vector>
 
 namespace codemode::config {
+
+// The inclusive range of an integer setting, declared once beside its field: the loader checks
+// it ("limits.cpu_ms: 0 is out of range 1..600000"), and the field's comment need not repeat it.
+// Text lengths are declared the same way, as a `k...Chars` constant below the field.
+struct Range {
+  std::uint32_t min;
+  std::uint32_t max;
+};
 
 // RFC 8693 token exchange for one upstream: instead of (or beside) static headers, each request
 // carries `Authorization: Bearer <token>`, a token the authorization server (http.oauth.issuer)
@@ -76,18 +85,25 @@ struct Upstream {
   std::optional<std::string> base_path;
 };
 
-// Per-call bounds. Each has the default shown and the range (inclusive) checked at load time:
-// an integer in the JSON (not a float, not a string), inside the range, and cpu_ms <= wall_ms.
-// The ranges reject values that are surely typos (0 ms, a 1 TB heap) without second-guessing
-// any plausible deployment.
+// Per-call bounds. Each has the default shown and its range (inclusive) below it, checked at
+// load time: an integer in the JSON (not a float, not a string), inside the range, and cpu_ms <=
+// wall_ms. The ranges reject values that are surely typos (0 ms, a 1 TB heap) without
+// second-guessing any plausible deployment.
 struct Limits {
-  std::uint32_t code_chars = 20000;        // 1..1000000: longest accepted `code` argument
-  std::uint32_t result_chars = 12000;      // 100..10000000: result JSON text is cut beyond
-  std::uint32_t cpu_ms = 50;               // 1..600000: CPU time on the isolate's thread
-  std::uint32_t wall_ms = 10000;           // 10..3600000: wall-clock deadline of a call
-  std::uint32_t heap_mb = 64;              // 8..4096: V8 heap cap of an isolate
-  std::uint32_t subrequests = 10;          // 0..10000: fetch() calls per execute call
-  std::uint32_t response_bytes = 1048576;  // 1..1073741824: largest upstream body accepted
+  std::uint32_t code_chars = 20000;  // longest accepted `code` argument
+  static constexpr Range kCodeCharsRange{1, 1000000};
+  std::uint32_t result_chars = 12000;  // result JSON text is cut beyond
+  static constexpr Range kResultCharsRange{100, 10000000};
+  std::uint32_t cpu_ms = 50;  // CPU time on the isolate's thread
+  static constexpr Range kCpuMsRange{1, 600000};
+  std::uint32_t wall_ms = 10000;  // wall-clock deadline of a call
+  static constexpr Range kWallMsRange{10, 3600000};
+  std::uint32_t heap_mb = 64;  // V8 heap cap of an isolate
+  static constexpr Range kHeapMbRange{8, 4096};
+  std::uint32_t subrequests = 10;  // fetch() calls per execute call
+  static constexpr Range kSubrequestsRange{0, 10000};
+  std::uint32_t response_bytes = 1048576;  // largest upstream body accepted
+  static constexpr Range kResponseBytesRange{1, 1073741824};
 };
 
 // The principal of the stdio client (server/daemon.cpp), which no token may be named.
@@ -97,14 +113,17 @@ inline constexpr std::string_view kStdioPrincipal = "stdio";
 // caller is: stateful sessions are bound to it, and it is what logs, metrics and audit records
 // may show of a caller (unlike the token, it is no secret).
 struct BearerToken {
-  // 1..64 characters of [A-Za-z0-9._-], so that it is safe in a log line, a metric label and an
-  // audit record without quoting. Unique among all the tokens ignoring ASCII case ("alice" and
-  // "Alice" would be one person to a reader of the logs); stored as written. Never "stdio"
-  // (any case): kStdioPrincipal.
+  // 1 to kMaxNameChars characters of [A-Za-z0-9._-], so that it is safe in a log line, a metric
+  // label and an audit record without quoting. Unique among all the tokens ignoring ASCII case
+  // ("alice" and "Alice" would be one person to a reader of the logs); stored as written. Never
+  // "stdio" (any case): kStdioPrincipal.
   std::string name;
-  // At least 16 visible ASCII characters (short tokens are guessable), no whitespace. Unique
-  // among all the tokens: one token stands for one principal. Never logged, never shown.
+  static constexpr std::size_t kMaxNameChars = 64;
+  // At least kMinTokenChars visible ASCII characters (short tokens are guessable), no
+  // whitespace. Unique among all the tokens: one token stands for one principal. Never logged,
+  // never shown.
   std::string token;
+  static constexpr std::size_t kMinTokenChars = 16;
 
   bool operator==(const BearerToken&) const = default;
 };
@@ -121,17 +140,21 @@ struct Introspection {
   // secret is never logged.
   std::string client_id;
   std::string client_secret;
-  // 1..3600, default 300: longest an active answer is reused, in seconds (never past its `exp`):
-  // a token revoked at the issuer still works here for up to this long.
+  // Default 300: longest an active answer is reused, in seconds (never past its `exp`): a token
+  // revoked at the issuer still works here for up to this long.
   std::uint32_t cache_s = 300;
-  // 0..3600, default 10: how long an inactive or refused answer is reused, so a stream of the
-  // same made-up token costs one introspection per this many seconds.
+  static constexpr Range kCacheSRange{1, 3600};
+  // Default 10: how long an inactive or refused answer is reused, so a stream of the same
+  // made-up token costs one introspection per this many seconds.
   std::uint32_t inactive_cache_s = 10;
-  // 16..1000000, default 10000: answers cached at once; beyond, the oldest goes.
+  static constexpr Range kInactiveCacheSRange{0, 3600};
+  // Default 10000: answers cached at once; beyond, the oldest goes.
   std::uint32_t cache_entries = 10000;
-  // 1..256, default 8: introspection requests in flight at once; more tokens wait (at most
-  // 1,024, then 503).
+  static constexpr Range kCacheEntriesRange{16, 1000000};
+  // Default 8: introspection requests in flight at once; more tokens wait (at most 1,024, then
+  // 503).
   std::uint32_t concurrency = 8;
+  static constexpr Range kConcurrencyRange{1, 256};
 };
 
 // OAuth 2.1 resource server (MCP authorization, 2025-11-25): /mcp also accepts JWT access
@@ -164,14 +187,17 @@ struct OAuth {
   // Also listed in the protected resource metadata's `scopes_supported` (after every scope of
   // `tool_scopes`): scopes a client may ask for that no tool needs. Default: none.
   std::vector<std::string> extra_scopes;
-  // How often the issuer's key set (JWKS) is fetched again, in seconds. 60..86400, default 3600.
+  // How often the issuer's key set (JWKS) is fetched again, in seconds. Default 3600.
   std::uint32_t jwks_refresh_s = 3600;
+  static constexpr Range kJwksRefreshSRange{60, 86400};
   // A token naming a kid the key set lacks makes the key set be fetched again at once, at most
   // once per this many seconds (a rotation needs one fetch; made-up kids cost no more than one
-  // fetch per interval). 0..3600, default 10.
+  // fetch per interval). Default 10.
   std::uint32_t jwks_min_interval_s = 10;
-  // Clock skew allowed on `exp` and `nbf`, in seconds. 0..300, default 60.
+  static constexpr Range kJwksMinIntervalSRange{0, 3600};
+  // Clock skew allowed on `exp` and `nbf`, in seconds. Default 60.
   std::uint32_t leeway_s = 60;
+  static constexpr Range kLeewaySRange{0, 300};
   // Which header `typ` a JWT access token may have. false: `at+jwt` (RFC 9068 §4), `JWT` or
   // none, as the issuers in use write them (Keycloak, Entra ID and Auth0's default token profile
   // write `JWT`, Okta and Cognito none); any other `typ` (`logout+jwt`, `dpop+jwt`, ...) is
@@ -233,9 +259,10 @@ struct Policy {
   // Upper-case, e.g. {"GET", "HEAD"} for a read-only deployment. Empty: all methods.
   std::vector<std::string> methods;
   std::optional<Approval> approve;  // unset: no request needs approval
-  // How long a request waits for the answer before it is refused as unanswered (1 s .. 1 h).
+  // How long a request waits for the answer before it is refused as unanswered (1 s to 1 h).
   // That wait does not count against limits.wall_ms or cpu_ms.
   std::uint32_t approval_timeout_ms = 120000;
+  static constexpr Range kApprovalTimeoutMsRange{1000, 3600000};
   // 64 hex digits (`openssl rand -hex 32`): the AES-256-GCM key that seals the state an MCP
   // 2026-07-28 call's approvals travel in (README.md, "Approvals"); replicas of a fleet share
   // it. Empty: each process makes its own, and a retry must reach the same process.
@@ -252,22 +279,29 @@ struct SandboxSettings {
   // Sharing the sandbox between clients (README.md, "Many clients"). A principal is who calls: a
   // bearer token, else an MCP session, else the stdio client. Calls of different principals
   // never share a sandbox process.
-  std::uint32_t process_calls = 64;  // 1..1024: calls one sandbox process runs at once
-  // 1..1024: sandbox processes alive at once, in all. More principals than this calling at once
-  // take processes from each other, each change a process start (~40 ms of CPU).
+  std::uint32_t process_calls = 64;  // calls one sandbox process runs at once
+  static constexpr Range kProcessCallsRange{1, 1024};
+  // Sandbox processes alive at once, in all. More principals than this calling at once take
+  // processes from each other, each change a process start (~40 ms of CPU).
   std::uint32_t max_processes = 128;
-  std::uint32_t spare_processes = 1;    // 0..64: started ahead, for a principal's first call
-  std::uint32_t idle_seconds = 60;      // 1..86400: a process with no call this long retires
-  std::uint32_t principal_calls = 256;  // 1..100000: calls of one principal running at once
-  // 0..100000: calls of one principal waiting beyond principal_calls; one more is refused
-  // (HTTP 429 with Retry-After, or a JSON-RPC error on stdio).
+  static constexpr Range kMaxProcessesRange{1, 1024};
+  std::uint32_t spare_processes = 1;  // started ahead, for a principal's first call
+  static constexpr Range kSpareProcessesRange{0, 64};
+  std::uint32_t idle_seconds = 60;  // a process with no call this long retires
+  static constexpr Range kIdleSecondsRange{1, 86400};
+  std::uint32_t principal_calls = 256;  // calls of one principal running at once
+  static constexpr Range kPrincipalCallsRange{1, 100000};
+  // Calls of one principal waiting beyond principal_calls; one more is refused (HTTP 429 with
+  // Retry-After, or a JSON-RPC error on stdio).
   std::uint32_t principal_queue = 256;
-  // 0..16777216: MiB of the sandbox processes' own resident memory together (shared library
+  static constexpr Range kPrincipalQueueRange{0, 100000};
+  // MiB of the sandbox processes' own resident memory together (shared library
   // pages not counted), shared equally between the principals with a process or a call: while
   // the processes hold more, a principal over its share starts no call (its calls wait, up to
   // their wall_ms) and its idle processes retire; one within its share starts calls as usual.
   // 0: half of the machine's memory.
   std::uint32_t memory_mb = 0;
+  static constexpr Range kMemoryMbRange{0, 16777216};
 };
 
 // The audit trail (audit/README.md): one record per tools/call and one per gateway request,
@@ -289,24 +323,28 @@ struct Audit {
   Store store = Store::sqlite;
   std::filesystem::path sqlite;  // Store::sqlite: absolute, lexically normal; its directory exists
   std::string postgres;          // Store::postgres: as written (expanded), never empty
-  // "server": this server's name in the store, and the name of its hash chain: 1..64 of
-  // [A-Za-z0-9._-]. Servers that share a PostgreSQL store need distinct names. Absent: empty,
-  // and the daemon uses the host name.
+  // "server": this server's name in the store, and the name of its hash chain: 1 to
+  // BearerToken::kMaxNameChars of [A-Za-z0-9._-]. Servers that share a PostgreSQL store need
+  // distinct names. Absent: empty, and the daemon uses the host name.
   std::string server;
   // "on_failure": "fail_closed" or "drop". Absent: fail_closed for postgres (a fleet's record
   // of what ran), drop for sqlite (a local log on the server's own disk).
   OnFailure on_failure = OnFailure::drop;
-  std::uint32_t queue = 10000;  // 1..1000000: records waiting for the writer (see on_failure)
-  // "queue_per_principal": 1..queue: records one principal may have waiting, so that one whose
-  // code makes records faster than the store takes them fills its own share and not the others'
-  // room (drop: its further records are dropped; fail_closed: its new calls are refused until the
-  // writer catches up). Absent: 0, which means a tenth of `queue` (at least 1).
+  std::uint32_t queue = 10000;  // records waiting for the writer (see on_failure)
+  static constexpr Range kQueueRange{1, 1000000};
+  // "queue_per_principal": records one principal may have waiting (at most `queue`), so that one
+  // whose code makes records faster than the store takes them fills its own share and not the
+  // others' room (drop: its further records are dropped; fail_closed: its new calls are refused
+  // until the writer catches up). Absent: 0, which means a tenth of `queue` (at least 1).
   std::uint32_t queue_per_principal = 0;
-  std::uint32_t max_age_days = 90;  // 0..36500: older records are deleted; 0: kept forever
-  // 0..1048576: sqlite only (a problem with postgres, whose size is its operator's): the oldest
-  // records are deleted while the database holds more than this many MiB; 0: no size bound.
-  // Absent: 1024 for sqlite.
+  static constexpr Range kQueuePerPrincipalRange = kQueueRange;
+  std::uint32_t max_age_days = 90;  // older records are deleted; 0: kept forever
+  static constexpr Range kMaxAgeDaysRange{0, 36500};
+  // Sqlite only (a problem with postgres, whose size is its operator's): the oldest records are
+  // deleted while the database holds more than this many MiB; 0: no size bound. Absent: 1024 for
+  // sqlite.
   std::uint32_t max_mb = 1024;
+  static constexpr Range kMaxMbRange{0, 1048576};
 };
 
 // What one principal gets instead of the defaults (config `principals`, keyed by the principal's
@@ -328,14 +366,17 @@ struct Tracing {
   // "otlp": required; the collector's traces URL, http:// or https://
   // ("http://127.0.0.1:4318/v1/traces"). Operator config: the gateway's allowlist does not apply.
   std::string otlp;
-  // "service_name": the resource's service.name, 1..128 printable ASCII. Absent: "codemode-mcp".
+  // "service_name": the resource's service.name, 1 to kMaxServiceNameChars printable ASCII.
+  // Absent: "codemode-mcp".
   std::string service_name = "codemode-mcp";
+  static constexpr std::size_t kMaxServiceNameChars = 128;
   // "headers": sent with every export (a collector's token, say), same rules as an upstream's;
   // never logged. Absent: none.
   std::vector<std::pair<std::string, std::string>> headers;
-  // "queue": 1..1000000 spans waiting for the exporter thread; a span that finds it full is
-  // dropped and counted (codemode_trace_spans_dropped_total). Absent: 2048.
+  // "queue": spans waiting for the exporter thread; a span that finds it full is dropped and
+  // counted (codemode_trace_spans_dropped_total). Absent: 2048.
   std::uint32_t queue = 2048;
+  static constexpr Range kQueueRange{1, 1000000};
 };
 
 struct Config {
@@ -353,13 +394,15 @@ struct Config {
   SandboxSettings sandbox;
   std::optional<Audit> audit;
   // By principal: a token's name, or what an OAuth access token names ("sub:SUBJECT",
-  // "client:ID"); 1..160 characters of [A-Za-z0-9._-@:+=|].
+  // "client:ID"); 1 to kMaxPrincipalChars characters of [A-Za-z0-9._-@:+=|].
   std::map<std::string, PrincipalSettings> principals;
+  static constexpr std::size_t kMaxPrincipalChars = 160;
   std::optional<Tracing> tracing;
   // "name": the server's name to its clients (the initialize result's serverInfo.name), so that
-  // two instances side by side (one per API) tell apart; 1..64 of [A-Za-z0-9._-]. Absent:
-  // "codemode-mcp".
+  // two instances side by side (one per API) tell apart; 1 to kMaxNameChars of [A-Za-z0-9._-].
+  // Absent: "codemode-mcp".
   std::string name = "codemode-mcp";
+  static constexpr std::size_t kMaxNameChars = 64;
 };
 
 struct LoadResult {

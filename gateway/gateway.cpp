@@ -8,12 +8,12 @@
 #include <array>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <cctype>
 #include <mutex>
 
 #include "base/check.h"
 #include "gateway/request_check.h"
 #include "net/ascii.h"
+#include "net/percent.h"
 
 namespace codemode::gateway {
 namespace {
@@ -39,42 +39,12 @@ std::string_view path_of(std::string_view target) { return target.substr(0, targ
 // A query component's bytes as a form parameter carries them: all but unreserved
 // (RFC 3986) percent-encoded.
 std::string query_encode(std::string_view text) {
-  static constexpr std::string_view kHex = "0123456789ABCDEF";
-  std::string out;
-  for (const char c : text) {
-    const auto byte = static_cast<unsigned char>(c);
-    if (std::isalnum(byte) != 0 || c == '-' || c == '.' || c == '_' || c == '~') {
-      out += c;
-    } else {
-      out += '%';
-      out += kHex[byte >> 4];
-      out += kHex[byte & 0xF];
-    }
-  }
-  return out;
+  return codemode::net::percent_encode(text, codemode::net::kUnreserved);
 }
 
 // A query parameter's name as servers read it: %XX decoded, '+' a space.
 std::string query_decode(std::string_view text) {
-  const auto hex = [](char c) {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-  };
-  std::string out;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    if (text[i] == '+') {
-      out += ' ';
-    } else if (text[i] == '%' && i + 2 < text.size() && hex(text[i + 1]) >= 0 &&
-               hex(text[i + 2]) >= 0) {
-      out += static_cast<char>(hex(text[i + 1]) * 16 + hex(text[i + 2]));
-      i += 2;
-    } else {
-      out += text[i];
-    }
-  }
-  return out;
+  return codemode::net::percent_decode(text, codemode::net::PlusMeans::space);
 }
 
 // `target` with the upstream's query credentials: every parameter of the same name (as servers
@@ -638,8 +608,9 @@ struct Gateway::State : std::enable_shared_from_this<Gateway::State> {
     if (from) from->reserve(text.size() + 1);
     for (std::size_t i = 0; i < text.size();) {
       if (from) from->push_back(i);
-      const int high = text[i] == '%' && i + 2 < text.size() ? hex_value(text[i + 1]) : -1;
-      const int low = high >= 0 ? hex_value(text[i + 2]) : -1;
+      const int high =
+          text[i] == '%' && i + 2 < text.size() ? codemode::net::hex_value(text[i + 1]) : -1;
+      const int low = high >= 0 ? codemode::net::hex_value(text[i + 2]) : -1;
       if (low >= 0) {
         decoded += static_cast<char>(high * 16 + low);
         i += 3;
@@ -665,20 +636,13 @@ struct Gateway::State : std::enable_shared_from_this<Gateway::State> {
     if (text[1] != 'u' || text.size() < 6) return 0;
     int value = 0;
     for (std::size_t k = 2; k < 6; ++k) {
-      const int digit = hex_value(text[k]);
+      const int digit = codemode::net::hex_value(text[k]);
       if (digit < 0) return 0;
       value = value * 16 + digit;
     }
     if (value >= 0x80) return 0;
     decoded += static_cast<char>(value);
     return 6;
-  }
-
-  static int hex_value(char c) {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
   }
 
   // Sends the next request of a same-origin redirect; false: the 3xx goes back to the code
@@ -769,8 +733,6 @@ Gateway::Gateway(std::shared_ptr<State> state) : state_(std::move(state)) {}
 Gateway::~Gateway() = default;
 
 const UrlPolicy& Gateway::policy() const { return state_->policy; }
-
-std::uint64_t Gateway::connections_opened() const { return state_->client->connections_opened(); }
 
 void Gateway::fetch(OutboundRequest request, CallBudget& budget, Deadline deadline, Completion done,
                     const Caller& caller, const WaitHook& waiting,

@@ -200,8 +200,6 @@ class Gateway {
              const std::shared_ptr<FetchAbort>& abort = nullptr);
 
   const UrlPolicy& policy() const;
-  // New TCP connections to upstreams so far (keep-alive reuse shows as fewer).
-  std::uint64_t connections_opened() const;
 
   struct State;
 

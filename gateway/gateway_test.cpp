@@ -9,7 +9,6 @@
 #include <fixtures/markethub/fixture_server.h>
 #include <boost/asio/post.hpp>
 #include <catch2/catch.hpp>
-#include <cctype>
 #include <future>
 #include <memory>
 #include <mutex>
@@ -20,6 +19,7 @@
 #include <thread>
 
 #include "gateway/test_server.h"
+#include "net/ascii.h"
 
 namespace {
 
@@ -112,8 +112,9 @@ std::vector<std::string> values_of(const InboundResponse& response, std::string_
   std::vector<std::string> values;
   for (const auto& [field, value] : response.headers) {
     if (field.size() == name.size() &&
-        std::equal(field.begin(), field.end(), name.begin(),
-                   [](char a, char b) { return std::tolower(a) == std::tolower(b); })) {
+        std::equal(field.begin(), field.end(), name.begin(), [](char a, char b) {
+          return codemode::net::ascii_lower(a) == codemode::net::ascii_lower(b);
+        })) {
       values.push_back(value);
     }
   }

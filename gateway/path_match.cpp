@@ -3,29 +3,10 @@
 #include <algorithm>
 
 #include "net/ascii.h"
+#include "net/percent.h"
 
 namespace codemode::gateway {
 namespace {
-
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  return net::ascii_lower(c) - 'a' + 10;
-}
-
-std::string percent_decoded(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    if (text[i] == '%' && i + 2 < text.size() && net::is_hex_digit(text[i + 1]) &&
-        net::is_hex_digit(text[i + 2])) {
-      out += static_cast<char>(hex_value(text[i + 1]) * 16 + hex_value(text[i + 2]));
-      i += 2;
-    } else {
-      out += text[i];
-    }
-  }
-  return out;
-}
 
 bool is_parameter(std::string_view segment) {
   return segment.size() >= 2 && segment.front() == '{' && segment.back() == '}' &&
@@ -41,7 +22,7 @@ std::vector<std::string> route_segments(std::string_view path) {
     const std::size_t end = std::min(path.find('/', start), path.size());
     std::string_view segment = path.substr(start, end - start);
     segment = segment.substr(0, segment.find(';'));
-    if (!segment.empty()) out.push_back(percent_decoded(segment));
+    if (!segment.empty()) out.push_back(net::percent_decode(segment, net::PlusMeans::plus));
     start = end + 1;
   }
   return out;

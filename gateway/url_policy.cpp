@@ -8,6 +8,7 @@
 #include <cstdlib>
 
 #include "net/ascii.h"
+#include "net/percent.h"
 
 namespace codemode::gateway {
 namespace {
@@ -30,8 +31,6 @@ bool is_control(unsigned char c) { return c < 0x20 || c == 0x7F; }
 // query becomes `/`, and bytes RFC 3986 does not allow but WHATWG percent-encodes (non-ASCII,
 // space, "<>`^{|} and, outside the authority, [ ] \) are percent-encoded. A host written with
 // such bytes then decodes back to them and is validated as a host.
-
-constexpr std::string_view kHex = "0123456789ABCDEF";
 
 bool needs_encoding(unsigned char c, bool in_authority) {
   if (c >= 0x80) return true;
@@ -111,9 +110,7 @@ std::variant<std::string, std::string> prepare(std::string_view input, std::stri
     const auto c = static_cast<unsigned char>(slashed[i]);
     const bool in_authority = authority && i >= authority->first && i < authority->second;
     if (needs_encoding(c, in_authority) || i == first_digit) {
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 0xF];
+      net::append_percent_encoded(out, c);
     } else {
       out += static_cast<char>(c);
     }
@@ -131,9 +128,7 @@ std::string query_with_brackets(std::string_view raw_query) {
   for (const char ch : raw_query) {
     const auto c = static_cast<unsigned char>(ch);
     if (c != '[' && c != ']' && needs_encoding(c, false)) {
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 0xF];
+      net::append_percent_encoded(out, c);
     } else {
       out += ch;
     }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "net/base64.h"
 #include "net/http_token.h"
 
 namespace codemode::server {
@@ -10,33 +11,9 @@ namespace {
 
 using net::trim_ows;
 
-int base64_value(char c) {
-  if (c >= 'A' && c <= 'Z') return c - 'A';
-  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-  if (c >= '0' && c <= '9') return c - '0' + 52;
-  if (c == '+') return 62;
-  if (c == '/') return 63;
-  return -1;
-}
-
 // Standard alphabet; padding optional, but nothing after it.
 std::optional<std::string> base64_decode(std::string_view text) {
-  while (!text.empty() && text.back() == '=') text.remove_suffix(1);
-  if (text.size() % 4 == 1) return std::nullopt;
-  std::string out;
-  unsigned bits = 0;
-  int count = 0;
-  for (const char c : text) {
-    const int value = base64_value(c);
-    if (value < 0) return std::nullopt;
-    bits = (bits << 6) | static_cast<unsigned>(value);
-    count += 6;
-    if (count >= 8) {
-      count -= 8;
-      out.push_back(static_cast<char>((bits >> count) & 0xff));
-    }
-  }
-  return out;
+  return net::base64_decode(text, net::Base64Alphabet::standard, net::Base64Padding::optional);
 }
 
 bool visible_ascii(std::string_view text) {

@@ -20,4 +20,10 @@ std::string lower(std::string_view text) {
   return out;
 }
 
+std::string upper(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) c = ascii_upper(c);
+  return out;
+}
+
 }  // namespace codemode::net

@@ -16,12 +16,29 @@ constexpr bool is_hex_digit(char c) {
   return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
 }
 
+// The value of one hex digit (either case); -1 for any other byte.
+constexpr int hex_value(char c) {
+  if (is_digit(c)) return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+constexpr bool is_alnum(char c) { return is_alpha(c) || is_digit(c); }
+// The whitespace of the C locale: space, \t \n \v \f \r.
+constexpr bool is_space(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
+
+constexpr char ascii_upper(char c) {
+  return (c >= 'a' && c <= 'z') ? static_cast<char>(c - 'a' + 'A') : c;
+}
 constexpr char ascii_lower(char c) {
   return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
 }
 
 // `text` with A-Z lowered; every other byte as it was.
 std::string lower(std::string_view text);
+
+// `text` with a-z raised; every other byte as it was.
+std::string upper(std::string_view text);
 
 // Each byte of `bytes` as two lower-case hex digits ("\x01\xab" -> "01ab").
 std::string to_hex(std::string_view bytes);

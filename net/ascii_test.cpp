@@ -26,6 +26,29 @@ TEST_CASE("ascii case folding leaves other bytes alone", "[net][ascii]") {
   CHECK(lower("") == "");
 }
 
+TEST_CASE("hex_value, is_alnum and is_space read ASCII only", "[net][ascii]") {
+  CHECK(hex_value('0') == 0);
+  CHECK(hex_value('9') == 9);
+  CHECK(hex_value('a') == 10);
+  CHECK(hex_value('F') == 15);
+  CHECK(hex_value('g') == -1);
+  CHECK(hex_value('\xB9') == -1);  // superscript one in Latin-1: not a digit in any locale here
+  CHECK(is_alnum('z'));
+  CHECK(is_alnum('5'));
+  CHECK_FALSE(is_alnum('_'));
+  CHECK_FALSE(is_alnum('\xE9'));
+  for (const char c : std::string_view(" \t\n\v\f\r")) CHECK(is_space(c));
+  CHECK_FALSE(is_space('\0'));
+  CHECK_FALSE(is_space('\xA0'));  // no-break space in Latin-1
+}
+
+TEST_CASE("upper raises a-z only", "[net][ascii]") {
+  CHECK(ascii_upper('q') == 'Q');
+  CHECK(ascii_upper('Q') == 'Q');
+  CHECK(upper("get") == "GET");
+  CHECK(upper("p\xC3\xA9t") == "P\xC3\xA9T");  // the é stays as it was
+}
+
 TEST_CASE("iequals and istarts_with ignore ASCII case only", "[net][ascii]") {
   CHECK(iequals("Transfer-Encoding", "transfer-encoding"));
   CHECK_FALSE(iequals("host", "hosts"));

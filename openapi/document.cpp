@@ -1,13 +1,13 @@
 #include "openapi/document.h"
 
 #include <algorithm>
-#include <cctype>
 #include <fstream>
 #include <map>
 #include <sstream>
 #include <string>
 #include <string_view>
 
+#include "net/ascii.h"
 #include "openapi/swagger2.h"
 #include "openapi/yaml.h"
 
@@ -116,9 +116,7 @@ LoadResult check_document(json root) {
 }
 
 bool looks_like_json(std::string_view text) {
-  const auto first = std::find_if_not(text.begin(), text.end(), [](char c) {
-    return std::isspace(static_cast<unsigned char>(c)) != 0;
-  });
+  const auto first = std::find_if_not(text.begin(), text.end(), net::is_space);
   return first != text.end() && *first == '{';
 }
 

@@ -1,7 +1,8 @@
 #include "openapi/operations.h"
 
 #include <algorithm>
-#include <cctype>
+
+#include "net/ascii.h"
 
 namespace codemode::openapi {
 
@@ -61,9 +62,7 @@ std::vector<DeclaredOperation> declared_operations(const Document& document) {
     if (!node->is_object()) continue;
     for (const char* method : kMethods) {
       if (!node->contains(method)) continue;
-      std::string upper(method);
-      std::transform(upper.begin(), upper.end(), upper.begin(),
-                     [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+      std::string upper = net::upper(method);
       const Json& operation = (*node)[method];
       const auto own = operation.is_object() ? operation.find("security") : operation.end();
       std::vector<std::vector<std::string>> scopes;

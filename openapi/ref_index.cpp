@@ -4,6 +4,8 @@
 #include <set>
 #include <unordered_set>
 
+#include "net/percent.h"
+
 namespace codemode::openapi {
 
 namespace {
@@ -12,30 +14,6 @@ using json = nlohmann::ordered_json;
 
 // Deeper than any real document; a bound so a pathological one cannot exhaust the stack.
 constexpr int kMaxDepth = 2000;
-
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-std::string percent_decode(std::string_view text) {
-  std::string out;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    if (text[i] == '%' && i + 2 < text.size()) {
-      const int hi = hex_value(text[i + 1]);
-      const int lo = hex_value(text[i + 2]);
-      if (hi >= 0 && lo >= 0) {
-        out += static_cast<char>(hi * 16 + lo);
-        i += 2;
-        continue;
-      }
-    }
-    out += text[i];
-  }
-  return out;
-}
 
 class Walker {
  public:
@@ -102,7 +80,7 @@ class Walker {
 
 const json* resolve_local_ref(const json& root, std::string_view ref) {
   if (ref.empty() || ref[0] != '#') return nullptr;
-  const std::string pointer = percent_decode(ref.substr(1));
+  const std::string pointer = net::percent_decode(ref.substr(1), net::PlusMeans::plus);
   if (pointer.empty()) return &root;
   if (pointer[0] != '/') return nullptr;
   const json* node = &root;

@@ -1,10 +1,12 @@
 #include "sandbox/ledger.h"
 
-#include <cctype>
 #include <chrono>
 #include <string>
 #include <string_view>
 #include <utility>
+
+#include "net/ascii.h"
+#include "net/percent.h"
 
 namespace codemode::sandbox {
 
@@ -18,26 +20,22 @@ constexpr std::size_t kMaxErrorBytes = 300;
 constexpr std::string_view kAborted =
     "runtime: aborted by the code's AbortSignal before its response";
 
-// `text` up to the first of `stop`, at most `max` bytes, with every byte outside printable ASCII
-// (below `lowest`) percent-encoded: the code chose these bytes, and the record goes into JSON
+// `text` up to the first of `stop`, at most `max` bytes, with every byte outside `keep`
+// (printable ASCII) percent-encoded: the code chose these bytes, and the record goes into JSON
 // (which needs valid UTF-8) and logs.
 std::string printable(std::string_view text, std::string_view stop, std::size_t max,
-                      unsigned char lowest = 0x21) {
-  constexpr char kHex[] = "0123456789ABCDEF";
+                      const net::ByteSet& keep = net::kPrintable) {
   std::string out;
   for (const char c : text) {
     if (stop.find(c) != std::string_view::npos) break;
-    const auto byte = static_cast<unsigned char>(c);
     if (out.size() + 3 > max) {
       out += "...";
       break;
     }
-    if (byte >= lowest && byte < 0x7f) {
+    if (keep.contains(c)) {
       out += c;
     } else {
-      out += '%';
-      out += kHex[byte >> 4];
-      out += kHex[byte & 15];
+      net::append_percent_encoded(out, static_cast<unsigned char>(c));
     }
   }
   return out;
@@ -47,12 +45,7 @@ std::string printable(std::string_view text, std::string_view stop, std::size_t 
 // is an HTML page says the URL is wrong, not the data.
 std::string media_type(const gateway::Headers& headers) {
   for (const auto& [name, value] : headers) {
-    if (name.size() != 12) continue;
-    bool same = true;
-    for (std::size_t i = 0; i < name.size() && same; ++i) {
-      same = std::tolower(static_cast<unsigned char>(name[i])) == "content-type"[i];
-    }
-    if (same) return printable(value, "; ", kMaxMethodBytes * 4);
+    if (net::iequals(name, "content-type")) return printable(value, "; ", kMaxMethodBytes * 4);
   }
   return {};
 }
@@ -98,31 +91,31 @@ channel::Fetcher record_requests(channel::Fetcher inner, std::shared_ptr<Request
         }
       });
     }
-    inner(std::move(request),
-          done.wrap([ledger, slot, started, done, abort](gateway::FetchResult result) {
-            // An aborted request keeps what it was noted as when given up on: aborted by the code,
-            // or, stopped by the call's end, no answer before the call ended (what the failure text
-            // says).
-            if (abort && abort->aborted()) return done(std::move(result));
-            {
-              std::lock_guard lock(ledger->mutex_);
-              const auto* error = std::get_if<gateway::GatewayError>(&result);
-              if (error != nullptr && error->kind == gateway::ErrorKind::policy) ++ledger->refused_;
-              if (slot < ledger->kept_.size()) {  // not yet moved into the outcome
-                channel::RequestRecord& record = ledger->kept_[slot];
-                record.ms = std::chrono::duration<double, std::milli>(
-                                std::chrono::steady_clock::now() - started)
-                                .count();
-                if (const auto* response = std::get_if<gateway::InboundResponse>(&result)) {
-                  record.status = response->status;
-                  record.content_type = media_type(response->headers);
-                } else {
-                  record.error = printable(error->text(), "", kMaxErrorBytes, 0x20);
-                }
-              }
-            }
-            done(std::move(result));
-          }));
+    inner(std::move(request), done.wrap([ledger, slot, started, done,
+                                         abort](gateway::FetchResult result) {
+      // An aborted request keeps what it was noted as when given up on: aborted by the code,
+      // or, stopped by the call's end, no answer before the call ended (what the failure text
+      // says).
+      if (abort && abort->aborted()) return done(std::move(result));
+      {
+        std::lock_guard lock(ledger->mutex_);
+        const auto* error = std::get_if<gateway::GatewayError>(&result);
+        if (error != nullptr && error->kind == gateway::ErrorKind::policy) ++ledger->refused_;
+        if (slot < ledger->kept_.size()) {  // not yet moved into the outcome
+          channel::RequestRecord& record = ledger->kept_[slot];
+          record.ms =
+              std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
+                  .count();
+          if (const auto* response = std::get_if<gateway::InboundResponse>(&result)) {
+            record.status = response->status;
+            record.content_type = media_type(response->headers);
+          } else {
+            record.error = printable(error->text(), "", kMaxErrorBytes, net::kPrintableWithSpace);
+          }
+        }
+      }
+      done(std::move(result));
+    }));
   };
 }
 

@@ -669,10 +669,6 @@ void ProcessPool::submit(Call call, Completion done) {
                                         nullptr}]() mutable { state->submit(std::move(job)); });
 }
 
-void ProcessPool::cancel_all() {
-  boost::asio::post(state_->executor, [state = state_] { state->cancel_all(); });
-}
-
 void ProcessPool::stop_all(std::string message) {
   boost::asio::post(state_->executor,
                     [state = state_, message = std::move(message)] { state->stop_all(message); });

@@ -80,8 +80,6 @@ class ProcessPool {
 
   // Any thread. `done` runs exactly once, on the executor (or inside close()).
   void submit(Call call, Completion done);
-  // Any thread: cancels every queued and running call (their tokens; the callers hear nothing).
-  void cancel_all();
   // Any thread: answers every queued call, and ends every running one, with `message`
   // (`runtime: <message>`), and takes no call any more (each is answered the same way).
   void stop_all(std::string message);

@@ -3,7 +3,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cctype>
 #include <future>
 #include <thread>
 
@@ -13,6 +12,7 @@
 
 #include "base/check.h"
 #include "channel/frames.h"
+#include "net/ascii.h"
 #include "sandbox/engine.h"
 #include "sandbox/process_pool.h"
 
@@ -32,8 +32,7 @@ std::optional<channel::Outcome> check_input(std::string_view code, const config:
                                          " characters; the limit is " +
                                          std::to_string(limits.code_chars));
   }
-  const bool blank = std::all_of(
-      code.begin(), code.end(), [](char c) { return std::isspace(static_cast<unsigned char>(c)); });
+  const bool blank = std::all_of(code.begin(), code.end(), [](char c) { return net::is_space(c); });
   if (blank) {
     return channel::Outcome::failure(channel::ErrorKind::input,
                                      "code is empty; send an async arrow function such as "

@@ -32,7 +32,7 @@ struct Harness {
     if (writer) trail.emplace(*writer, gateway::OperationPolicy(), urls);
     session = std::make_shared<McpSession>(
         io.get_executor(), tools, sandbox, ServerInfo{"codemode-mcp", "9.9.9", ""},
-        [this](std::string message) { sent.push_back(Json::parse(message)); },
+        [this](const std::string& message) { sent.push_back(Json::parse(message)); },
         writer ? "alice" : "", 0, writer ? SessionAudit{&*trail, "stdio"} : SessionAudit{});
   }
 

@@ -413,3 +413,38 @@ TEST_CASE("fail_closed: a principal holding its share of the queue gets its own 
   h.call(3, "async () => 3");
   CHECK(h.sent.back()["result"]["structuredContent"]["result"] == 3);
 }
+
+TEST_CASE("each call leaves one record however it ends: refused, answered, cancelled, client gone",
+          "[server][audit]") {
+  TempDir dir;
+  const std::filesystem::path file = dir.path() / "audit.db";
+  {
+    Harness h(writer_on(file, config::Audit::OnFailure::drop));
+    h.initialize();
+    const std::string slow =
+        R"(,"method":"tools/call","params":{"name":"search","arguments":{"code":)"
+        R"("async () => { await new Promise(r => setTimeout(r, 10000)); return 1; }"}}})";
+    // Cancelled by its client, and one whose client went away (an HTTP disconnect).
+    h.session->handle(R"({"jsonrpc":"2.0","id":1)" + slow);
+    h.session->handle(
+        R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}})");
+    std::vector<std::string> routed;
+    h.session->handle(parse_message(R"({"jsonrpc":"2.0","id":2)" + slow),
+                      [&](const std::string& message) { routed.push_back(message); });
+    h.session->cancel(Json(2));
+    h.settle();
+    CHECK(routed == std::vector<std::string>{""});
+    h.call(3, "async () => 3");
+    h.send(R"({"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"search",)"
+           R"("arguments":{}}})");  // refused for its arguments
+    REQUIRE(h.writer->flush(std::chrono::seconds(10)));
+  }
+  const std::vector<Json> records = records_in(file);
+  REQUIRE(records.size() == 4);
+  for (const std::size_t i : {0, 1}) {
+    CHECK(records[i]["outcome"] == "runtime");
+    CHECK(records[i]["message"] == "cancelled");
+  }
+  CHECK(records[2]["outcome"] == "ok");
+  CHECK(records[3]["outcome"] == "input");
+}

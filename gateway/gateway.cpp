@@ -11,6 +11,7 @@
 #include <mutex>
 
 #include "base/check.h"
+#include "gateway/redaction.h"
 #include "gateway/request_check.h"
 #include "net/ascii.h"
 #include "net/percent.h"
@@ -20,7 +21,6 @@ namespace {
 
 namespace net = boost::asio;
 
-constexpr std::size_t kMinSecretFragment = 8;  // shorter words are too common to withhold text
 constexpr std::size_t kMaxQuotedMethod = 32;
 
 using codemode::net::iequals;
@@ -37,7 +37,7 @@ bool is_redirect(unsigned status) {
 std::string_view path_of(std::string_view target) { return target.substr(0, target.find('?')); }
 
 // A query component's bytes as a form parameter carries them: all but unreserved
-// (RFC 3986) percent-encoded.
+// (RFC 3986) percent-encoded. redaction.cpp withholds a query value in this form too.
 std::string query_encode(std::string_view text) {
   return codemode::net::percent_encode(text, codemode::net::kUnreserved);
 }
@@ -74,37 +74,6 @@ std::string with_query_credentials(std::string_view target,
   return out + "?" + kept;
 }
 
-// Everything a configured header value, query value or Basic credential could show up as in
-// text: the whole value (and a query value's encoded form) and, for "Bearer abc..." style
-// values, each long word of it.
-std::vector<std::string> secrets_of(const std::vector<config::Upstream>& upstreams) {
-  std::vector<std::string> secrets;
-  for (const auto& upstream : upstreams) {
-    for (const auto& [name, value] : upstream.query) {
-      secrets.push_back(value);
-      if (std::string encoded = query_encode(value); encoded != value) {
-        secrets.push_back(std::move(encoded));
-      }
-    }
-    for (const auto& text : upstream.withheld) secrets.push_back(text);
-    for (const auto& [name, value] : upstream.headers) {
-      secrets.push_back(value);
-      std::size_t start = 0;
-      while (start < value.size()) {
-        std::size_t end = value.find_first_of(" \t", start);
-        if (end == std::string::npos) end = value.size();
-        if (end - start >= kMinSecretFragment && end - start != value.size()) {
-          secrets.push_back(value.substr(start, end - start));
-        }
-        start = end + 1;
-      }
-    }
-  }
-  std::sort(secrets.begin(), secrets.end(),
-            [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
-  return secrets;
-}
-
 // Whose rules a request follows: the headers per upstream and the methods and operations.
 struct Profile {
   std::vector<config::Upstream> upstreams;
@@ -139,9 +108,8 @@ struct Attempt {
   Method method = Method::get;
   NormalisedUrl url;
   std::size_t upstream = 0;
-  Headers code_headers;              // checked, before credentials
-  std::string bearer;                // an exchanged token sent as Authorization; empty: none
-  std::vector<std::string> secrets;  // what to redact when `bearer` is set: it too
+  Headers code_headers;  // checked, before credentials
+  std::string bearer;    // an exchanged token sent as Authorization; empty: none
   // An upstream whose token is exchanged for the caller's (its profile's settings), with the
   // caller's token; null: none.
   const config::TokenExchange* exchange = nullptr;
@@ -238,7 +206,9 @@ struct Gateway::State : std::enable_shared_from_this<Gateway::State> {
   std::map<std::string, Profile, std::less<>> principals;
   OperationPolicy scoped_operations;  // request_scopes.operations; none given: matches nothing
   std::unique_ptr<HttpClient> client;
-  std::vector<std::string> secrets;
+  // Every form of every configured credential (redaction.h): owned here, for the gateway's
+  // lifetime; redaction borrows it per response and per message.
+  const std::vector<std::string> secrets;
   // The described operations, for policy.approve; none given: matches nothing.
   OperationPolicy approval_operations{options.approval ? options.approval->operations
                                                        : OperationPolicyOptions{}};
@@ -334,10 +304,7 @@ struct Gateway::State : std::enable_shared_from_this<Gateway::State> {
 
   // Our own text (errors, log lines) never shows a configured credential, even when the code
   // or the upstream put one into a URL or a message.
-  std::string scrub(std::string text) const {
-    if (contains_any(text, secrets)) return "(withheld: it would show a configured credential)";
-    return text;
-  }
+  std::string scrub(std::string text) const { return gateway::scrub(std::move(text), secrets); }
 
   // Asks `question`'s approver on the I/O thread, then sends or refuses its request.
   void ask(std::shared_ptr<Question> question) {
@@ -463,11 +430,6 @@ struct Gateway::State : std::enable_shared_from_this<Gateway::State> {
               return attempt.done(std::move(*error));
             }
             attempt.bearer = std::move(std::get<ExchangedToken>(result).value);
-            attempt.secrets = self->secrets;
-            attempt.secrets.push_back(attempt.bearer);
-            std::sort(
-                attempt.secrets.begin(), attempt.secrets.end(),
-                [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
             self->send(std::move(attempt));
           });
         });
@@ -524,125 +486,12 @@ struct Gateway::State : std::enable_shared_from_this<Gateway::State> {
         follow(attempt, response)) {
       return;
     }
-    redact(response, attempt.method, attempt.bearer.empty() ? secrets : attempt.secrets);
+    // An upstream that echoes a credential back must not hand it to the code: the configured
+    // ones and the token this request carried are redacted from all of the response.
+    redact(response, attempt.method, secrets, attempt.bearer);
     response.approved_by = attempt.approved_by;
     if (attempt.approver) attempt.approver->sent(attempt.ticket, response);
     attempt.done(std::move(response));
-  }
-
-  // An upstream that echoes a credential back (in a body, a header name or value, the reason
-  // phrase, or a redirect Location that becomes the final URL) must not hand it to the code:
-  // every configured value, and each long word of it, is replaced in every part of the response
-  // the code sees, also where the upstream percent-encoded or JSON-escaped it. Other encodings
-  // (base64, hashes)
-  // cannot be recognised; an upstream that transforms credentials defeats this. Content-Length
-  // is computed afterwards, so it tells nothing about what was replaced.
-  // An exchanged token the request carried is redacted as a configured one is.
-  void redact(InboundResponse& response, Method method,
-              const std::vector<std::string>& withheld) const {
-    if (!withheld.empty()) {
-      redact_text(response.body, "[redacted]", withheld);
-      redact_text(response.status_text, "[redacted]", withheld);
-      redact_text(response.final_url, "[redacted]", withheld);
-      for (auto& [name, value] : response.headers) {
-        redact_text(name, "redacted", withheld);  // still a token, as names must be
-        redact_text(value, "[redacted]", withheld);
-      }
-    }
-    const bool bodyless =
-        method == Method::head || response.status == 204 || response.status == 304;
-    if (!bodyless) {
-      response.headers.emplace_back("Content-Length", std::to_string(response.body.size()));
-    }
-  }
-
-  // Replaces every occurrence of a secret in `text`, matched both as written and with %XX
-  // escapes decoded; an occurrence that spans escapes is replaced with the escapes it spans.
-  static void redact_text(std::string& text, std::string_view replacement,
-                          const std::vector<std::string>& secrets) {
-    std::vector<std::pair<std::size_t, std::size_t>> spans;  // [begin, end) in `text`
-    find_secrets(text, spans, nullptr, secrets);
-    if (text.find_first_of("%\\") != std::string::npos) {
-      std::string decoded;
-      std::vector<std::size_t> from;  // decoded[i] came from text[from[i], from[i + 1])
-      decode_escapes(text, decoded, nullptr);
-      if (contains_any(decoded, secrets)) {
-        decode_escapes(text, decoded, &from);
-        find_secrets(decoded, spans, &from, secrets);
-      }
-    }
-    if (spans.empty()) return;
-    std::sort(spans.begin(), spans.end());
-    std::string out;
-    std::size_t done = 0;
-    for (std::size_t i = 0; i < spans.size();) {
-      auto [begin, end] = spans[i];
-      for (++i; i < spans.size() && spans[i].first < end; ++i) end = std::max(end, spans[i].second);
-      out.append(text, done, begin - done);
-      out += replacement;
-      done = end;
-    }
-    out.append(text, done, std::string::npos);
-    text = std::move(out);
-  }
-
-  // Appends where each secret occurs in `text`, mapped through `from` when `text` is decoded.
-  static void find_secrets(std::string_view text,
-                           std::vector<std::pair<std::size_t, std::size_t>>& spans,
-                           const std::vector<std::size_t>* from,
-                           const std::vector<std::string>& secrets) {
-    for (const auto& secret : secrets) {
-      if (secret.empty()) continue;
-      for (auto at = text.find(secret); at != std::string_view::npos;
-           at = text.find(secret, at + 1)) {
-        const std::size_t end = at + secret.size();
-        spans.emplace_back(from ? (*from)[at] : at, from ? (*from)[end] : end);
-      }
-    }
-  }
-
-  static void decode_escapes(std::string_view text, std::string& decoded,
-                             std::vector<std::size_t>* from) {
-    decoded.clear();
-    decoded.reserve(text.size());
-    if (from) from->reserve(text.size() + 1);
-    for (std::size_t i = 0; i < text.size();) {
-      if (from) from->push_back(i);
-      const int high =
-          text[i] == '%' && i + 2 < text.size() ? codemode::net::hex_value(text[i + 1]) : -1;
-      const int low = high >= 0 ? codemode::net::hex_value(text[i + 2]) : -1;
-      if (low >= 0) {
-        decoded += static_cast<char>(high * 16 + low);
-        i += 3;
-      } else if (const std::size_t length = json_escape(text.substr(i), decoded); length > 0) {
-        i += length;
-      } else {
-        decoded += text[i];
-        i += 1;
-      }
-    }
-    if (from) from->push_back(text.size());
-  }
-
-  // JSON's escapes of ASCII at the front of `text`, appended decoded: \/ \" \\ and \u00XX (PHP
-  // writes '/' as \/, .NET '+' as \u002B, some encoders every byte as \u00XX). The bytes
-  // consumed; 0 when there is none.
-  static std::size_t json_escape(std::string_view text, std::string& decoded) {
-    if (text.size() < 2 || text[0] != '\\') return 0;
-    if (text[1] == '/' || text[1] == '"' || text[1] == '\\') {
-      decoded += text[1];
-      return 2;
-    }
-    if (text[1] != 'u' || text.size() < 6) return 0;
-    int value = 0;
-    for (std::size_t k = 2; k < 6; ++k) {
-      const int digit = codemode::net::hex_value(text[k]);
-      if (digit < 0) return 0;
-      value = value * 16 + digit;
-    }
-    if (value >= 0x80) return 0;
-    decoded += static_cast<char>(value);
-    return 6;
   }
 
   // Sends the next request of a same-origin redirect; false: the 3xx goes back to the code

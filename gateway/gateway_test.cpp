@@ -9,6 +9,7 @@
 #include <fixtures/markethub/fixture_server.h>
 #include <boost/asio/post.hpp>
 #include <catch2/catch.hpp>
+#include <condition_variable>
 #include <future>
 #include <memory>
 #include <mutex>
@@ -611,18 +612,14 @@ TEST_CASE("bytes arriving on an idle connection retire it, even before the pool 
   CHECK(response_of(h.run(get("/then-junk"))).body == "first");
   // The server marks the connection held just after it sent "first", which a busy machine may
   // run after this thread has the answer.
-  for (int waited = 0; h.allowed.held() == 0; ++waited) {
-    REQUIRE(waited < 20000);
-    std::this_thread::sleep_for(1ms);
-  }
+  REQUIRE(h.allowed.wait_held(1, 20s));
   // The unrequested bytes arrive while the I/O thread is busy, so the pool's watcher cannot have
   // run when the next request takes the connection: the pool has to look for itself.
   auto promise = std::make_shared<std::promise<FetchResult>>();
   auto future = promise->get_future();
   std::size_t released = 0;
   boost::asio::post(h.io.io(), [&h, &released, promise] {
-    released = h.allowed.release_held();
-    std::this_thread::sleep_for(20ms);  // loopback delivers at once; this only makes it certain
+    released = h.allowed.release_held();  // returns once the bytes wait in our socket
     h.gateway->fetch(get("/echo"), h.budget, Clock::now() + 5s,
                      [promise](FetchResult result) { promise->set_value(std::move(result)); });
   });
@@ -731,16 +728,25 @@ class TestApprover final : public Approver {
   };
   void ask(std::uint64_t ticket, const ApprovalRequest& request,
            std::function<void(ApprovalAnswer)> answer) override {
-    std::lock_guard lock(mutex);
-    asked.push_back({ticket, request, std::move(answer)});
-    if (reply) asked.back().answer({*reply, "alice via test"});
+    {
+      std::lock_guard lock(mutex);
+      asked.push_back({ticket, request, std::move(answer)});
+      if (reply) asked.back().answer({*reply, "alice via test"});
+    }
+    questions.notify_all();
+  }
+  // Waits until `n` questions were asked, at most 20 s; false if they were not.
+  bool wait_for_questions(std::size_t n) {
+    std::unique_lock lock(mutex);
+    return questions.wait_for(lock, 20s, [&] { return asked.size() >= n; });
   }
   void withdraw(std::uint64_t ticket) override {
     std::lock_guard lock(mutex);
     withdrawn.push_back(ticket);
   }
   std::mutex mutex;
-  std::optional<Verdict> reply;  // answered at once; unset: never
+  std::condition_variable questions;  // one more was asked
+  std::optional<Verdict> reply;       // answered at once; unset: never
   std::vector<Asked> asked;
   std::vector<std::uint64_t> withdrawn;
 };
@@ -809,10 +815,14 @@ TEST_CASE("a request that needs approval leaves only after an accept", "[gateway
   approver->reply.reset();
   auto promise = std::make_shared<std::promise<FetchResult>>();
   auto future = promise->get_future();
+  const Deadline deadline = Clock::now() + 300ms;
   gateway->fetch(
-      post, budget, Clock::now() + 300ms,
+      post, budget, deadline,
       [promise](FetchResult result) { promise->set_value(std::move(result)); }, caller);
-  std::this_thread::sleep_for(500ms);  // the person reading the question
+  REQUIRE(approver->wait_for_questions(4));
+  // The person answers after the request's own deadline has passed: that time is the subject
+  // here, and the gateway's clock is the system's steady one.
+  std::this_thread::sleep_until(deadline + 200ms);
   {
     std::lock_guard lock(approver->mutex);
     REQUIRE(approver->asked.size() == 4);
@@ -1091,16 +1101,7 @@ TEST_CASE("a principal's open questions are bounded, and each holds its body onc
         Clock::now() + 5s, [promise](FetchResult result) { promise->set_value(std::move(result)); },
         caller);
   };
-  const auto asked = [&] {
-    std::lock_guard lock(approver->mutex);
-    return approver->asked.size();
-  };
-  const auto wait_for_questions = [&](std::size_t n) {
-    for (int waited = 0; asked() < n; ++waited) {
-      REQUIRE(waited < 20000);
-      std::this_thread::sleep_for(1ms);
-    }
-  };
+  const auto wait_for_questions = [&](std::size_t n) { REQUIRE(approver->wait_for_questions(n)); };
   for (int i = 0; i < 16; ++i) start(alice, "body " + std::to_string(i));
   wait_for_questions(16);
   CHECK(outcome_of(fetch(*gateway, budget, post_json("/echo"), 5s, alice)) ==

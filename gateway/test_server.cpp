@@ -1,5 +1,7 @@
 #include "gateway/test_server.h"
 
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 #include <zlib.h>
 
 #include <atomic>
@@ -7,6 +9,7 @@
 #include <boost/asio/ssl.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <condition_variable>
 #include <future>
 #include <map>
 #include <mutex>
@@ -69,7 +72,8 @@ struct TestServer::Impl {
   std::thread thread;
   std::atomic<std::uint64_t> connections{0};
   std::atomic<std::uint64_t> requests{0};
-  std::mutex mutex;
+  mutable std::mutex mutex;
+  mutable std::condition_variable held_changed;  // a connection joined `held`
   std::map<std::string, std::pair<unsigned, std::string>> redirects;
   // /then-junk connections waiting for release_held(): their timer, and what they promise once
   // their bytes are written.
@@ -86,6 +90,22 @@ struct TestServer::Impl {
     beast::error_code ec;
     co_await timer->async_wait(net::redirect_error(net::use_awaitable, ec));
     raw_socket(stream).cancel(ec);
+  }
+
+  // Waits until the peer's kernel has acknowledged every byte written on `stream` (its send
+  // queue is empty: SIOCOUTQ), at most 5 s: then the bytes are in the peer's socket, not on
+  // their way.
+  template <class Stream>
+  net::awaitable<void> acknowledged(Stream& stream) {
+    const int fd = raw_socket(stream).native_handle();
+    net::steady_timer timer(io);
+    for (int tries = 0; tries < 5000; ++tries) {
+      int unacknowledged = 0;
+      if (::ioctl(fd, SIOCOUTQ, &unacknowledged) != 0 || unacknowledged == 0) co_return;
+      timer.expires_after(std::chrono::milliseconds(1));
+      beast::error_code ec;
+      co_await timer.async_wait(net::redirect_error(net::use_awaitable, ec));
+    }
   }
 
   net::awaitable<void> accept_loop() {
@@ -256,9 +276,11 @@ struct TestServer::Impl {
         std::lock_guard lock(mutex);
         held.emplace_back(timer, written);
       }
+      held_changed.notify_all();
       beast::error_code ec;
       co_await timer->async_wait(net::redirect_error(net::use_awaitable, ec));
       co_await send_raw(stream, std::string(kSmuggled));
+      co_await acknowledged(stream);
       written->set_value();
       co_return true;
     } else if (path == "/reason") {
@@ -361,9 +383,9 @@ void TestServer::add_redirect(const std::string& path, unsigned status,
   impl_->redirects[path] = {status, location};
 }
 
-std::size_t TestServer::held() const {
-  std::lock_guard lock(impl_->mutex);
-  return impl_->held.size();
+bool TestServer::wait_held(std::size_t n, std::chrono::milliseconds timeout) const {
+  std::unique_lock lock(impl_->mutex);
+  return impl_->held_changed.wait_for(lock, timeout, [&] { return impl_->held.size() >= n; });
 }
 
 std::size_t TestServer::release_held() {

@@ -43,6 +43,7 @@
 // once it is listening. The destructor stops the thread and drops every connection.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -70,11 +71,12 @@ class TestServer {
   std::uint64_t requests() const;     // complete requests read
 
   void add_redirect(const std::string& path, unsigned status, const std::string& location);
-  // Lets every /then-junk connection send its unrequested bytes; returns once they are written,
-  // with how many connections did.
+  // Lets every /then-junk connection send its unrequested bytes; returns once the client's
+  // kernel has acknowledged them (they wait in its socket), with how many connections did.
   std::size_t release_held();
-  // How many /then-junk connections wait for release_held() now (registered once "first" is sent).
-  std::size_t held() const;
+  // Waits until `n` /then-junk connections wait for release_held() (each registers once "first"
+  // is sent), at most `timeout`; false if they did not.
+  bool wait_held(std::size_t n, std::chrono::milliseconds timeout) const;
 
   struct Impl;
 

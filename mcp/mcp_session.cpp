@@ -11,7 +11,6 @@
 #include "mcp/stateless_revision.h"
 #include "net/escape.h"
 #include "observe/call_audit.h"
-#include "observe/metrics.h"
 
 namespace codemode::server {
 
@@ -291,41 +290,25 @@ void McpSession::call_tool(const Json& id, const Json& params, const Send& out, 
       }
     }
   }
-  CallSpan span = audit_.tracer ? audit_.tracer->begin_call(meta_trace, context.trace)
-                                : begin_call_span(meta_trace, context.trace, NewTraces::none);
-  CallFacts facts = call_facts(id, name, params, era);
-  audit::CallRecord record;
-  if (audit_.trail) {
-    record.id = audit::new_record_id();
-    record.time_us = audit::now_us();
-    record.principal = principal_;
-    record.client_name = client_name_;
-    record.client_version = client_version_;
-    record.session = audit_session_;
-    record.transport = audit_.transport;
-    record.tool = name;
-    record.trace_id = span.trace_id;
-  }
-
-  // Argument problems are tool results, not protocol errors, so the model can correct itself.
+  CallObservation observed = observe_call(
+      audit_, CallStart{*tool, principal_, client_name_, client_version_, audit_session_,
+                        std::move(meta_trace), context.trace, call_facts(id, name, params, era),
+                        tools_.limits().result_chars});
+  // Refusals for the arguments are tool results, not protocol errors, so the model can correct
+  // itself; the call ends there.
+  const auto refuse = [&](const channel::Outcome& refused) {
+    observed.end(refused);
+    reply(out, id, shaped(tools_.result(refused, *tool), era));
+  };
   const Json arguments = params.value("arguments", Json::object());
   if (!arguments.is_object() || !arguments.contains("code") || !arguments["code"].is_string()) {
-    const auto refused = channel::Outcome::failure(
+    return refuse(channel::Outcome::failure(
         channel::ErrorKind::input,
-        "arguments must be an object with \"code\", a string holding an async arrow function");
-    record_call(std::move(record), refused);
-    end_span(span, facts, refused);
-    if (audit_.metrics) audit_.metrics->call_finished(*tool, refused, 0);
-    return reply(out, id, shaped(tools_.result(refused, *tool), era));
+        "arguments must be an object with \"code\", a string holding an async arrow function"));
   }
   std::string code = arguments["code"].get<std::string>();
-  if (audit_.trail) record.code = code;
-  if (auto refused = sandbox::check_input(code, tools_.limits())) {
-    record_call(std::move(record), *refused);
-    end_span(span, facts, *refused);
-    if (audit_.metrics) audit_.metrics->call_finished(*tool, *refused, 0);
-    return reply(out, id, shaped(tools_.result(*refused, *tool), era));
-  }
+  observed.set_code(code);
+  if (auto refused = sandbox::check_input(code, tools_.limits())) return refuse(*refused);
 
   auto cancel = std::make_shared<channel::CancelToken>();
   std::shared_ptr<RetryApprover> retry;
@@ -356,9 +339,10 @@ void McpSession::call_tool(const Json& id, const Json& params, const Send& out, 
         responses != params.end() ? *responses : Json::object(), stateless_client(params),
         [cancel] { cancel->cancel(); });
   }
-  auto& state =
-      calls_.emplace(key, CallState{cancel, out, route, era, nullptr, *tool, nullptr, retry})
-          .first->second;
+  auto& state = calls_
+                    .emplace(key, CallState{cancel, out, route, era, nullptr, *tool, nullptr, retry,
+                                            std::move(observed)})
+                    .first->second;
   if (*tool == channel::Tool::execute && era == Era::negotiated && elicitation_ &&
       context.can_ask) {
     state.approver = std::make_shared<ElicitingApprover>(
@@ -371,19 +355,17 @@ void McpSession::call_tool(const Json& id, const Json& params, const Send& out, 
     state.progress = std::make_shared<boost::asio::steady_timer>(executor_);
     schedule_progress(key, std::move(*token), notify, started, 1);
   }
-  std::string audit_id = record.id;  // `record` moves into the completion below
+  const CallSpan& span = state.observed.span();
   sandbox_.submit(
-      sandbox::Call{*tool, std::move(code), principal_, std::move(cancel), std::move(audit_id),
-                    span.traceparent(), span.tracestate, context.scopes, context.profile,
+      sandbox::Call{*tool, std::move(code), principal_, std::move(cancel),
+                    state.observed.audit_id(), span.traceparent(), span.tracestate, context.scopes,
+                    context.profile,
                     state.retry ? std::shared_ptr<gateway::Approver>(state.retry)
                                 : std::shared_ptr<gateway::Approver>(state.approver),
                     context.access_token},
-      [self = shared_from_this(), id, name, tool = *tool, started, record = std::move(record), span,
-       facts](channel::Outcome outcome) mutable {
-        boost::asio::post(self->executor_, [self, id, name, tool, started,
-                                            outcome = std::move(outcome),
-                                            record = std::move(record), span = std::move(span),
-                                            facts = std::move(facts)]() mutable {
+      [self = shared_from_this(), id, name, started](channel::Outcome outcome) mutable {
+        boost::asio::post(self->executor_, [self, id, name, started,
+                                            outcome = std::move(outcome)]() mutable {
           const double ms =
               std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
                   .count();
@@ -396,10 +378,7 @@ void McpSession::call_tool(const Json& id, const Json& params, const Send& out, 
           }
           // The answer first: the log line is a write to stderr, which the client often reads
           // too, and its wake-up would come ahead of the answer's.
-          self->finish_call(id, outcome);
-          self->record_call(std::move(record), outcome);
-          self->end_span(span, facts, outcome);
-          if (self->audit_.metrics) self->audit_.metrics->call_finished(tool, outcome, ms / 1000);
+          self->finish_call(id, outcome).end(outcome, ms / 1000);
           // A refusal says which request and why: the operator's first question. The gateway's
           // text names origins, methods and paths, never a header value; the code chose the
           // path, so it is escaped.
@@ -422,7 +401,7 @@ void McpSession::call_tool(const Json& id, const Json& params, const Send& out, 
       });
 }
 
-void McpSession::finish_call(const Json& id, const channel::Outcome& outcome) {
+CallObservation McpSession::finish_call(const Json& id, const channel::Outcome& outcome) {
   auto call = calls_.find(id_key(id));
   CODEMODE_CHECK(call != calls_.end(), "a call stays in calls_ until its one completion arrives");
   CallState state = std::move(call->second);
@@ -435,7 +414,8 @@ void McpSession::finish_call(const Json& id, const channel::Outcome& outcome) {
                 {"requestState", request_states_->seal(state.retry->next_state(), principal_)}};
     result = shaped(std::move(result), Era::stateless);
     result["resultType"] = "input_required";
-    return reply(state.reply_to, id, result);
+    reply(state.reply_to, id, result);
+    return std::move(state.observed);
   }
   if (!state.cancel->cancelled()) {
     reply(state.reply_to, id, shaped(tools_.result(outcome, state.tool), state.era));
@@ -443,6 +423,7 @@ void McpSession::finish_call(const Json& id, const channel::Outcome& outcome) {
     state.reply_to(std::string());  // the exchange hears that no answer will come
   }
   maybe_idle();
+  return std::move(state.observed);
 }
 
 CallFacts McpSession::call_facts(const Json& id, const std::string& tool, const Json& params,
@@ -466,25 +447,6 @@ CallFacts McpSession::call_facts(const Json& id, const std::string& tool, const 
   facts.transport = audit_.transport;
   facts.principal = principal_;
   return facts;
-}
-
-void McpSession::end_span(const CallSpan& span, const CallFacts& facts,
-                          const channel::Outcome& outcome) const {
-  if (audit_.tracer) audit_.tracer->end_call(span, facts, outcome);
-}
-
-void McpSession::record_call(audit::CallRecord record, const channel::Outcome& outcome) const {
-  if (!audit_.trail) return;
-  record.outcome = outcome.ok ? "ok" : std::string(channel::to_string(outcome.error_kind));
-  if (!outcome.ok) record.message = outcome.error_message;
-  if (outcome.ok) {
-    record.result_chars = sandbox::count_code_points(outcome.result_json);
-    record.result_cut = outcome.result_cut || record.result_chars > tools_.limits().result_chars;
-  }
-  record.queue_us = outcome.queued_us;
-  record.run_us = outcome.sandbox_us;
-  record.cpu_us = outcome.cpu_us;
-  audit_.trail->record(std::move(record));
 }
 
 void McpSession::schedule_progress(const std::string& key, Json token, Send notify,

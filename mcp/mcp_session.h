@@ -41,6 +41,7 @@
 #include "mcp/json_rpc.h"
 #include "mcp/request_state.h"
 #include "mcp/tools.h"
+#include "observe/call_observer.h"
 #include "observe/tracing.h"
 #include "sandbox/sandbox.h"
 
@@ -66,23 +67,6 @@ enum class Era { negotiated, stateless };
 // message (an HTTP exchange), which also hears, with an empty message, that a cancelled call
 // will get no answer.
 enum class ReplyRoute { session, message };
-
-class CallAudit;
-
-// A session's part in the audit trail (observe/call_audit.h): where its calls are recorded, and
-// the transport it serves ("stdio", "http"). No trail: nothing is recorded.
-class Metrics;
-
-// What a session reports its calls to: the audit trail, the metrics and the tracer, each when
-// there is one.
-struct SessionAudit {
-  CallAudit* trail = nullptr;  // outlives the session
-  std::string transport;
-  Metrics* metrics = nullptr;      // outlives the session; counts every call answered
-  const Tracer* tracer = nullptr;  // outlives the session; null: calls start no trace of their
-                                   // own and export no span (an incoming traceparent is still
-                                   // passed on and recorded)
-};
 
 // What the transport knows of one request beyond its message: the W3C trace headers of the HTTP
 // request that carried it (used by a tools/call whose `params._meta` has no traceparent), and
@@ -162,6 +146,7 @@ class McpSession : public std::enable_shared_from_this<McpSession> {
     channel::Tool tool = channel::Tool::search;
     std::shared_ptr<ElicitingApprover> approver;  // set when the call's user can be asked
     std::shared_ptr<RetryApprover> retry;         // 2026-07-28: asks by stopping the call (MRTR)
+    CallObservation observed;                     // ended once the call is answered (or cancelled)
   };
 
   void dispatch(Message message, const Send& reply_to, ReplyRoute route, const Send& notify,
@@ -181,14 +166,12 @@ class McpSession : public std::enable_shared_from_this<McpSession> {
   std::string stateless_client(const Json& params) const;
   // The facts of a call's span (tracing.h).
   CallFacts call_facts(const Json& id, const std::string& tool, const Json& params, Era era) const;
-  void end_span(const CallSpan& span, const CallFacts& facts,
-                const channel::Outcome& outcome) const;
   // Arms the next progress tick (number `n`, due `n` seconds after `started`) of call `key`.
   void schedule_progress(const std::string& key, Json token, Send notify,
                          std::chrono::steady_clock::time_point started, int n);
-  void finish_call(const Json& id, const channel::Outcome& outcome);
-  // The audit record of a call that reached a tool result; no-op without a trail.
-  void record_call(audit::CallRecord record, const channel::Outcome& outcome) const;
+  // Takes call `id` out of the calls in flight and answers it with `outcome`; its observation,
+  // still to be ended, is returned.
+  CallObservation finish_call(const Json& id, const channel::Outcome& outcome);
   // A result as `era` shapes it: 2026-07-28 adds resultType and the serverInfo `_meta`.
   Json shaped(Json result, Era era) const;
   void reply(const Send& out, const Json& id, const Json& result);

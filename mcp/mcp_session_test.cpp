@@ -3,23 +3,38 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <catch2/catch.hpp>
+#include <thread>
 
+#include "observe/call_audit.h"
+#include "observe/test_audit.h"
 #include "sandbox/test_child.h"
 
 using namespace codemode;
 using namespace codemode::server;
+using namespace codemode::server::testing;
 
 namespace {
 
-// A session wired to a real sandbox, with every outgoing message collected in order.
+// A session wired to a real sandbox, with every outgoing message collected in order. Given an
+// audit writer, the session is alice's and records her calls in its trail ([server][audit]).
 struct Harness {
   boost::asio::io_context io;
   ToolCatalog tools{ApiSummary{"Search the Test API.", "Call the Test API."}, config::Limits{}};
   sandbox::Sandbox sandbox{sandbox::test_sandbox_options()};
+  gateway::UrlPolicy urls{std::vector<config::Upstream>{}};
+  std::unique_ptr<audit::Writer> writer;
+  std::optional<CallAudit> trail;
   std::vector<Json> sent;
-  std::shared_ptr<McpSession> session = std::make_shared<McpSession>(
-      io.get_executor(), tools, sandbox, ServerInfo{"codemode-mcp", "9.9.9", ""},
-      [this](std::string message) { sent.push_back(Json::parse(message)); });
+  std::shared_ptr<McpSession> session;
+
+  Harness() : Harness(nullptr) {}
+  explicit Harness(std::unique_ptr<audit::Writer> audit_writer) : writer(std::move(audit_writer)) {
+    if (writer) trail.emplace(*writer, gateway::OperationPolicy(), urls);
+    session = std::make_shared<McpSession>(
+        io.get_executor(), tools, sandbox, ServerInfo{"codemode-mcp", "9.9.9", ""},
+        [this](const std::string& message) { sent.push_back(Json::parse(message)); },
+        writer ? "alice" : "", 0, writer ? SessionAudit{&*trail, "stdio"} : SessionAudit{});
+  }
 
   // Feeds a message and runs the io_context until every call in flight is answered.
   void send(std::string_view message) {
@@ -39,6 +54,12 @@ struct Harness {
   void initialize(std::string_view version = "2025-11-25") {
     send(R"({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":")" +
          std::string(version) + R"(","capabilities":{},"clientInfo":{"name":"t","version":"1"}}})");
+  }
+  // A tools/call of search with `code` (no quotes or backslashes in it) and `meta` as its _meta.
+  void call(int id, std::string_view code, std::string_view meta = "{}") {
+    send(R"({"jsonrpc":"2.0","id":)" + std::to_string(id) +
+         R"(,"method":"tools/call","params":{"name":"search","_meta":)" + std::string(meta) +
+         R"(,"arguments":{"code":")" + std::string(code) + R"("}}})");
   }
 };
 
@@ -288,4 +309,142 @@ TEST_CASE("a request claiming 2026-07-28 in _meta is served statelessly, without
   CHECK(h.sent[1]["result"]["structuredContent"]["result"] == 42);
   CHECK(h.sent[2]["error"]["code"] == -32601);
   CHECK(h.sent[3]["error"]["code"] == -32600);
+}
+
+// What a session's calls leave in the audit trail (observe/call_audit.h), alice's calls on a
+// real SQLite file.
+TEST_CASE("each tools/call leaves one record with its session's facts", "[server][audit]") {
+  TempDir dir;
+  const std::filesystem::path file = dir.path() / "audit.db";
+  {
+    Harness h(writer_on(file, config::Audit::OnFailure::drop));
+    h.initialize();
+    h.call(1, "async () => 'x'.repeat(20000)",
+           R"({"traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"})");
+    h.send(R"({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"search",)"
+           R"("arguments":{}}})");
+    h.send(R"({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"nope",)"
+           R"("arguments":{}}})");  // a protocol error, no call
+    REQUIRE(h.writer->flush(std::chrono::seconds(10)));
+  }
+  const std::vector<Json> records = records_in(file);
+  REQUIRE(records.size() == 2);
+  const Json& first = records[0];
+  CHECK(first["kind"] == "call");
+  CHECK(first["principal"] == "alice");
+  CHECK(first["client_name"] == "t");
+  CHECK(first["client_version"] == "1");
+  CHECK(first["transport"] == "stdio");
+  CHECK(first["session"].get<std::string>().starts_with("stdio-"));
+  CHECK(first["tool"] == "search");
+  CHECK(first["code"] == "async () => 'x'.repeat(20000)");
+  CHECK(first["code_sha256"] == audit::sha256_hex("async () => 'x'.repeat(20000)"));
+  CHECK(first["outcome"] == "ok");
+  // The sandbox serialises within result_chars (12,000): the record counts what came back.
+  CHECK(first["result_chars"].get<std::size_t>() <= 12000);
+  CHECK(first["result_cut"] == true);
+  CHECK(first["trace_id"] == "4bf92f3577b34da6a3ce929d0e0e4736");
+  CHECK(records[1]["outcome"] == "input");
+  CHECK(records[1]["code"] == "");
+  CHECK(records[1]["session"] == first["session"]);
+}
+
+TEST_CASE("fail_closed: while the store refuses writes, new calls are refused, none is lost",
+          "[server][audit]") {
+  TempDir dir;
+  const std::filesystem::path file = dir.path() / "audit.db";
+  Harness h(writer_on(file, config::Audit::OnFailure::fail_closed));
+  h.initialize();
+  h.call(1, "async () => 1");
+  REQUIRE(h.writer->flush(std::chrono::seconds(10)));
+  // The store goes down: SQLite itself refuses every insert.
+  sql(file,
+      "CREATE TRIGGER down BEFORE INSERT ON audit_records BEGIN SELECT RAISE(FAIL, 'down'); END");
+  h.call(2, "async () => 2");  // accepted: the writer has not failed yet
+  CHECK(h.sent.back()["result"]["structuredContent"]["result"] == 2);
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!h.trail->refusal("alice") && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  REQUIRE_FALSE(!h.trail->refusal("alice"));
+  h.call(3, "async () => 3");
+  CHECK(h.sent.back()["error"]["code"] == -32002);
+  CHECK(h.sent.back()["error"]["message"] ==
+        "unavailable: the audit trail cannot record calls now (its store is down); retry later");
+  sql(file, "DROP TRIGGER down");
+  REQUIRE(h.writer->flush(std::chrono::seconds(10)));
+  CHECK(!h.trail->refusal("alice"));
+  h.call(4, "async () => 4");
+  REQUIRE(h.writer->flush(std::chrono::seconds(10)));
+  const std::vector<Json> records = records_in(file);
+  REQUIRE(records.size() == 3);  // calls 1, 2 and 4; 3 never ran
+  CHECK(records[1]["code"] == "async () => 2");
+  CHECK(records[2]["code"] == "async () => 4");
+  CHECK(h.writer->stats().dropped == 0);
+}
+
+// Issue 34 item 3: the refusal says which bound a call met, and only the principal whose share
+// is full meets that one.
+TEST_CASE("fail_closed: a principal holding its share of the queue gets its own refusal",
+          "[server][audit]") {
+  TempDir dir;
+  const std::filesystem::path file = dir.path() / "audit.db";
+  Harness h(writer_on(file, config::Audit::OnFailure::fail_closed, 10));  // a share of 1
+  h.initialize();
+  {
+    // The store is slow (another connection holds the write lock): alice's record waits.
+    sqlite3* db = nullptr;
+    REQUIRE(sqlite3_open(file.c_str(), &db) == SQLITE_OK);
+    REQUIRE(sqlite3_exec(db, "BEGIN EXCLUSIVE", nullptr, nullptr, nullptr) == SQLITE_OK);
+    h.call(1, "async () => 1");
+    CHECK(h.sent.back()["result"]["structuredContent"]["result"] == 1);
+    INFO("failures so far: " << h.writer->stats().failures);
+    h.call(2, "async () => 2");
+    CHECK(h.sent.back()["error"]["code"] == -32002);
+    CHECK(h.sent.back()["error"]["message"] ==
+          "unavailable: the audit trail cannot record calls now (this principal's share of its "
+          "queue is full); retry later");
+    CHECK_FALSE(h.trail->refusal("bob").has_value());
+    sqlite3_exec(db, "COMMIT", nullptr, nullptr, nullptr);
+    sqlite3_close(db);
+  }
+  REQUIRE(h.writer->flush(std::chrono::seconds(10)));
+  CHECK_FALSE(h.trail->refusal("alice").has_value());
+  h.call(3, "async () => 3");
+  CHECK(h.sent.back()["result"]["structuredContent"]["result"] == 3);
+}
+
+TEST_CASE("each call leaves one record however it ends: refused, answered, cancelled, client gone",
+          "[server][audit]") {
+  TempDir dir;
+  const std::filesystem::path file = dir.path() / "audit.db";
+  {
+    Harness h(writer_on(file, config::Audit::OnFailure::drop));
+    h.initialize();
+    const std::string slow =
+        R"(,"method":"tools/call","params":{"name":"search","arguments":{"code":)"
+        R"("async () => { await new Promise(r => setTimeout(r, 10000)); return 1; }"}}})";
+    // Cancelled by its client, and one whose client went away (an HTTP disconnect).
+    h.session->handle(R"({"jsonrpc":"2.0","id":1)" + slow);
+    h.session->handle(
+        R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}})");
+    std::vector<std::string> routed;
+    h.session->handle(parse_message(R"({"jsonrpc":"2.0","id":2)" + slow),
+                      [&](const std::string& message) { routed.push_back(message); });
+    h.session->cancel(Json(2));
+    h.settle();
+    CHECK(routed == std::vector<std::string>{""});
+    h.call(3, "async () => 3");
+    h.send(R"({"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"search",)"
+           R"("arguments":{}}})");  // refused for its arguments
+    REQUIRE(h.writer->flush(std::chrono::seconds(10)));
+  }
+  const std::vector<Json> records = records_in(file);
+  REQUIRE(records.size() == 4);
+  for (const std::size_t i : {0, 1}) {
+    CHECK(records[i]["outcome"] == "runtime");
+    CHECK(records[i]["message"] == "cancelled");
+  }
+  CHECK(records[2]["outcome"] == "ok");
+  CHECK(records[3]["outcome"] == "input");
 }

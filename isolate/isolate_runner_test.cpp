@@ -46,9 +46,10 @@ constexpr std::array kBothContexts{FetchGlobal::absent, FetchGlobal::present};
 // its Fetcher answers nothing: the code these tests run never calls it.
 channel::Outcome run_execute(std::string_view code, FetchGlobal fetch,
                              const config::Limits& limits = test_limits()) {
-  static const channel::Fetcher never_called = [](gateway::OutboundRequest, channel::FetchDone) {};
+  static const channel::Fetcher kNeverCalled = [](const gateway::OutboundRequest&,
+                                                  const channel::FetchDone&) {};
   return run_in_fresh_isolate(RunRequest{channel::Tool::execute, code, &limits, nullptr, nullptr,
-                                         fetch == FetchGlobal::present ? &never_called : nullptr});
+                                         fetch == FetchGlobal::present ? &kNeverCalled : nullptr});
 }
 
 // A Document straight from JSON text, without the checks a served API must pass.
@@ -381,7 +382,7 @@ TEST_CASE("cancel from another thread stops the call", "[sandbox][cancel]") {
     std::atomic<bool> go{false};  // the code fetched, or the call ended without fetching
     bool fetched = false;
     std::vector<channel::FetchDone> unanswered;  // dropped once the call has ended
-    const channel::Fetcher fetcher = [&](gateway::OutboundRequest, channel::FetchDone done) {
+    const channel::Fetcher fetcher = [&](const gateway::OutboundRequest&, channel::FetchDone done) {
       unanswered.push_back(std::move(done));
       fetched = true;
       go = true;
@@ -391,7 +392,7 @@ TEST_CASE("cancel from another thread stops the call", "[sandbox][cancel]") {
       go.wait(false);
       token.cancel();
     });
-    const channel::Outcome o = run_in_fresh_isolate(
+    channel::Outcome o = run_in_fresh_isolate(
         RunRequest{channel::Tool::execute, code, &limits, nullptr, &token, &fetcher});
     go = true;
     go.notify_one();

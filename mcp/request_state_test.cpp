@@ -16,7 +16,7 @@ namespace {
 using namespace codemode::server;
 
 // A time the tests' clocks start at (2027-01-15); they move it on by hand.
-const std::chrono::system_clock::time_point kSomeTime{std::chrono::seconds(1'800'000'000)};
+constexpr std::chrono::system_clock::time_point kSomeTime{std::chrono::seconds(1'800'000'000)};
 
 TEST_CASE("a requestState opens once, unchanged, for its principal", "[server][approvals]") {
   RequestStates states(*approval_key_bytes(std::string(64, 'b')), std::chrono::seconds(60));

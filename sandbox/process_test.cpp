@@ -472,7 +472,7 @@ TEST_CASE("cancel stops code that never waits for anything", "[sandbox][process]
   // Answer the first fetch; cancel at the second, the code's last step before its loop: from
   // there on the code never reads the channel again, so only the cancel signal can reach it.
   std::vector<channel::FetchDone> unanswered;  // dropped once the call has ended
-  const channel::Fetcher answer_then_cancel = [&](gateway::OutboundRequest request,
+  const channel::Fetcher answer_then_cancel = [&](const gateway::OutboundRequest& request,
                                                   channel::FetchDone done) {
     if (request.url.ends_with("/y")) {
       unanswered.push_back(std::move(done));

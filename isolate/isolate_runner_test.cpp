@@ -3,10 +3,13 @@
 #include <v8.h>
 
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <memory>
 #include <thread>
+#include <vector>
 
 #include <catch2/catch.hpp>
 
@@ -33,6 +36,20 @@ channel::Outcome run(std::string_view code, const config::Limits& limits = test_
   std::optional<openapi::DocumentImage> image;
   if (api != nullptr) image = std::get<openapi::DocumentImage>(openapi::DocumentImage::build(*api));
   return run_in_fresh_isolate(RunRequest{tool, code, &limits, image ? &*image : nullptr, nullptr});
+}
+
+// The two contexts an execute call runs in, each made from its own snapshot blob: without
+// fetch() and with it.
+constexpr std::array kBothContexts{FetchGlobal::absent, FetchGlobal::present};
+
+// Runs `code` as an execute call in a fresh isolate of the context `fetch` names. With fetch(),
+// its Fetcher answers nothing: the code these tests run never calls it.
+channel::Outcome run_execute(std::string_view code, FetchGlobal fetch,
+                             const config::Limits& limits = test_limits()) {
+  static const channel::Fetcher kNeverCalled = [](const gateway::OutboundRequest&,
+                                                  const channel::FetchDone&) {};
+  return run_in_fresh_isolate(RunRequest{channel::Tool::execute, code, &limits, nullptr, nullptr,
+                                         fetch == FetchGlobal::present ? &kNeverCalled : nullptr});
 }
 
 // A Document straight from JSON text, without the checks a served API must pass.
@@ -199,14 +216,8 @@ TEST_CASE("TypeScript calls after the first load sucrase from a code cache V8 ac
   CHECK(refused.error_kind == channel::ErrorKind::compile);
   CHECK(refused.error_detail.starts_with("line 2,"));
   // And in the other blob's isolates (execute with fetch), from that blob's own cache.
-  const config::Limits limits = test_limits();
-  const channel::Fetcher never_called = [](gateway::OutboundRequest,
-                                           std::function<void(gateway::FetchResult)>) {};
   for (int i = 0; i < 2; ++i) {
-    const channel::Outcome typed =
-        run_in_fresh_isolate(RunRequest{channel::Tool::execute, "async (): Promise<number> => 16",
-                                        &limits, nullptr, nullptr, &never_called});
-    CHECK(typed.result_json == "16");
+    CHECK(run_execute("async (): Promise<number> => 16", FetchGlobal::present).result_json == "16");
   }
   CHECK(detail::kept_code_cache(detail::Vendor::sucrase, FetchGlobal::present) != nullptr);
   CHECK(detail::code_cache_rejections() == 0);
@@ -364,26 +375,38 @@ TEST_CASE("cancel from another thread stops the call", "[sandbox][cancel]") {
   config::Limits limits = test_limits();
   limits.cpu_ms = 60000;
   limits.wall_ms = 60000;
-  channel::CancelToken token;
-  std::thread canceller([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    token.cancel();
-  });
-  channel::Outcome o = run_in_fresh_isolate(
-      RunRequest{channel::Tool::execute, "async () => { for(;;){} }", &limits, nullptr, &token});
-  canceller.join();
+  // Runs `code` and cancels it from another thread once the code has called fetch(), its last
+  // step before it spins or waits: the cancel meets a call under way, not one yet to start.
+  const auto cancelled_once_fetched = [&limits](std::string_view code) {
+    channel::CancelToken token;
+    std::atomic<bool> go{false};  // the code fetched, or the call ended without fetching
+    bool fetched = false;
+    std::vector<channel::FetchDone> unanswered;  // dropped once the call has ended
+    const channel::Fetcher fetcher = [&](const gateway::OutboundRequest&, channel::FetchDone done) {
+      unanswered.push_back(std::move(done));
+      fetched = true;
+      go = true;
+      go.notify_one();
+    };
+    std::thread canceller([&] {
+      go.wait(false);
+      token.cancel();
+    });
+    channel::Outcome o = run_in_fresh_isolate(
+        RunRequest{channel::Tool::execute, code, &limits, nullptr, &token, &fetcher});
+    go = true;
+    go.notify_one();
+    canceller.join();
+    CHECK(fetched);
+    return o;
+  };
+
+  channel::Outcome o = cancelled_once_fetched("async () => { fetch('/x'); for (;;) {} }");
   CHECK(o.error_kind == channel::ErrorKind::runtime);
   CHECK(o.error_message == "cancelled");
 
-  channel::CancelToken waiting;
-  std::thread canceller2([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    waiting.cancel();
-  });
-  o = run_in_fresh_isolate(RunRequest{channel::Tool::execute,
-                                      "async () => new Promise(r => setTimeout(r, 30000))", &limits,
-                                      nullptr, &waiting});
-  canceller2.join();
+  o = cancelled_once_fetched(
+      "async () => { fetch('/x'); return new Promise(r => setTimeout(r, 30000)); }");
   CHECK(o.error_message == "cancelled");
 
   channel::CancelToken early;
@@ -488,15 +511,9 @@ TEST_CASE("a call that uses URL loads whatwg-url.js from the process's code cach
   // V8 refuses a cache made under other flags (they change once the globals snapshot is made)
   // or in an isolate of the other blob (one per context), and every such call compiles the
   // bundle again: both contexts, without fetch and with it.
-  const config::Limits limits = test_limits();
-  const channel::Fetcher never_called = [](gateway::OutboundRequest,
-                                           std::function<void(gateway::FetchResult)>) {};
-  for (const channel::Fetcher* fetcher :
-       {static_cast<const channel::Fetcher*>(nullptr), &never_called}) {
-    const channel::Outcome o = run_in_fresh_isolate(
-        RunRequest{channel::Tool::execute,
-                   "async () => new URL('/a?b=1', 'http://x.test/').searchParams.get('b')", &limits,
-                   nullptr, nullptr, fetcher});
+  for (const FetchGlobal fetch : kBothContexts) {
+    const channel::Outcome o =
+        run_execute("async () => new URL('/a?b=1', 'http://x.test/').searchParams.get('b')", fetch);
     INFO(o.error_message);
     CHECK(o.result_json == R"("1")");
   }
@@ -526,16 +543,13 @@ TEST_CASE("code that tampers with the scripts' regular expressions changes no la
   // context they come compiled from the snapshot). Code can reach them through RegExp.prototype
   // and leave their lastIndex anywhere; the URL and Headers it builds next are as before, in
   // both contexts (with fetch: the one the snapshot made them in; without: made on first use).
-  const config::Limits limits = test_limits();
-  const channel::Fetcher never_called = [](gateway::OutboundRequest,
-                                           std::function<void(gateway::FetchResult)>) {};
-  for (const channel::Fetcher* fetcher :
-       {static_cast<const channel::Fetcher*>(nullptr), &never_called}) {
+  for (const FetchGlobal fetch : kBothContexts) {
+    const bool with_fetch = fetch == FetchGlobal::present;
     // Headers is fetch.js's: the execute context with fetch only.
     const std::string build = std::string(
                                   "[new URL('/a%20b/../c?q=1+2', 'HTTP://Ex.test:80/x').href,"
                                   " new URLSearchParams('q=1+2%21').get('q')") +
-                              (fetcher ? ", new Headers([['x-a', ' b ']]).get('x-a')]" : "]");
+                              (with_fetch ? ", new Headers([['x-a', ' b ']]).get('x-a')]" : "]");
     const std::string code =
         "async () => { const seen = new Set(); const exec = RegExp.prototype.exec;"
         " RegExp.prototype.exec = function (s) { seen.add(this); return exec.call(this, s); };"
@@ -545,12 +559,11 @@ TEST_CASE("code that tampers with the scripts' regular expressions changes no la
         " for (const re of seen) re.lastIndex = 7;"
         " return [seen.size >= 4, before, " +
         build + "]; }";
-    const channel::Outcome o = run_in_fresh_isolate(
-        RunRequest{channel::Tool::execute, code, &limits, nullptr, nullptr, fetcher});
-    INFO((fetcher ? "with fetch: " : "without fetch: ") << o.error_message);
+    const channel::Outcome o = run_execute(code, fetch);
+    INFO((with_fetch ? "with fetch: " : "without fetch: ") << o.error_message);
     REQUIRE(o.ok);
-    const std::string once = fetcher ? R"(["http://ex.test/c?q=1+2","1 2!","b"])"
-                                     : R"(["http://ex.test/c?q=1+2","1 2!"])";
+    const std::string once = with_fetch ? R"(["http://ex.test/c?q=1+2","1 2!","b"])"
+                                        : R"(["http://ex.test/c?q=1+2","1 2!"])";
     CHECK(o.result_json == "[true," + once + "," + once + "]");
   }
 }

@@ -27,12 +27,6 @@ std::string random_bytes(std::size_t n) {
   return bytes;
 }
 
-std::int64_t now_s() {
-  return std::chrono::duration_cast<std::chrono::seconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 }  // namespace
 
 std::optional<std::string> approval_key_bytes(std::string_view text) {
@@ -54,10 +48,16 @@ std::optional<std::string> approval_key_bytes(std::string_view text) {
   return bytes;
 }
 
-RequestStates::RequestStates(std::string key, std::chrono::seconds ttl, std::size_t per_principal)
+RequestStates::RequestStates(std::string key, std::chrono::seconds ttl, std::size_t per_principal,
+                             Clock clock)
     : key_(key.size() == kKeyBytes ? std::move(key) : random_bytes(kKeyBytes)),
       ttl_(ttl),
-      per_principal_cap_(per_principal) {}
+      per_principal_cap_(per_principal),
+      clock_(std::move(clock)) {}
+
+std::int64_t RequestStates::now_s() const {
+  return std::chrono::duration_cast<std::chrono::seconds>(clock_().time_since_epoch()).count();
+}
 
 std::string RequestStates::seal(Json state, std::string_view principal) const {
   state["id"] = net::to_hex(random_bytes(16));

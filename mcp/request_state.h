@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -26,10 +27,16 @@ inline constexpr std::size_t kMaxUsedStatesPerPrincipal = 100'000;
 
 class RequestStates {
  public:
+  // What time it is, for expiries (called on the threads that seal and open): the system
+  // clock; tests pass their own to move time on.
+  using Clock = std::function<std::chrono::system_clock::time_point()>;
+
   // `key`: 32 bytes; empty: random bytes of this process. `ttl`: how long a state may come back.
   // `per_principal`: how many unexpired used states one principal may hold.
-  RequestStates(std::string key, std::chrono::seconds ttl,
-                std::size_t per_principal = kMaxUsedStatesPerPrincipal);
+  RequestStates(
+      std::string key, std::chrono::seconds ttl,
+      std::size_t per_principal = kMaxUsedStatesPerPrincipal,
+      Clock clock = [] { return std::chrono::system_clock::now(); });
 
   // `state` (a JSON object) with `principal`, an expiry and a fresh id, sealed: base64 text.
   std::string seal(Json state, std::string_view principal) const;
@@ -43,6 +50,9 @@ class RequestStates {
   std::string key_;
   std::chrono::seconds ttl_;
   std::size_t per_principal_cap_;
+  Clock clock_;
+  // clock_'s time in unix seconds, the unit of a state's expiry.
+  std::int64_t now_s() const;
   struct Used {
     std::int64_t exp;  // unix seconds
     std::string principal;

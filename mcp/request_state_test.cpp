@@ -5,7 +5,6 @@
 #include <boost/asio/io_context.hpp>
 #include <catch2/catch.hpp>
 #include <optional>
-#include <thread>
 #include <vector>
 
 #include "mcp/approvals.h"
@@ -15,6 +14,9 @@
 namespace {
 
 using namespace codemode::server;
+
+// A time the tests' clocks start at (2027-01-15); they move it on by hand.
+constexpr std::chrono::system_clock::time_point kSomeTime{std::chrono::seconds(1'800'000'000)};
 
 TEST_CASE("a requestState opens once, unchanged, for its principal", "[server][approvals]") {
   RequestStates states(*approval_key_bytes(std::string(64, 'b')), std::chrono::seconds(60));
@@ -48,10 +50,16 @@ TEST_CASE("a requestState opens once, unchanged, for its principal", "[server][a
 }
 
 TEST_CASE("a requestState expires", "[server][approvals]") {
-  RequestStates states({}, std::chrono::seconds(0));
+  auto now = kSomeTime;
+  RequestStates states({}, std::chrono::seconds(60), kMaxUsedStatesPerPrincipal,
+                       [&now] { return now; });
   const std::string sealed = states.seal(Json::object(), "alice");
-  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
-  CHECK(std::get<std::string>(states.open(sealed, "alice")) ==
+  const std::string late = states.seal(Json::object(), "alice");
+  // Good for its whole ttl, to the second; not a second more.
+  now += std::chrono::seconds(60);
+  CHECK(std::holds_alternative<Json>(states.open(sealed, "alice")));
+  now += std::chrono::seconds(1);
+  CHECK(std::get<std::string>(states.open(late, "alice")) ==
         "requestState has expired; send the call again");
 }
 
@@ -73,7 +81,8 @@ TEST_CASE("base64 round-trips bytes and refuses what is not padded base64", "[se
 
 TEST_CASE("one principal filling the record of used states refuses only its own retries",
           "[server][approvals]") {
-  RequestStates states({}, std::chrono::seconds(1), 3);
+  auto now = kSomeTime;
+  RequestStates states({}, std::chrono::seconds(1), 3, [&now] { return now; });
   for (int i = 0; i < 3; ++i) {
     CHECK(std::holds_alternative<Json>(
         states.open(states.seal(Json::object(), "mallory"), "mallory")));
@@ -81,8 +90,12 @@ TEST_CASE("one principal filling the record of used states refuses only its own 
   CHECK(std::get<std::string>(states.open(states.seal(Json::object(), "mallory"), "mallory")) ==
         "too many approvals in flight; retry later");
   CHECK(std::holds_alternative<Json>(states.open(states.seal(Json::object(), "alice"), "alice")));
-  // Once hers expire, they are forgotten, and she may go on.
-  std::this_thread::sleep_for(std::chrono::milliseconds(2100));
+  // Not while they may still come back (to the last second of their ttl)...
+  now += std::chrono::seconds(1);
+  CHECK(std::get<std::string>(states.open(states.seal(Json::object(), "mallory"), "mallory")) ==
+        "too many approvals in flight; retry later");
+  // ...but once they have expired, they are forgotten, and she may go on.
+  now += std::chrono::seconds(1);
   CHECK(
       std::holds_alternative<Json>(states.open(states.seal(Json::object(), "mallory"), "mallory")));
 }

@@ -29,10 +29,8 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <nlohmann/json.hpp>
 #include <set>
-#include <sstream>
 #include <thread>
 
 #include "channel/frames.h"
@@ -463,44 +461,31 @@ TEST_CASE("a cancel that overtakes its call's start still stops it", "[sandbox][
   }
 }
 
-// CPU ticks (utime + stime) a process has used so far.
-long cpu_ticks(pid_t pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
-  std::istringstream fields(text.substr(text.rfind(')') + 2));
-  std::string field;
-  long utime = 0, stime = 0;
-  for (int i = 3; i <= 15 && fields >> field; ++i) {
-    if (i == 14) utime = std::stol(field);
-    if (i == 15) stime = std::stol(field);
-  }
-  return utime + stime;
-}
-
 TEST_CASE("cancel stops code that never waits for anything", "[sandbox][process]") {
   auto limits = test_limits();
   limits.cpu_ms = 20000;
   limits.wall_ms = 30000;
   auto process = start(options_for(limits, true));
   auto cancel = std::make_shared<channel::CancelToken>();
-  std::thread canceller;
-  // Answer the fetch, then cancel once the process has spun for 100 ms of CPU: by then the code
-  // is in its loop and never reads the channel again, so only the cancel signal can reach it.
-  const channel::Fetcher answer_then_cancel = [&](gateway::OutboundRequest,
-                                                  std::function<void(gateway::FetchResult)> done) {
+  // Answer the first fetch; cancel at the second, the code's last step before its loop: from
+  // there on the code never reads the channel again, so only the cancel signal can reach it.
+  std::vector<channel::FetchDone> unanswered;  // dropped once the call has ended
+  const channel::Fetcher answer_then_cancel = [&](const gateway::OutboundRequest& request,
+                                                  channel::FetchDone done) {
+    if (request.url.ends_with("/y")) {
+      unanswered.push_back(std::move(done));
+      cancel->cancel();
+      return;
+    }
     gateway::InboundResponse response;
     response.status = 200;
     done(std::move(response));
-    canceller = std::thread([&, pid = process->pid()] {
-      const long start = cpu_ticks(pid);
-      while (cpu_ticks(pid) < start + 10) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-      cancel->cancel();
-    });
   };
   const auto started = std::chrono::steady_clock::now();
-  const channel::Outcome outcome = run(*process, "async () => { await fetch('/x'); for (;;) {} }",
-                                       limits, &answer_then_cancel, cancel);
-  if (canceller.joinable()) canceller.join();
+  const channel::Outcome outcome =
+      run(*process, "async () => { await fetch('/x'); fetch('/y'); for (;;) {} }", limits,
+          &answer_then_cancel, cancel);
+  CHECK(unanswered.size() == 1);
   CHECK(outcome.error_message == "cancelled");
   CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(10));
   CHECK(process->usable());
@@ -579,6 +564,85 @@ std::vector<channel::Outcome> call_all(
   return outcomes;
 }
 
+// A Sandbox whose executor runs on the test's thread, one handler at a time, so that the test
+// waits for a step of the pool (each is a handler) and reads its stats in between, without
+// sleeping.
+class PoolOnTestThread {
+ public:
+  explicit PoolOnTestThread(SandboxOptions options) {
+    options.executor = io_.get_executor();
+    sandbox_ = std::make_unique<Sandbox>(options);
+  }
+  // The executor does not run while the Sandbox goes (sandbox.h: with a given executor).
+  ~PoolOnTestThread() { sandbox_.reset(); }
+  PoolOnTestThread(const PoolOnTestThread&) = delete;
+  PoolOnTestThread& operator=(const PoolOnTestThread&) = delete;
+
+  // Runs the pool's handlers until `done()` holds; fails if it does not within `bound`.
+  template <class Done>
+  void run_until(Done done, std::chrono::seconds bound = std::chrono::seconds(60)) {
+    const auto until = std::chrono::steady_clock::now() + bound;
+    while (!done()) REQUIRE(io_.run_one_until(until) > 0);
+  }
+  // Submits a search call of `principal` and runs the pool until its outcome.
+  channel::Outcome call(std::string code, std::string principal = "") {
+    // Shared: should the wait fail, the Sandbox still answers the call as it goes.
+    auto outcome = std::make_shared<std::optional<channel::Outcome>>();
+    sandbox_->submit(Call{channel::Tool::search, std::move(code), std::move(principal), nullptr},
+                     [outcome](channel::Outcome done) { *outcome = std::move(done); });
+    run_until([&] { return outcome->has_value(); });
+    return std::move(**outcome);
+  }
+  // On the executor, which is this thread.
+  PoolStats stats() const { return sandbox_->stats(); }
+
+ private:
+  boost::asio::io_context io_;
+  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_{
+      io_.get_executor()};
+  std::unique_ptr<Sandbox> sandbox_;
+};
+
+// A fetch() that the test answers when it chooses, waiting meanwhile as a request awaiting a
+// person's yes does (FetchDone::waiting: the call's wall clock stands still), so a call that
+// fetches holds what it allocated for as long as the test wants.
+struct HeldFetches {
+  std::mutex mutex;
+  std::condition_variable arrived;
+  std::vector<channel::FetchDone> held;
+
+  FetcherFactory factory() {
+    return [this](const config::Limits&, const Call&) -> channel::Fetcher {
+      return [this](const gateway::OutboundRequest&, channel::FetchDone done) {
+        done.waiting()(true);
+        {
+          std::lock_guard lock(mutex);
+          held.push_back(std::move(done));
+        }
+        arrived.notify_all();
+      };
+    };
+  }
+  void wait_for(std::size_t count) {
+    std::unique_lock lock(mutex);
+    REQUIRE(arrived.wait_for(lock, std::chrono::seconds(60), [&] { return held.size() >= count; }));
+  }
+  void answer_all() {
+    std::vector<channel::FetchDone> answered;
+    {
+      std::lock_guard lock(mutex);
+      answered = std::exchange(held, {});
+    }
+    for (auto& done : answered) {
+      done.waiting()(false);
+      gateway::InboundResponse response;
+      response.status = 200;
+      response.final_url = "http://127.0.0.1:1/hold";
+      done(std::move(response));
+    }
+  }
+};
+
 // Processes this test binary has started (the pool's launcher thread forks them).
 std::size_t children_of_this_process() {
   std::size_t n = 0;
@@ -608,15 +672,14 @@ TEST_CASE("the Sandbox replaces a failed process and serves the next call",
 
 TEST_CASE("a process that dies between calls is replaced before the next call reaches it",
           "[sandbox][process][pool]") {
-  Sandbox sandbox(pool_options());
-  const int first = result_of(call(sandbox, "async () => __native.pid()"));
+  PoolOnTestThread pool(pool_options());
+  const int first = result_of(pool.call("async () => __native.pid()"));
   ::kill(first, SIGKILL);
-  // The pool sees the channel close and reaps the process: then its /proc entry is gone.
+  // The process's handle sees its channel close and reaps it, in a handler on this thread: then
+  // its /proc entry is gone. The pool may not have swept it yet; the next call must not reach it.
   const std::string entry = "/proc/" + std::to_string(first);
-  while (::access(entry.c_str(), F_OK) == 0) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  const channel::Outcome next = call(sandbox, "async () => __native.pid()");
+  pool.run_until([&] { return ::access(entry.c_str(), F_OK) != 0; });
+  const channel::Outcome next = pool.call("async () => __native.pid()");
   REQUIRE(next.ok);  // not "killed by SIGKILL": the dead process never got the call
   CHECK(result_of(next) != first);
 }
@@ -683,15 +746,17 @@ TEST_CASE("stop_all answers queued and running calls with its message",
           "[sandbox][process][pool]") {
   SandboxOptions options = pool_options();
   options.processes.principal_calls = 1;
+  HeldFetches fetches;
+  options.fetch = fetches.factory();
   Sandbox sandbox(options);
   REQUIRE(call(sandbox, "async () => 0", "a").ok);  // a's process is up
   std::vector<std::promise<channel::Outcome>> promises(2);
-  sandbox.submit(Call{channel::Tool::search, "async () => new Promise(r => setTimeout(r, 2500))",
-                      "a", nullptr},
-                 [&](channel::Outcome outcome) { promises[0].set_value(std::move(outcome)); });
+  sandbox.submit(
+      Call{channel::Tool::execute, "async () => { await fetch('/hold'); }", "a", nullptr},
+      [&](channel::Outcome outcome) { promises[0].set_value(std::move(outcome)); });
   sandbox.submit(Call{channel::Tool::search, "async () => 1", "a", nullptr},
                  [&](channel::Outcome outcome) { promises[1].set_value(std::move(outcome)); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  fetches.wait_for(1);  // the first call runs, waiting for its fetch; the second waits its turn
   sandbox.stop_all("the server is shutting down");
   const channel::Outcome running = promises[0].get_future().get();
   const channel::Outcome queued = promises[1].get_future().get();
@@ -707,58 +772,25 @@ TEST_CASE("idle processes retire, and the bound on processes holds across princi
   options.processes.max_processes = 2;
   options.processes.spare_processes = 0;
   options.processes.idle_seconds = 1;
-  Sandbox sandbox(options);
-  std::set<int> pids;
-  for (const char* principal : {"a", "b", "c", "a"}) {
-    pids.insert(result_of(call(sandbox, "async () => __native.pid()", principal)).get<int>());
-    CHECK(children_of_this_process() <= 2);
+  {
+    PoolOnTestThread pool(options);
+    std::set<int> pids;
+    for (const char* principal : {"a", "b", "c", "a"}) {
+      pids.insert(result_of(pool.call("async () => __native.pid()", principal)).get<int>());
+      CHECK(children_of_this_process() <= 2);
+    }
+    CHECK(pids.size() >= 3);  // c's process took the place of an idle one
+    // A second on, the last two retire: the pool holds no process.
+    pool.run_until([&] {
+      const PoolStats stats = pool.stats();
+      return stats.processes == 0 && stats.starting == 0;
+    });
+    CHECK(pool.stats().retired["idle"] >= 2);
   }
-  CHECK(pids.size() >= 3);  // c's process took the place of an idle one
-  for (int waited = 0; children_of_this_process() > 0; ++waited) {
-    REQUIRE(waited < 5000);
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
+  // Retired processes are reaped on the pool's launcher thread, which finishes before it stops:
+  // none is left behind, not even as a zombie.
+  CHECK(children_of_this_process() == 0);
 }
-
-// A fetch() that the test answers when it chooses, waiting meanwhile as a request awaiting a
-// person's yes does (FetchDone::waiting: the call's wall clock stands still), so a call that
-// fetches holds what it allocated for as long as the test wants.
-struct HeldFetches {
-  std::mutex mutex;
-  std::condition_variable arrived;
-  std::vector<channel::FetchDone> held;
-
-  FetcherFactory factory() {
-    return [this](const config::Limits&, const Call&) -> channel::Fetcher {
-      return [this](const gateway::OutboundRequest&, channel::FetchDone done) {
-        done.waiting()(true);
-        {
-          std::lock_guard lock(mutex);
-          held.push_back(std::move(done));
-        }
-        arrived.notify_all();
-      };
-    };
-  }
-  void wait_for(std::size_t count) {
-    std::unique_lock lock(mutex);
-    REQUIRE(arrived.wait_for(lock, std::chrono::seconds(60), [&] { return held.size() >= count; }));
-  }
-  void answer_all() {
-    std::vector<channel::FetchDone> answered;
-    {
-      std::lock_guard lock(mutex);
-      answered = std::exchange(held, {});
-    }
-    for (auto& done : answered) {
-      done.waiting()(false);
-      gateway::InboundResponse response;
-      response.status = 200;
-      response.final_url = "http://127.0.0.1:1/hold";
-      done(std::move(response));
-    }
-  }
-};
 
 // A Sandbox on an I/O thread the test owns, so that it can ask the pool for its stats there.
 class PoolOnThread {

@@ -167,7 +167,7 @@ TEST_CASE("an exchanged token is redacted like a configured secret", "[gateway][
   CHECK(response.body == "echo [redacted]");
 }
 
-TEST_CASE("Content-Length counts the redacted body; HEAD, 204 and 304 get none",
+TEST_CASE("Content-Length counts the redacted body, and HEAD, 204 and 304 get none",
           "[gateway][redaction]") {
   InboundResponse get;
   get.status = 200;

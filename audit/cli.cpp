@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <thread>
 
 #include "audit/store.h"
@@ -120,10 +121,9 @@ void print(const StoredRecord& record, ReadCommand::Format format, std::ostream&
       << "\n";
 }
 
-}  // namespace
-
-int run_read_command(const ReadCommand& command, const config::Audit& audit, std::ostream& out,
-                     std::ostream& err, const FollowOptions& follow) {
+// The command's filters as a store query; nullopt when --since or --until is not a time (said
+// on `err`).
+std::optional<Query> query_of(const ReadCommand& command, std::ostream& err) {
   Query query;
   const std::int64_t now = now_us();
   for (const auto& [text, bound] :
@@ -133,7 +133,7 @@ int run_read_command(const ReadCommand& command, const config::Audit& audit, std
     if (!*bound) {
       err << "codemode-mcp audit: '" << cell(**text, 40)
           << "' is not a time (2026-12-03T10:00:00Z, 2026-12-03, or an age: 30s, 15m, 2h, 7d)\n";
-      return 2;
+      return std::nullopt;
     }
   }
   query.server = command.server;
@@ -142,54 +142,54 @@ int run_read_command(const ReadCommand& command, const config::Audit& audit, std
   query.tool = command.tool;
   query.outcome = command.outcome;
   query.path_prefix = command.path;
+  return query;
+}
 
-  auto opened = open_store(audit, OpenMode::read);
-  if (auto* problem = std::get_if<std::string>(&opened)) {
-    err << "codemode-mcp audit: " << *problem << "\n";
+// `audit verify`: each chain's extent and head, the removals by retention, and any break.
+int run_verify(Store& store, const ReadCommand& command, std::ostream& out) {
+  // Everything here came from the store, which someone with write access to it may have
+  // filled with text meant for the operator's terminal: escaped, each line.
+  const VerifyReport report = verify(store, command.server);
+  for (const ChainHead& head : report.chains) {
+    out << "server " << cell(head.server, 0) << ": records " << head.first_seq << ".."
+        << head.last_seq << ", head " << cell(head.last_hash, 0) << "\n";
+    for (const Removal& removal : report.removals) {
+      if (removal.server == head.server) {
+        out << "server " << cell(head.server, 0) << ": " << removed(removal) << "\n";
+      }
+    }
+  }
+  if (!report.intact()) {
+    for (const std::string& line : report.breaks) out << "BROKEN: " << cell(line, 0) << "\n";
+    if (report.break_count > report.breaks.size()) {
+      out << "BROKEN: and " << report.break_count - report.breaks.size() << " more\n";
+    }
+    return 1;
+  }
+  out << "intact: " << report.records << " records in " << report.chains.size()
+      << (report.chains.size() == 1 ? " chain\n" : " chains\n");
+  return 0;
+}
+
+// `audit query`: the matching records, oldest first, up to --limit (1000).
+int run_query(Store& store, Query query, const ReadCommand& command, std::ostream& out,
+              std::ostream& err) {
+  query.limit = command.limit.value_or(1000);
+  auto rows = store.query(query);
+  if (auto* error = std::get_if<std::string>(&rows)) {
+    err << "codemode-mcp audit: " << *error << "\n";
     return 2;
   }
-  Store& store = *std::get<std::unique_ptr<Store>>(opened);
-
-  if (command.action == ReadCommand::Action::verify) {
-    // Everything here came from the store, which someone with write access to it may have
-    // filled with text meant for the operator's terminal: escaped, each line.
-    const VerifyReport report = verify(store, command.server);
-    for (const ChainHead& head : report.chains) {
-      out << "server " << cell(head.server, 0) << ": records " << head.first_seq << ".."
-          << head.last_seq << ", head " << cell(head.last_hash, 0) << "\n";
-      for (const Removal& removal : report.removals) {
-        if (removal.server == head.server) {
-          out << "server " << cell(head.server, 0) << ": " << removed(removal) << "\n";
-        }
-      }
-    }
-    if (!report.intact()) {
-      for (const std::string& line : report.breaks) out << "BROKEN: " << cell(line, 0) << "\n";
-      if (report.break_count > report.breaks.size()) {
-        out << "BROKEN: and " << report.break_count - report.breaks.size() << " more\n";
-      }
-      return 1;
-    }
-    out << "intact: " << report.records << " records in " << report.chains.size()
-        << (report.chains.size() == 1 ? " chain\n" : " chains\n");
-    return 0;
+  for (const StoredRecord& r : std::get<std::vector<StoredRecord>>(rows)) {
+    print(r, command.format, out);
   }
+  return 0;
+}
 
-  if (command.format == ReadCommand::Format::table) print_header(out);
-  if (command.action == ReadCommand::Action::query) {
-    query.limit = command.limit.value_or(1000);
-    auto rows = store.query(query);
-    if (auto* error = std::get_if<std::string>(&rows)) {
-      err << "codemode-mcp audit: " << *error << "\n";
-      return 2;
-    }
-    for (const StoredRecord& r : std::get<std::vector<StoredRecord>>(rows)) {
-      print(r, command.format, out);
-    }
-    return 0;
-  }
-
-  // tail: where each chain ends now, the newest records up to there, then what follows.
+// `audit tail`: where each chain ends now, the newest records up to there, then what follows
+// while `follow` says to go on.
+int run_tail(Store& store, const Query& query, const ReadCommand& command, std::ostream& out,
+             std::ostream& err, const FollowOptions& follow) {
   std::map<std::string, std::uint64_t> cursor;
   auto heads = store.heads();
   if (auto* error = std::get_if<std::string>(&heads)) {
@@ -237,6 +237,26 @@ int run_read_command(const ReadCommand& command, const config::Audit& audit, std
     out.flush();
   }
   return 0;
+}
+
+}  // namespace
+
+int run_read_command(const ReadCommand& command, const config::Audit& audit, std::ostream& out,
+                     std::ostream& err, const FollowOptions& follow) {
+  const std::optional<Query> query = query_of(command, err);
+  if (!query) return 2;
+  auto opened = open_store(audit, OpenMode::read);
+  if (auto* problem = std::get_if<std::string>(&opened)) {
+    err << "codemode-mcp audit: " << *problem << "\n";
+    return 2;
+  }
+  Store& store = *std::get<std::unique_ptr<Store>>(opened);
+  if (command.action == ReadCommand::Action::verify) return run_verify(store, command, out);
+  if (command.format == ReadCommand::Format::table) print_header(out);
+  if (command.action == ReadCommand::Action::query) {
+    return run_query(store, *query, command, out, err);
+  }
+  return run_tail(store, *query, command, out, err, follow);
 }
 
 }  // namespace codemode::audit

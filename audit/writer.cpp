@@ -137,6 +137,76 @@ std::size_t Writer::settle(std::span<const Entry> entries, std::span<const Recor
   return 1;
 }
 
+void Writer::trim() {
+  auto trimmed = store_->trim(options_.retention, now_us());
+  if (auto* n = std::get_if<std::uint64_t>(&trimmed)) {
+    std::lock_guard lock(mutex_);
+    trimmed_ += *n;
+  } else {
+    spdlog::warn("audit: retention could not trim: {}",
+                 net::escape_text(std::get<std::string>(trimmed)));
+  }
+}
+
+Writer::Next Writer::take_batch(std::vector<Record>& batch,
+                                std::optional<std::chrono::steady_clock::time_point> trim_at) {
+  std::unique_lock lock(mutex_);
+  if (batch.empty()) {
+    const auto ready = [&] { return stopping_ || !queue_.empty(); };
+    if (trim_at) {
+      wake_.wait_until(lock, *trim_at, ready);
+    } else {
+      wake_.wait(lock, ready);
+    }
+    if (queue_.empty()) return stopping_ ? Next::stop : Next::look_again;
+    const std::size_t n = std::min(options_.batch, queue_.size());
+    for (std::size_t i = 0; i < n; ++i) {
+      owners_.push_back(principal_of(queue_.front()));
+      batch.push_back(std::move(queue_.front()));
+      queue_.pop_front();
+    }
+    in_hand_ = n;
+  }
+  if (stopping_ && std::chrono::steady_clock::now() >= stop_by_) return Next::stop;
+  return Next::write;
+}
+
+namespace {
+
+// The batch as the store's entries; how many records had text that was not valid UTF-8.
+std::uint64_t encode_batch(std::vector<Record>& batch, std::vector<Entry>& entries) {
+  std::uint64_t replaced = 0;
+  for (Record& record : batch) {
+    // Hashed here, off the caller's thread: code may be 20,000 characters.
+    auto* call = std::get_if<CallRecord>(&record);
+    if (call && call->code_sha256.empty()) call->code_sha256 = sha256_hex(call->code);
+    if (make_valid_utf8(record)) ++replaced;
+    entries.push_back(Entry{summarize(record), canonical_json(record)});
+  }
+  return replaced;
+}
+
+}  // namespace
+
+void Writer::note_store_state(const std::optional<StoreError>& down) {
+  if (!down) {
+    if (down_logged_) spdlog::info("audit: {} takes records again", store_->describe());
+    down_logged_ = false;
+    store_up_ = true;
+    return;
+  }
+  ++failures_;
+  last_error_ = down->text;
+  store_up_ = false;
+  if (!down_logged_) {
+    spdlog::error("audit: {} is down ({}); {}", store_->describe(), net::escape_text(down->text),
+                  options_.on_failure == config::Audit::OnFailure::fail_closed
+                      ? "new calls are refused until it takes records again"
+                      : "records are dropped while the queue is full");
+    down_logged_ = true;
+  }
+}
+
 void Writer::run() {
   using Clock = std::chrono::steady_clock;
   const bool trims = options_.retention.max_age_days > 0 || options_.retention.max_bytes > 0;
@@ -144,54 +214,16 @@ void Writer::run() {
   std::chrono::milliseconds retry = options_.first_retry;
   std::vector<Record> batch;
   std::vector<Entry> entries;
-  bool logged_down = false;
   std::uint64_t refused_seen = 0;  // refused_ as last counted out of written_
   while (true) {
-    // Retention, between batches.
     if (trims && Clock::now() >= next_trim) {
       next_trim = Clock::now() + options_.trim_interval;
-      auto trimmed = store_->trim(options_.retention, now_us());
-      if (auto* n = std::get_if<std::uint64_t>(&trimmed)) {
-        std::lock_guard lock(mutex_);
-        trimmed_ += *n;
-      } else {
-        spdlog::warn("audit: retention could not trim: {}",
-                     net::escape_text(std::get<std::string>(trimmed)));
-      }
+      trim();
     }
-    std::uint64_t replaced = 0;
-    {
-      std::unique_lock lock(mutex_);
-      if (batch.empty()) {
-        const auto ready = [&] { return stopping_ || !queue_.empty(); };
-        if (trims) {
-          wake_.wait_until(lock, next_trim, ready);
-        } else {
-          wake_.wait(lock, ready);
-        }
-        if (queue_.empty()) {
-          if (stopping_) break;
-          continue;
-        }
-        const std::size_t n = std::min(options_.batch, queue_.size());
-        for (std::size_t i = 0; i < n; ++i) {
-          owners_.push_back(principal_of(queue_.front()));
-          batch.push_back(std::move(queue_.front()));
-          queue_.pop_front();
-        }
-        in_hand_ = n;
-      }
-      if (stopping_ && Clock::now() >= stop_by_) break;
-    }
-    if (entries.empty()) {
-      for (Record& record : batch) {
-        // Hashed here, off the caller's thread: code may be 20,000 characters.
-        auto* call = std::get_if<CallRecord>(&record);
-        if (call && call->code_sha256.empty()) call->code_sha256 = sha256_hex(call->code);
-        if (make_valid_utf8(record)) ++replaced;
-        entries.push_back(Entry{summarize(record), canonical_json(record)});
-      }
-    }
+    const Next next = take_batch(batch, trims ? std::optional(next_trim) : std::nullopt);
+    if (next == Next::stop) break;
+    if (next == Next::look_again) continue;
+    const std::uint64_t replaced = entries.empty() ? encode_batch(batch, entries) : 0;
     std::optional<StoreError> down;
     const std::size_t done = settle(entries, batch, down);
     std::unique_lock lock(mutex_);
@@ -205,22 +237,10 @@ void Writer::run() {
     owners_.erase(owners_.begin(), owners_.begin() + static_cast<std::ptrdiff_t>(done));
     in_hand_ = batch.size();
     if (done > 0) progress_.notify_all();
+    note_store_state(down);
     if (!down) {
       retry = options_.first_retry;
-      if (logged_down) spdlog::info("audit: {} takes records again", store_->describe());
-      logged_down = false;
-      store_up_ = true;
       continue;
-    }
-    ++failures_;
-    last_error_ = down->text;
-    store_up_ = false;
-    if (!logged_down) {
-      spdlog::error("audit: {} is down ({}); {}", store_->describe(), net::escape_text(down->text),
-                    options_.on_failure == config::Audit::OnFailure::fail_closed
-                        ? "new calls are refused until it takes records again"
-                        : "records are dropped while the queue is full");
-      logged_down = true;
     }
     // Wait before retrying; stop() cuts the wait short only when its grace is over.
     const auto until = Clock::now() + retry;
@@ -228,6 +248,10 @@ void Writer::run() {
                      [&] { return stopping_ && Clock::now() >= stop_by_; });
     retry = std::min(retry * 2, options_.last_retry);
   }
+  drop_unwritten();
+}
+
+void Writer::drop_unwritten() {
   std::lock_guard lock(mutex_);
   const std::uint64_t lost = queue_.size() + in_hand_;
   if (lost > 0) {

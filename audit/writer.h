@@ -30,6 +30,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -112,6 +113,21 @@ class Writer {
                      std::optional<StoreError>& down);
   // One principal's record is settled or dropped from the queue. Under mutex_.
   void release(const std::string& principal);
+  // Retention, between batches: trims the store and counts what went. Writer thread only.
+  void trim();
+  // What the writer does after looking at the queue.
+  enum class Next { write, look_again, stop };
+  // Unless `batch` still holds records the store did not take, waits for records (until
+  // `trim_at`, when retention is on) and moves up to a batch of them into `batch`. stop: stop()
+  // came and the queue is empty, or stop()'s grace is over. Writer thread only.
+  Next take_batch(std::vector<Record>& batch,
+                  std::optional<std::chrono::steady_clock::time_point> trim_at);
+  // The store took what it was given (`down` empty) or is down: counted, and logged when that
+  // changed. Under mutex_.
+  void note_store_state(const std::optional<StoreError>& down);
+  // Records still queued or in hand when the writer stops are lost: counted and logged. Writer
+  // thread only, at its end.
+  void drop_unwritten();
 
   const std::unique_ptr<Store> store_;
   const WriterOptions options_;
@@ -143,6 +159,7 @@ class Writer {
   std::uint64_t trimmed_ = 0;
   std::string last_error_;
   bool store_up_ = true;
+  bool down_logged_ = false;  // the store's being down was logged (until it takes records again)
   bool stopping_ = false;
   std::chrono::steady_clock::time_point stop_by_{};
 

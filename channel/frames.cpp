@@ -242,105 +242,120 @@ std::optional<ErrorKind> error_kind_from(std::string_view name) {
   return std::nullopt;
 }
 
-std::variant<Message, DecodeError> decode_object(const json& body) {
+// The decoders of the messages with more than a line of fields. A DecodeError returned here
+// is about a field's value (limits, tool, kind); a field missing or of the wrong type is left in
+// `f.problem()`, which decode_object reports for every message alike.
+using Decoded = std::variant<Message, DecodeError>;
+
+Decoded decode_init(Fields& f) {
+  Init m;
+  m.fetch = f.boolean("fetch");
+  m.cpu_seconds = f.u32("cpu_seconds");
+  m.jitless = f.boolean("jitless");
+  m.concurrency = f.u32("concurrency");
+  m.fetch_base = f.text("fetch_base");
+  if (const json* limits = f.get("limits", json::value_t::array)) {
+    auto parsed = limits_from(*limits);
+    if (!parsed) return DecodeError{"message \"init\": field \"limits\" is malformed"};
+    m.limits = *parsed;
+  }
+  m.spec = f.boolean("spec");
+  return m;
+}
+
+Decoded decode_run(Fields& f) {
+  Run m;
+  m.id = f.u64("id");
+  const std::string tool = f.text("tool");
+  m.code = f.text("code");
+  if (const json* limits = f.get("limits", json::value_t::array)) {
+    auto parsed = limits_from(*limits);
+    if (!parsed) return DecodeError{"message \"run\": field \"limits\" is malformed"};
+    m.limits = *parsed;
+  }
+  if (tool == "execute") {
+    m.tool = Tool::execute;
+  } else if (tool != "search" && f.problem().empty()) {
+    return DecodeError{"message \"run\": unknown tool"};
+  }
+  return m;
+}
+
+FetchRequest decode_fetch(Fields& f) {
+  FetchRequest m;
+  m.call_id = f.u64("call");
+  m.fetch_id = f.u64("fetch");
+  m.request.method = f.text("method");
+  m.request.url = f.text("url");
+  m.request.headers = f.headers("headers");
+  m.request.body = f.bytes("body");
+  return m;
+}
+
+// A fetch's reply: the gateway's error when the body has one, else the upstream's response.
+FetchReply decode_reply(Fields& f, const json& body) {
+  FetchReply m;
+  m.call_id = f.u64("call");
+  m.fetch_id = f.u64("fetch");
+  if (body.contains("error")) {
+    gateway::GatewayError error;
+    const std::string kind = f.text("error");
+    error.kind = kind == "policy" ? gateway::ErrorKind::policy : gateway::ErrorKind::runtime;
+    error.message = f.text("message");
+    m.result = std::move(error);
+  } else {
+    gateway::InboundResponse response;
+    response.status = f.u32("status");
+    response.status_text = f.text("status_text");
+    response.headers = f.headers("headers");
+    response.body = f.bytes("body");
+    response.final_url = f.text("final_url");
+    response.redirects = f.u32("redirects");
+    m.result = std::move(response);
+  }
+  return m;
+}
+
+Decoded decode_result(Fields& f) {
+  Result m;
+  m.id = f.u64("id");
+  m.outcome.ok = f.boolean("ok");
+  m.outcome.logs = f.strings("logs");
+  m.outcome.sandbox_us = f.u64("us");
+  m.outcome.cpu_us = f.u64("cpu");
+  m.last = f.boolean("last");
+  if (m.outcome.ok) {
+    m.outcome.result_json = f.text("value");
+    m.outcome.result_cut = f.boolean("cut");
+  } else {
+    const auto kind = error_kind_from(f.text("kind"));
+    if (!kind && f.problem().empty()) return DecodeError{"message \"result\": unknown kind"};
+    if (kind) m.outcome.error_kind = *kind;
+    m.outcome.error_message = f.text("message");
+    m.outcome.error_detail = f.text("detail");
+  }
+  return m;
+}
+
+Decoded decode_object(const json& body) {
   Fields f(body);
   const std::string type = f.text("t");
-  auto done = [&](Message message) -> std::variant<Message, DecodeError> {
-    if (!f.problem().empty()) {
-      return DecodeError{"message \"" + type + "\": field \"" + f.problem() + "\" is malformed"};
-    }
-    return message;
+  // A decoder's own error stands; otherwise a field it found missing or malformed fails it.
+  auto checked = [&](Decoded decoded) -> Decoded {
+    if (std::holds_alternative<DecodeError>(decoded) || f.problem().empty()) return decoded;
+    return DecodeError{"message \"" + type + "\": field \"" + f.problem() + "\" is malformed"};
   };
-  if (type == "init") {
-    Init m;
-    m.fetch = f.boolean("fetch");
-    m.cpu_seconds = f.u32("cpu_seconds");
-    m.jitless = f.boolean("jitless");
-    m.concurrency = f.u32("concurrency");
-    m.fetch_base = f.text("fetch_base");
-    if (const json* limits = f.get("limits", json::value_t::array)) {
-      auto parsed = limits_from(*limits);
-      if (!parsed) return DecodeError{"message \"init\": field \"limits\" is malformed"};
-      m.limits = *parsed;
-    }
-    m.spec = f.boolean("spec");
-    return done(m);
-  }
-  if (type == "ready") return done(Ready{f.strings("layers")});
-  if (type == "run") {
-    Run m;
-    m.id = f.u64("id");
-    const std::string tool = f.text("tool");
-    m.code = f.text("code");
-    if (const json* limits = f.get("limits", json::value_t::array)) {
-      auto parsed = limits_from(*limits);
-      if (!parsed) return DecodeError{"message \"run\": field \"limits\" is malformed"};
-      m.limits = *parsed;
-    }
-    if (tool == "execute") {
-      m.tool = Tool::execute;
-    } else if (tool != "search" && f.problem().empty()) {
-      return DecodeError{"message \"run\": unknown tool"};
-    }
-    return done(m);
-  }
-  if (type == "cancel") return done(Cancel{f.u64("id")});
-  if (type == "fetch") {
-    FetchRequest m;
-    m.call_id = f.u64("call");
-    m.fetch_id = f.u64("fetch");
-    m.request.method = f.text("method");
-    m.request.url = f.text("url");
-    m.request.headers = f.headers("headers");
-    m.request.body = f.bytes("body");
-    return done(m);
-  }
-  if (type == "reply") {
-    FetchReply m;
-    m.call_id = f.u64("call");
-    m.fetch_id = f.u64("fetch");
-    if (body.contains("error")) {
-      gateway::GatewayError error;
-      const std::string kind = f.text("error");
-      error.kind = kind == "policy" ? gateway::ErrorKind::policy : gateway::ErrorKind::runtime;
-      error.message = f.text("message");
-      m.result = std::move(error);
-    } else {
-      gateway::InboundResponse response;
-      response.status = f.u32("status");
-      response.status_text = f.text("status_text");
-      response.headers = f.headers("headers");
-      response.body = f.bytes("body");
-      response.final_url = f.text("final_url");
-      response.redirects = f.u32("redirects");
-      m.result = std::move(response);
-    }
-    return done(std::move(m));
-  }
-  if (type == "abort") return done(AbortFetch{f.u64("call"), f.u64("fetch")});
+  if (type == "init") return checked(decode_init(f));
+  if (type == "ready") return checked(Ready{f.strings("layers")});
+  if (type == "run") return checked(decode_run(f));
+  if (type == "cancel") return checked(Cancel{f.u64("id")});
+  if (type == "fetch") return checked(decode_fetch(f));
+  if (type == "reply") return checked(decode_reply(f, body));
+  if (type == "abort") return checked(AbortFetch{f.u64("call"), f.u64("fetch")});
   if (type == "wait") {
-    return done(FetchWait{f.u64("call"), f.u64("fetch"), f.boolean("waiting")});
+    return checked(FetchWait{f.u64("call"), f.u64("fetch"), f.boolean("waiting")});
   }
-  if (type == "result") {
-    Result m;
-    m.id = f.u64("id");
-    m.outcome.ok = f.boolean("ok");
-    m.outcome.logs = f.strings("logs");
-    m.outcome.sandbox_us = f.u64("us");
-    m.outcome.cpu_us = f.u64("cpu");
-    m.last = f.boolean("last");
-    if (m.outcome.ok) {
-      m.outcome.result_json = f.text("value");
-      m.outcome.result_cut = f.boolean("cut");
-    } else {
-      const auto kind = error_kind_from(f.text("kind"));
-      if (!kind && f.problem().empty()) return DecodeError{"message \"result\": unknown kind"};
-      if (kind) m.outcome.error_kind = *kind;
-      m.outcome.error_message = f.text("message");
-      m.outcome.error_detail = f.text("detail");
-    }
-    return done(std::move(m));
-  }
+  if (type == "result") return checked(decode_result(f));
   if (!f.problem().empty()) return DecodeError{"message without a type"};
   return DecodeError{"unknown message type"};
 }

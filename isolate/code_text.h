@@ -1,6 +1,6 @@
 // The code of a call as text, before V8 sees it: the tolerances of the tools' contract that are
 // plain text work (README.md, "What the code may look like"), and quoting a line of it back with
-// a caret. No V8 here; isolate_runner.cpp decides with V8 which reading of the code parses.
+// a caret. No V8 here; compile_code.cpp decides with V8 which reading of the code parses.
 #pragma once
 
 #include <cstddef>

@@ -15,7 +15,7 @@ namespace codemode::isolate::detail {
 
 // The bundles under js/vendor/ (and js/web.js) that a call compiles on first use; the values
 // are what js/bootstrap.js passes host.loadVendor.
-// sucrase is not one of them: isolate_runner.cpp loads it itself, for code that does not parse
+// sucrase is not one of them: compile_code.cpp loads it itself, for code that does not parse
 // as JavaScript (its TypeScript is stripped), before the code runs; the process's first such call
 // leaves a code cache for the later ones (keep_code_cache).
 enum class Vendor { whatwg_url = 0, tr46 = 1, encodings = 2, web = 3, sucrase = 4 };

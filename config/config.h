@@ -167,7 +167,9 @@ struct OAuth {
   std::string issuer;
   // This server's canonical resource URL (RFC 8707, RFC 9728): the URL of /mcp as clients reach
   // it, e.g. "https://mcp.example.com/mcp". Required, same URL rule as `issuer`. A token's `aud`
-  // must hold it exactly: a token issued for another resource is refused.
+  // must hold it exactly: a token issued for another resource is refused. With several APIs
+  // (`apis`), each is its own resource at /mcp/NAME: this URL with "/NAME" appended
+  // ("https://mcp.example.com/mcp/github"), and a token must be issued for that one.
   std::string resource;
   // The scopes a tools/call of each tool needs, all of them: {"search": ["mcp:read"],
   // "execute": ["mcp:read", "mcp:execute"]}. Keys: "search", "execute"; values: scope tokens

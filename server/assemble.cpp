@@ -562,23 +562,39 @@ std::variant<std::unique_ptr<Parts>, std::vector<std::string>> assemble(boost::a
     HttpOptions http_options = *options.http;
     http_options.metrics = [&built] { return built.metrics->exposition(); };
     http_options.pass_access_token = built.exchanger != nullptr;
-    if (http_options.oauth) {  // the issuer's keys are fetched on `io` (auth/token_verifier.h)
-      auto verifier = auth::TokenVerifier::create(io, *http_options.oauth, config.ca_file);
+    // The issuer's keys are fetched on `io` (auth/token_verifier.h), by a verifier per resource.
+    const auto verifier_of = [&](const config::OAuth& oauth) {
+      std::shared_ptr<auth::TokenVerifier> made;
+      auto verifier = auth::TokenVerifier::create(io, oauth, config.ca_file);
       if (auto* found = std::get_if<std::vector<std::string>>(&verifier)) {
         for (const std::string& problem : *found) problems.push_back("http.oauth: " + problem);
       } else {
-        http_options.verifier = std::get<std::shared_ptr<auth::TokenVerifier>>(verifier);
-        http_options.verifier->start();
+        made = std::get<std::shared_ptr<auth::TokenVerifier>>(verifier);
+        made->start();
       }
-    }
-    if (config.apis.size() > 1) {
-      problems.push_back("http: several APIs are not served over HTTP yet");
+      return made;
+    };
+    if (config.apis.size() == 1) {
+      if (http_options.oauth) http_options.verifier = verifier_of(*http_options.oauth);
+    } else {
+      // Each API at /mcp/NAME. Its resource is http.oauth.resource (the URL of /mcp) with
+      // "/NAME": a token's audience names the one API it was issued for.
+      for (const auto& api : config.apis) {
+        HttpApi served{"/mcp/" + api.name, http_options.oauth, nullptr};
+        if (served.oauth) {
+          std::string& resource = served.oauth->resource;
+          if (resource.ends_with('/')) resource.pop_back();
+          resource += "/" + api.name;
+          served.verifier = verifier_of(*served.oauth);
+        }
+        http_options.apis.push_back(std::move(served));
+      }
     }
     // Each HTTP session answers every message on the exchange that carried it: no default Send.
     built.http.emplace(io, std::move(http_options),
                        [&built, info = options.info](boost::asio::any_io_executor executor,
-                                                     std::string principal) {
-                         return built.apis.front()->session(
+                                                     std::string principal, std::size_t api) {
+                         return built.apis.at(api)->session(
                              std::move(executor), info, [](const std::string&) {},
                              std::move(principal), "http", *built.metrics);
                        });

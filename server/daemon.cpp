@@ -106,7 +106,13 @@ int Daemon::run() {
   // Once the signal handler is armed: whoever waits for this line (a supervisor, a test) may
   // send SIGTERM at once, and it drains.
   if (parts.http) {
-    spdlog::info("listening on {}{}", endpoint_url(parts.http->local_endpoint()),
+    // One API at /mcp; several, each at /mcp/NAME.
+    const std::string url = endpoint_url(parts.http->local_endpoint());
+    std::string urls;
+    for (const auto& api : parts.apis) {
+      urls += (urls.empty() ? "" : " and ") + url + "/" + api->name;
+    }
+    spdlog::info("listening on {}{}", parts.apis.size() == 1 ? url : urls,
                  options_.http->mode == HttpMode::stateless ? " (stateless)" : "");
   }
 

@@ -219,3 +219,24 @@ test('a broken description of one API names that API and stops start-up', async 
   assert.ok(lines.every((line) => line.startsWith(`${file}: apis.slack.openapi: ${broken}: `)), stderr);
   assert.doesNotMatch(stderr, /listening on/);
 });
+
+test('every start-up problem comes out at once, each API\'s under its name', async () => {
+  const taken = createServer();
+  taken.listen(0, '127.0.0.1');
+  await once(taken, 'listening');
+  try {
+    const file = writeConfig({ apis: {
+      markethub: { openapi: MARKETHUB, policy: { approve: { operations: ['noSuchOperation'] } } },
+      other: { openapi: MARKETHUB, policy: { approve: { tags: ['NoSuchTag'] } } },
+    } });
+    const { code, stderr } = await run(['--config', file, '--http', ':0',
+      '--metrics', `127.0.0.1:${taken.address().port}`]);
+    assert.equal(code, 2);
+    assert.match(stderr, /error apis\.markethub\.policy\.approve\.operations: the API description has no operation noSuchOperation/);
+    assert.match(stderr, /error apis\.other\.policy\.approve\.tags: no operation of the API description has tag NoSuchTag/);
+    assert.match(stderr, /error metrics: 127\.0\.0\.1:\d+: Address already in use/);
+    assert.doesNotMatch(stderr, /listening on/);
+  } finally {
+    taken.close();
+  }
+});

@@ -1,7 +1,6 @@
 // codemode-mcp: parse the command line, load the config and the API description, run the daemon.
 #include <unistd.h>
 
-#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -254,16 +253,6 @@ int main(int argc, char** argv) {
         .bearer_tokens = config.http.bearer_tokens,
         .oauth = config.http.oauth,
     };
-    for (const auto& api : config.apis) {
-      for (const auto& entry : api.principals) {
-        const std::string& name = entry.first;
-        const auto& claims = http->claim_profiles;
-        if (name.starts_with("claim:") &&
-            std::find(claims.begin(), claims.end(), name) == claims.end()) {
-          http->claim_profiles.push_back(name);
-        }
-      }
-    }
     http->max_requests_per_principal =
         std::size_t{config.sandbox.principal_calls} + config.sandbox.principal_queue;
   }

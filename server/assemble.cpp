@@ -574,13 +574,22 @@ std::variant<std::unique_ptr<Parts>, std::vector<std::string>> assemble(boost::a
       }
       return made;
     };
+    // The config's `principals` keys of the form "claim:NAME=VALUE", each API's own.
+    const auto claims_of = [](const config::Api& api) {
+      std::vector<std::string> claims;
+      for (const auto& entry : api.principals) {
+        if (entry.first.starts_with("claim:")) claims.push_back(entry.first);
+      }
+      return claims;
+    };
     if (config.apis.size() == 1) {
       if (http_options.oauth) http_options.verifier = verifier_of(*http_options.oauth);
+      http_options.claim_profiles = claims_of(config.apis.front());
     } else {
       // Each API at /mcp/NAME. Its resource is http.oauth.resource (the URL of /mcp) with
       // "/NAME": a token's audience names the one API it was issued for.
       for (const auto& api : config.apis) {
-        HttpApi served{"/mcp/" + api.name, http_options.oauth, nullptr};
+        HttpApi served{"/mcp/" + api.name, http_options.oauth, nullptr, claims_of(api)};
         if (served.oauth) {
           std::string& resource = served.oauth->resource;
           if (resource.ends_with('/')) resource.pop_back();

@@ -242,7 +242,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
     spdlog::info("http: access token of {} from {}", token.principal, client_);
     principal_ = std::move(token.principal);
     granted_scopes_ = std::move(token.scopes);
-    claim_profile_ = auth::claim_profile_of(token.claims, state_->options.claim_profiles);
+    claim_profile_ = auth::claim_profile_of(token.claims, endpoint().claim_profiles);
     if (!presented.empty()) {
       access_token_ = std::make_shared<const gateway::CallerAccessToken>(
           gateway::CallerAccessToken{std::move(presented), token.expires_at});

@@ -29,7 +29,9 @@ struct HttpServer::State {
         acceptor(io_context),
         sessions(options.max_sessions, options.max_sessions_per_owner) {
     // One API is served at /mcp with the server-wide OAuth settings: the one path of the list.
-    if (options.apis.empty()) options.apis.push_back({"/mcp", options.oauth, options.verifier});
+    if (options.apis.empty()) {
+      options.apis.push_back({"/mcp", options.oauth, options.verifier, options.claim_profiles});
+    }
   }
 
   // The API a request path names (an index into options.apis), or nullopt.

@@ -73,6 +73,7 @@ struct HttpApi {
   std::string path;  // "/mcp/NAME"
   std::optional<config::OAuth> oauth;
   std::shared_ptr<auth::TokenVerifier> verifier;
+  std::vector<std::string> claim_profiles;  // this API's, as HttpOptions::claim_profiles
 };
 
 struct HttpOptions {

@@ -309,7 +309,8 @@ std::unique_ptr<ServedApi> build_api(boost::asio::io_context& io, config::Config
       gateway_options.approval->timeout = std::chrono::milliseconds(api.policy.approval_timeout_ms);
     }
     // MCP 2026-07-28 calls carry their approvals' state through the client, sealed with this
-    // API's key: a state sealed for one API does not open at another.
+    // API's key and its name: a state sealed for one API does not open at another, even under
+    // the same key. (The single-API form seals none, as before: its fleet's replicas agree.)
     const auto& key = api.policy.approval_key;
     if (key.empty()) {
       spdlog::info(
@@ -318,7 +319,8 @@ std::unique_ptr<ServedApi> build_api(boost::asio::io_context& io, config::Config
     }
     served->request_states = std::make_shared<RequestStates>(
         key.empty() ? std::string() : *approval_key_bytes(key),
-        std::chrono::seconds(api.policy.approval_timeout_ms / 1000));
+        std::chrono::seconds(api.policy.approval_timeout_ms / 1000), kMaxUsedStatesPerPrincipal,
+        [] { return std::chrono::system_clock::now(); }, path.empty() ? std::string() : api.name);
   }
   auto created = gateway::Gateway::create(io, std::move(gateway_options));
   if (auto* found = std::get_if<std::vector<std::string>>(&created)) {

@@ -358,7 +358,7 @@ void settle_base_path(const openapi::Document& api, config::Api& config) {
 }
 
 void warn_unlike_servers(const openapi::Document& api, const config::Api& config,
-                         const std::string& path) {
+                         const std::string& where) {
   const auto& root = *api.root;
   const auto servers = root.find("servers");
   if (config.upstreams.empty() || servers == root.end() || !servers->is_array() ||
@@ -395,7 +395,7 @@ void warn_unlike_servers(const openapi::Document& api, const config::Api& config
     spdlog::warn(
         "{}upstreams: {} {} not among the description's servers ({}); the code is told to use "
         "relative URLs, and an absolute URL it copies from the description is refused",
-        path, join(configured), configured.size() == 1 ? "is" : "are", join(origins));
+        where, join(configured), configured.size() == 1 ? "is" : "are", join(origins));
   }
   const auto& base_path = config.upstreams.front().base_path;
   if (!base_path) return;  // settle_base_path() takes the servers' path
@@ -408,7 +408,7 @@ void warn_unlike_servers(const openapi::Document& api, const config::Api& config
   spdlog::warn(
       "{}upstreams[0].base_path: {} is not the path of the description's servers ({}); relative "
       "URLs go under {}, and the description's paths are matched below it",
-      path, base_path->empty() ? "\"\"" : *base_path, join(paths),
+      where, base_path->empty() ? "\"\"" : *base_path, join(paths),
       base_path->empty() ? "/" : *base_path);
 }
 

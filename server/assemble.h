@@ -122,9 +122,9 @@ void settle_base_path(const openapi::Document& api, config::Api& config);
 // Warns when the configured upstreams look unlike the API description's `servers`: none of
 // their origins is a server's (a test double or a proxy, or a mistyped origin), or
 // upstreams[0].base_path is none of the servers' paths. Only for a config the user wrote.
-// `path`: where the API's keys are, "" or "apis.NAME.".
+// `where`: where the API's keys are, "" or "apis.NAME." (path_of).
 void warn_unlike_servers(const openapi::Document& api, const config::Api& config,
-                         const std::string& path);
+                         const std::string& where);
 
 // Logs where execute may go and what the gateway injects there (header and parameter names,
 // never values), or warns that it can go nowhere. `path`: where the API's keys are, "" or

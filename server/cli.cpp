@@ -6,7 +6,7 @@ namespace codemode::server {
 
 namespace {
 
-constexpr std::string_view kUsage = R"(codemode-mcp — Code Mode for one HTTP API, as an MCP server.
+constexpr std::string_view kUsage = R"(codemode-mcp — Code Mode for HTTP APIs, as an MCP server.
 
 The model gets two tools and writes a short async JavaScript function for each call:
   search   runs the code with `spec`, the API's OpenAPI document, and nothing else

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <map>
 #include <optional>
 #include <random>
 #include <string>
@@ -165,7 +166,7 @@ int main(int argc, char** argv) {
   (void)std::signal(SIGPIPE, SIG_IGN);
 
   codemode::config::Config config;
-  codemode::openapi::LoadResult api;
+  std::map<std::string, codemode::openapi::Document> built_in;
   std::optional<codemode::fixtures::MarkethubServer> demo;
   if (args.config_file) {
     auto loaded =
@@ -177,39 +178,66 @@ int main(int argc, char** argv) {
       return 2;
     }
     config = std::move(*loaded.config);
-    api = codemode::openapi::load_file(config.openapi);
   } else {
     // The embedded default: the MarketHub demo API, in-process, reachable only with a token
     // generated now and known only to this process.
     const std::string token = random_token();
     demo.emplace(codemode::fixtures::MarkethubOptions{"127.0.0.1", 0, token});
     demo->start();
+    codemode::config::Api api;
+    api.name = std::string(codemode::config::kDefaultApiName);
     codemode::config::Upstream upstream;
     upstream.origin = demo->origin();
     upstream.headers = {{"Authorization", "Bearer " + token}};
-    config.upstreams.push_back(std::move(upstream));
-    api = codemode::openapi::parse_json(codemode::fixtures::markethub_openapi_json());
+    api.upstreams.push_back(std::move(upstream));
+    config.apis.push_back(std::move(api));
+    auto parsed = codemode::openapi::parse_json(codemode::fixtures::markethub_openapi_json());
+    if (!parsed.document) {
+      for (const auto& problem : parsed.problems) std::cerr << "openapi: " << problem << "\n";
+      return 2;
+    }
+    built_in.emplace(codemode::config::kDefaultApiName, std::move(*parsed.document));
   }
   if (args.jitless) config.sandbox.jitless = true;
-  if (!api.document) {
+  const bool serve_stdio = !args.http || args.stdio_too;
+  std::size_t stdio_api = 0;
+  if (serve_stdio) {
+    const auto chosen = codemode::server::stdio_api(args, config);
+    if (const auto* error = std::get_if<codemode::server::CliError>(&chosen)) {
+      return usage_error(error->message);
+    }
+    stdio_api = std::get<std::size_t>(chosen);
+    if (!args.http) {
+      // Only the API stdio serves is built: the others' descriptions are not even read.
+      codemode::config::Api only = std::move(config.apis[stdio_api]);
+      config.apis.clear();
+      config.apis.push_back(std::move(only));
+      stdio_api = 0;
+    }
+  }
+  auto described = codemode::server::load_descriptions(config, std::move(built_in));
+  if (const auto* problems = std::get_if<std::vector<std::string>>(&described)) {
     // Prefixed as every config problem is: the user looks at the config file first.
-    for (const auto& problem : api.problems) {
-      std::cerr << (args.config_file ? *args.config_file + ": " : std::string())
-                << "openapi: " << problem << "\n";
+    for (const auto& problem : *problems) {
+      std::cerr << (args.config_file ? *args.config_file + ": " : std::string()) << problem << "\n";
     }
     return 2;
   }
+  auto documents = std::get<std::vector<codemode::openapi::Document>>(std::move(described));
 
-  for (const auto& warning : api.document->warnings) spdlog::warn("openapi: {}", warning);
-  spdlog::info("serving {} {}: {} paths, {} $refs ({} circular)", api.document->title,
-               api.document->version, api.document->path_count, api.document->refs.size(),
-               api.document->refs.circular_count());
-  if (args.config_file) codemode::server::warn_unlike_servers(*api.document, config);
+  for (std::size_t i = 0; i < documents.size(); ++i) {
+    const auto& document = documents[i];
+    const std::string path = codemode::server::path_of(config, config.apis[i]);
+    for (const auto& warning : document.warnings) spdlog::warn("{}openapi: {}", path, warning);
+    spdlog::info("{}serving {} {}: {} paths, {} $refs ({} circular)",
+                 path.empty() ? "" : config.apis[i].name + ": ", document.title, document.version,
+                 document.path_count, document.refs.size(), document.refs.circular_count());
+    if (args.config_file) codemode::server::warn_unlike_servers(document, config.apis[i], path);
+  }
   spdlog::info("code runs on V8 {} (node {}){}", codemode::sandbox::engine_v8_version(),
                codemode::sandbox::engine_node_version(),
                config.sandbox.jitless ? " without its JIT (sandbox.jitless)" : "");
 
-  const bool serve_stdio = !args.http || args.stdio_too;
   std::optional<codemode::server::HttpOptions> http;
   if (args.http) {
     // OAuth authenticates every /mcp request too: it counts as a way in, like a static token.
@@ -225,9 +253,6 @@ int main(int argc, char** argv) {
         .bearer_tokens = config.http.bearer_tokens,
         .oauth = config.http.oauth,
     };
-    for (const auto& entry : config.principals) {
-      if (entry.first.starts_with("claim:")) http->claim_profiles.push_back(entry.first);
-    }
     http->max_requests_per_principal =
         std::size_t{config.sandbox.principal_calls} + config.sandbox.principal_queue;
   }
@@ -240,7 +265,7 @@ int main(int argc, char** argv) {
 
   if (serve_stdio && ::isatty(STDIN_FILENO)) {
     std::cerr << "codemode-mcp " << CODEMODE_VERSION << ": serving MCP on stdio for "
-              << api.document->title
+              << documents[stdio_api].title
               << (demo ? " (the built-in demo at " + demo->origin() + ")" : "")
               << ".\nIt expects an MCP client on stdin/stdout, one JSON-RPC message per line; "
                  "add this command to your client's MCP servers (see README.md).\n"
@@ -250,11 +275,12 @@ int main(int argc, char** argv) {
   std::string server_name = config.name;  // read before `config` is moved below
   codemode::server::Daemon daemon(codemode::server::DaemonOptions{
       .config = std::move(config),
-      .api = std::move(*api.document),
+      .apis = std::move(documents),
       .info = {.name = std::move(server_name),
                .version = CODEMODE_VERSION,
                .instructions = kInstructions},
       .serve_stdio = serve_stdio,
+      .stdio_api = stdio_api,
       .http = std::move(http),
       .metrics = args.metrics,
       .sandbox_stderr = logger->level() <= spdlog::level::debug

@@ -3,6 +3,7 @@
 // the document to the schema walk (config/loader.h), whose problems come back as values.
 #include "config/config.h"
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstdio>
@@ -140,6 +141,12 @@ bool is_acceptable_oauth_url(std::string_view url) {
   if (!ok) return false;
   if (ok->scheme == net::Scheme::https) return true;
   return ok->host == "127.0.0.1" || ok->host == "localhost" || ok->host == "[::1]";
+}
+
+const Api* Config::find_api(std::string_view api_name) const {
+  const auto it =
+      std::find_if(apis.begin(), apis.end(), [&](const Api& api) { return api.name == api_name; });
+  return it == apis.end() ? nullptr : &*it;
 }
 
 }  // namespace codemode::config

@@ -167,7 +167,9 @@ struct OAuth {
   std::string issuer;
   // This server's canonical resource URL (RFC 8707, RFC 9728): the URL of /mcp as clients reach
   // it, e.g. "https://mcp.example.com/mcp". Required, same URL rule as `issuer`. A token's `aud`
-  // must hold it exactly: a token issued for another resource is refused.
+  // must hold it exactly: a token issued for another resource is refused. With several APIs
+  // (`apis`), each is its own resource at /mcp/NAME: this URL with "/NAME" appended
+  // ("https://mcp.example.com/mcp/github"), and a token must be issued for that one.
   std::string resource;
   // The scopes a tools/call of each tool needs, all of them: {"search": ["mcp:read"],
   // "execute": ["mcp:read", "mcp:execute"]}. Keys: "search", "execute"; values: scope tokens
@@ -348,14 +350,15 @@ struct Audit {
 };
 
 // What one principal gets instead of the defaults (config `principals`, keyed by the principal's
-// name: a bearer token's `name`). Anyone not listed gets the top-level headers and policy.
+// name: a bearer token's `name`), within one API. Anyone not listed gets the API's own headers
+// and policy.
 struct PrincipalSettings {
-  // Headers for some of the top-level upstreams, replacing that origin's top-level headers for
-  // this principal's requests: typically the principal's own API credential. Same rules as
-  // Upstream::headers; each origin must be a top-level upstream (the allowlist stays the
-  // top-level one), at most once.
+  // Headers for some of the API's upstreams, replacing that origin's headers for this
+  // principal's requests: typically the principal's own API credential. Same rules as
+  // Upstream::headers; each origin must be one of the API's upstreams (the allowlist stays the
+  // API's), at most once.
   std::vector<Upstream> upstreams;
-  // Replaces the top-level policy for this principal; absent: the top-level policy.
+  // Replaces the API's policy for this principal; absent: the API's policy.
   std::optional<Policy> policy;
 };
 
@@ -379,23 +382,49 @@ struct Tracing {
   static constexpr Range kQueueRange{1, 1000000};
 };
 
-struct Config {
-  // The OpenAPI document (JSON), resolved against the config file's directory. Required in a
-  // config file. Empty only for the embedded MarketHub default, whose document is compiled in.
-  // Stored absolute and lexically normal; at load time it names a readable regular file.
+// One API the server serves (config `apis.NAME`, or the single-API form's top level): its
+// description, where its execute code may go and with which credentials, what it may do there,
+// its per-call limits and its principals' own credentials and policy. Each API is served on its
+// own (README.md, "Several APIs"): its own tools, gateway, budget, approvals and sandbox
+// processes; nothing of one API ever serves another's call.
+struct Api {
+  // 1 to kMaxNameChars of [a-z0-9_-]: a URL path segment (/mcp/NAME), a metric label and a
+  // command-line word (--api NAME) without quoting. The single-API form's API is "default".
+  std::string name;
+  static constexpr std::size_t kMaxNameChars = 32;
+  // The OpenAPI document (JSON or YAML), resolved against the config file's directory. Required
+  // in a config file. Empty only for the embedded MarketHub default, whose document is compiled
+  // in. Stored absolute and lexically normal; at load time it names a readable regular file.
   std::filesystem::path openapi;
   std::vector<Upstream> upstreams;
-  // PEM file of certificates trusted for HTTPS upstreams, in addition to the system store
-  // (e.g. a private CA). Resolved like `openapi`; absent: the system store only.
-  std::optional<std::filesystem::path> ca_file;
   Policy policy;
   Limits limits;
+  // By principal: a token's name, or what an OAuth access token names ("sub:SUBJECT",
+  // "client:ID"); 1 to Config::kMaxPrincipalChars characters of [A-Za-z0-9._-@:+=|]. Their
+  // upstreams are this API's.
+  std::map<std::string, PrincipalSettings> principals;
+};
+
+// The name of the API of the single-API form (no `apis` key): stable whatever the server's
+// `name`, and seen only in logs while it is the only API (/mcp serves it).
+inline constexpr std::string_view kDefaultApiName = "default";
+
+struct Config {
+  // The APIs served, at least one once loaded (none only from load_audit_section). The
+  // single-API form (top-level `openapi`, `upstreams`, `policy`, `limits`, `principals`) gives
+  // one, named kDefaultApiName; the `apis` object gives one per key, in file order.
+  std::vector<Api> apis;
+  // Shared by every API: how the server is reached and who may call (http, with its OAuth
+  // issuer), how sandbox processes run (sandbox), where records and spans go (audit, tracing),
+  // the trusted CAs (ca_file) and the server's name.
+  //
+  // PEM file of certificates trusted for HTTPS (upstreams, the OAuth issuer, the trace
+  // collector), in addition to the system store (e.g. a private CA). Resolved like `openapi`;
+  // absent: the system store only.
+  std::optional<std::filesystem::path> ca_file;
   Http http;
   SandboxSettings sandbox;
   std::optional<Audit> audit;
-  // By principal: a token's name, or what an OAuth access token names ("sub:SUBJECT",
-  // "client:ID"); 1 to kMaxPrincipalChars characters of [A-Za-z0-9._-@:+=|].
-  std::map<std::string, PrincipalSettings> principals;
   static constexpr std::size_t kMaxPrincipalChars = 160;
   std::optional<Tracing> tracing;
   // "name": the server's name to its clients (the initialize result's serverInfo.name), so that
@@ -403,6 +432,9 @@ struct Config {
   // Absent: "codemode-mcp".
   std::string name = "codemode-mcp";
   static constexpr std::size_t kMaxNameChars = 64;
+
+  // The API named `name`, or null.
+  const Api* find_api(std::string_view api_name) const;
 };
 
 struct LoadResult {

@@ -137,9 +137,9 @@ void check_default_limits(const Limits& limits) {
 TEST_CASE("a minimal config takes every default", "[config]") {
   const Workspace workspace;
   const Config config = workspace.load(R"({"openapi": "openapi.json"})");
-  CHECK(config.openapi == workspace.dir() / "openapi.json");
-  CHECK(config.upstreams.empty());
-  check_default_limits(config.limits);
+  CHECK(config.apis.at(0).openapi == workspace.dir() / "openapi.json");
+  CHECK(config.apis.at(0).upstreams.empty());
+  check_default_limits(config.apis.at(0).limits);
   CHECK(config.http.allowed_origins == kDefaultAllowedOrigins);
   CHECK(config.http.bearer_tokens.empty());
 }
@@ -161,11 +161,12 @@ TEST_CASE("a full config with ${ENV} references loads as written", "[config]") {
   REQUIRE(result.problems == Problems{});
   REQUIRE(result.config.has_value());
   const Config& config = *result.config;
-  CHECK(config.openapi == dir.path() / "fixtures/markethub/openapi.json");
-  REQUIRE(config.upstreams.size() == 1);
-  CHECK(config.upstreams[0].origin == "http://127.0.0.1:8788");
-  CHECK(config.upstreams[0].headers == Headers{{"Authorization", "Bearer mh-demo-token"}});
-  check_default_limits(config.limits);
+  CHECK(config.apis.at(0).openapi == dir.path() / "fixtures/markethub/openapi.json");
+  REQUIRE(config.apis.at(0).upstreams.size() == 1);
+  CHECK(config.apis.at(0).upstreams[0].origin == "http://127.0.0.1:8788");
+  CHECK(config.apis.at(0).upstreams[0].headers ==
+        Headers{{"Authorization", "Bearer mh-demo-token"}});
+  check_default_limits(config.apis.at(0).limits);
   CHECK(config.http.allowed_origins == std::vector<std::string>{"http://localhost"});
   CHECK(config.http.bearer_tokens == Tokens{{"token-1", "codemode-token-0123456789"}});
 }
@@ -174,10 +175,10 @@ TEST_CASE("present keys replace defaults and absent ones keep them", "[config][l
   const Workspace workspace;
 
   const Config partial = workspace.load(with_limits(R"({"cpu_ms": 100, "subrequests": 0})"));
-  CHECK(partial.limits.cpu_ms == 100);
-  CHECK(partial.limits.subrequests == 0);
-  CHECK(partial.limits.wall_ms == 10000);
-  CHECK(partial.limits.heap_mb == 64);
+  CHECK(partial.apis.at(0).limits.cpu_ms == 100);
+  CHECK(partial.apis.at(0).limits.subrequests == 0);
+  CHECK(partial.apis.at(0).limits.wall_ms == 10000);
+  CHECK(partial.apis.at(0).limits.heap_mb == 64);
 
   const Config tokens_only = workspace.load(with_http(R"({"bearer_tokens": [], "tokens": []})"));
   CHECK(tokens_only.http.allowed_origins == kDefaultAllowedOrigins);
@@ -187,7 +188,7 @@ TEST_CASE("present keys replace defaults and absent ones keep them", "[config][l
   CHECK(no_origins.http.allowed_origins.empty());
 
   const Config no_upstreams = workspace.load(R"({"openapi": "openapi.json", "upstreams": []})");
-  CHECK(no_upstreams.upstreams.empty());
+  CHECK(no_upstreams.apis.at(0).upstreams.empty());
 }
 
 TEST_CASE("limits accept both ends of their ranges", "[config][limits]") {
@@ -195,28 +196,28 @@ TEST_CASE("limits accept both ends of their ranges", "[config][limits]") {
   const Config low = workspace.load(with_limits(
       R"({"code_chars": 1, "result_chars": 100, "cpu_ms": 1, "wall_ms": 10, "heap_mb": 8,
           "subrequests": 0, "response_bytes": 1})"));
-  CHECK(low.limits.code_chars == 1);
-  CHECK(low.limits.result_chars == 100);
-  CHECK(low.limits.cpu_ms == 1);
-  CHECK(low.limits.wall_ms == 10);
-  CHECK(low.limits.heap_mb == 8);
-  CHECK(low.limits.subrequests == 0);
-  CHECK(low.limits.response_bytes == 1);
+  CHECK(low.apis.at(0).limits.code_chars == 1);
+  CHECK(low.apis.at(0).limits.result_chars == 100);
+  CHECK(low.apis.at(0).limits.cpu_ms == 1);
+  CHECK(low.apis.at(0).limits.wall_ms == 10);
+  CHECK(low.apis.at(0).limits.heap_mb == 8);
+  CHECK(low.apis.at(0).limits.subrequests == 0);
+  CHECK(low.apis.at(0).limits.response_bytes == 1);
 
   const Config high = workspace.load(with_limits(
       R"({"code_chars": 1000000, "result_chars": 10000000, "cpu_ms": 600000,
           "wall_ms": 3600000, "heap_mb": 4096, "subrequests": 10000,
           "response_bytes": 1073741824})"));
-  CHECK(high.limits.code_chars == 1000000);
-  CHECK(high.limits.result_chars == 10000000);
-  CHECK(high.limits.cpu_ms == 600000);
-  CHECK(high.limits.wall_ms == 3600000);
-  CHECK(high.limits.heap_mb == 4096);
-  CHECK(high.limits.subrequests == 10000);
-  CHECK(high.limits.response_bytes == 1073741824);
+  CHECK(high.apis.at(0).limits.code_chars == 1000000);
+  CHECK(high.apis.at(0).limits.result_chars == 10000000);
+  CHECK(high.apis.at(0).limits.cpu_ms == 600000);
+  CHECK(high.apis.at(0).limits.wall_ms == 3600000);
+  CHECK(high.apis.at(0).limits.heap_mb == 4096);
+  CHECK(high.apis.at(0).limits.subrequests == 10000);
+  CHECK(high.apis.at(0).limits.response_bytes == 1073741824);
 
   const Config equal = workspace.load(with_limits(R"({"cpu_ms": 500, "wall_ms": 500})"));
-  CHECK(equal.limits.cpu_ms == 500);
+  CHECK(equal.apis.at(0).limits.cpu_ms == 500);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -301,15 +302,15 @@ TEST_CASE("unknown keys far from any known key list the known keys", "[config][k
                  "wall_ms, heap_mb, subrequests, response_bytes)"});
   CHECK(workspace.problems(R"({"openapi": "openapi.json", "servers": []})") ==
         Problems{"servers: unknown key (known keys: openapi, upstreams, ca_file, policy, limits, "
-                 "http, sandbox, audit, tracing, principals, name)"});
+                 "http, sandbox, audit, tracing, principals, name, apis)"});
   CHECK(workspace.problems(R"({"openapi": "openapi.json", "nmae": "stripe"})") ==
         Problems{R"(nmae: unknown key (did you mean "name"?))"});
   // Keys that are not plain words are quoted, so a problem stays one line.
   CHECK(
       workspace.problems(R"({"openapi": "openapi.json", "a b": 1, "x\ny": 2})") ==
       Problems{
-          R"(["a b"]: unknown key (known keys: openapi, upstreams, ca_file, policy, limits, http, sandbox, audit, tracing, principals, name))",
-          R"(["x\ny"]: unknown key (known keys: openapi, upstreams, ca_file, policy, limits, http, sandbox, audit, tracing, principals, name))"});
+          R"(["a b"]: unknown key (known keys: openapi, upstreams, ca_file, policy, limits, http, sandbox, audit, tracing, principals, name, apis))",
+          R"(["x\ny"]: unknown key (known keys: openapi, upstreams, ca_file, policy, limits, http, sandbox, audit, tracing, principals, name, apis))"});
 }
 
 TEST_CASE("duplicate keys are problems", "[config][keys]") {
@@ -366,7 +367,8 @@ TEST_CASE("values of the wrong type name the path and the expected type", "[conf
 TEST_CASE("required keys that are missing are problems", "[config][keys]") {
   const Workspace workspace;
   CHECK(workspace.problems("{}") ==
-        Problems{"openapi: required key is missing (the path of the OpenAPI document)"});
+        Problems{"openapi: required key is missing (the path of the OpenAPI document; or \"apis\" "
+                 "for several)"});
   CHECK(workspace.problems(R"({"openapi": "openapi.json", "upstreams": [{"headers": {}}]})") ==
         Problems{"upstreams[0].origin: required key is missing"});
 }
@@ -422,19 +424,19 @@ TEST_CASE("${NAME} and ${NAME:-fallback} expand in every string value", "[config
                                               {"B", "beta"},
                                               {"EMPTY", ""},
                                               {"CODEMODE_TOKEN", "abcdefghijklmnopqrstuvwxyz"}});
-  CHECK(config.openapi == workspace.dir() / "openapi.json");
-  REQUIRE(config.upstreams.size() == 1);
-  CHECK(config.upstreams[0].origin == "http://127.0.0.1:8788");
-  CHECK(config.upstreams[0].headers == Headers{{"Authorization", "Bearer t0ken"},
-                                               {"X-Both", "alpha-beta"},
-                                               {"X-Empty-Falls-Back", "fallback"},
-                                               {"X-Set-Wins", "alpha"}});
+  CHECK(config.apis.at(0).openapi == workspace.dir() / "openapi.json");
+  REQUIRE(config.apis.at(0).upstreams.size() == 1);
+  CHECK(config.apis.at(0).upstreams[0].origin == "http://127.0.0.1:8788");
+  CHECK(config.apis.at(0).upstreams[0].headers == Headers{{"Authorization", "Bearer t0ken"},
+                                                          {"X-Both", "alpha-beta"},
+                                                          {"X-Empty-Falls-Back", "fallback"},
+                                                          {"X-Set-Wins", "alpha"}});
   CHECK(config.http.allowed_origins == std::vector<std::string>{"http://localhost:5173"});
   CHECK(config.http.bearer_tokens == Tokens{{"token-1", "abcdefghijklmnopqrstuvwxyz"}});
 
   const Config port_set =
       workspace.load(with_origin("http://127.0.0.1:${PORT:-8788}"), {{"PORT", "9000"}});
-  CHECK(port_set.upstreams[0].origin == "http://127.0.0.1:9000");
+  CHECK(port_set.apis.at(0).upstreams[0].origin == "http://127.0.0.1:9000");
 }
 
 TEST_CASE("$$ is a literal $, and a lone $ stays literal", "[config][env]") {
@@ -444,13 +446,13 @@ TEST_CASE("$$ is a literal $, and a lone $ stays literal", "[config][env]") {
       "X-End": "end$", "X-Not-Again": "${INDIRECT}", "X-Fallback-Literal": "${NO:-$$x}",
       "X-$$": "key"})"),
                                        {{"INDIRECT", "${A}"}, {"A", "alpha"}});
-  CHECK(config.upstreams[0].headers == Headers{{"X-Dollars", "a$b"},
-                                               {"X-Escaped", "${NOT_EXPANDED}"},
-                                               {"X-Price", "cost $5"},
-                                               {"X-End", "end$"},
-                                               {"X-Not-Again", "${A}"},
-                                               {"X-Fallback-Literal", "$$x"},
-                                               {"X-$$", "key"}});
+  CHECK(config.apis.at(0).upstreams[0].headers == Headers{{"X-Dollars", "a$b"},
+                                                          {"X-Escaped", "${NOT_EXPANDED}"},
+                                                          {"X-Price", "cost $5"},
+                                                          {"X-End", "end$"},
+                                                          {"X-Not-Again", "${A}"},
+                                                          {"X-Fallback-Literal", "$$x"},
+                                                          {"X-$$", "key"}});
 }
 
 TEST_CASE("an unset variable without a fallback is a problem", "[config][env]") {
@@ -575,12 +577,12 @@ TEST_CASE("problem messages never echo string values written in the file", "[con
 TEST_CASE("the openapi path resolves against the base directory", "[config][openapi]") {
   const Workspace workspace;
   workspace.temp().write("specs/api.json", "{}");
-  CHECK(workspace.load(R"({"openapi": "specs/api.json"})").openapi ==
+  CHECK(workspace.load(R"({"openapi": "specs/api.json"})").apis.at(0).openapi ==
         workspace.dir() / "specs/api.json");
-  CHECK(workspace.load(R"({"openapi": "./specs/../specs/api.json"})").openapi ==
+  CHECK(workspace.load(R"({"openapi": "./specs/../specs/api.json"})").apis.at(0).openapi ==
         workspace.dir() / "specs/api.json");
   const std::string absolute = (workspace.dir() / "specs/api.json").string();
-  CHECK(workspace.load(R"({"openapi": ")" + absolute + R"("})").openapi == absolute);
+  CHECK(workspace.load(R"({"openapi": ")" + absolute + R"("})").apis.at(0).openapi == absolute);
 }
 
 TEST_CASE("the openapi file must exist and be a regular file", "[config][openapi]") {
@@ -621,12 +623,12 @@ TEST_CASE("ca_file is optional and resolved like openapi", "[config][tls]") {
 TEST_CASE("policy narrows execute: operations and methods", "[config][policy]") {
   const Workspace workspace;
   const Config open = workspace.load(R"({"openapi": "openapi.json"})");
-  CHECK(open.policy.operations == Policy::Operations::any);
-  CHECK(open.policy.methods.empty());
+  CHECK(open.apis.at(0).policy.operations == Policy::Operations::any);
+  CHECK(open.apis.at(0).policy.methods.empty());
   const Config narrow = workspace.load(
       R"({"openapi": "openapi.json", "policy": {"operations": "spec", "methods": ["get", "HEAD", "GET"]}})");
-  CHECK(narrow.policy.operations == Policy::Operations::spec);
-  CHECK(narrow.policy.methods == std::vector<std::string>{"GET", "HEAD"});
+  CHECK(narrow.apis.at(0).policy.operations == Policy::Operations::spec);
+  CHECK(narrow.apis.at(0).policy.methods == std::vector<std::string>{"GET", "HEAD"});
   CHECK(workspace.problems(R"({"openapi": "openapi.json", "policy": {"operations": "some",
                                "methods": ["GET", "TRACE"], "method": []}})") ==
         Problems{R"(policy.operations: must be "any" or "spec")",
@@ -639,25 +641,26 @@ TEST_CASE("policy narrows execute: operations and methods", "[config][policy]") 
 TEST_CASE("policy.approve names the requests that wait for a person", "[config][policy]") {
   const Workspace workspace;
   const Config none = workspace.load(R"({"openapi": "openapi.json"})");
-  CHECK_FALSE(none.policy.approve.has_value());
-  CHECK(none.policy.approval_timeout_ms == 120000);
+  CHECK_FALSE(none.apis.at(0).policy.approve.has_value());
+  CHECK(none.apis.at(0).policy.approval_timeout_ms == 120000);
   const Config writes =
       workspace.load(R"({"openapi": "openapi.json", "policy": {"approve": true}})");
-  REQUIRE(writes.policy.approve.has_value());
-  CHECK(writes.policy.approve->methods ==
+  REQUIRE(writes.apis.at(0).policy.approve.has_value());
+  CHECK(writes.apis.at(0).policy.approve->methods ==
         std::vector<std::string>{"POST", "PUT", "PATCH", "DELETE"});
   CHECK_FALSE(workspace.load(R"({"openapi": "openapi.json", "policy": {"approve": false}})")
+                  .apis.at(0)
                   .policy.approve.has_value());
   const Config narrow = workspace.load(R"({"openapi": "openapi.json", "policy": {
       "approve": {"methods": ["delete", "post"], "operations": ["createOrder"], "tags": ["admin"],
                   "paths": ["/orders/*/cancel"]},
       "approval_timeout_ms": 30000}})");
-  REQUIRE(narrow.policy.approve.has_value());
-  CHECK(narrow.policy.approve->methods == std::vector<std::string>{"DELETE", "POST"});
-  CHECK(narrow.policy.approve->operations == std::vector<std::string>{"createOrder"});
-  CHECK(narrow.policy.approve->tags == std::vector<std::string>{"admin"});
-  CHECK(narrow.policy.approve->paths == std::vector<std::string>{"/orders/*/cancel"});
-  CHECK(narrow.policy.approval_timeout_ms == 30000);
+  REQUIRE(narrow.apis.at(0).policy.approve.has_value());
+  CHECK(narrow.apis.at(0).policy.approve->methods == std::vector<std::string>{"DELETE", "POST"});
+  CHECK(narrow.apis.at(0).policy.approve->operations == std::vector<std::string>{"createOrder"});
+  CHECK(narrow.apis.at(0).policy.approve->tags == std::vector<std::string>{"admin"});
+  CHECK(narrow.apis.at(0).policy.approve->paths == std::vector<std::string>{"/orders/*/cancel"});
+  CHECK(narrow.apis.at(0).policy.approval_timeout_ms == 30000);
   CHECK(workspace.problems(R"({"openapi": "openapi.json", "policy": {
       "approve": {"methods": ["FETCH"], "paths": ["orders"], "tag": ["x"], "operations": []},
       "approval_timeout_ms": 5}})") ==
@@ -671,6 +674,7 @@ TEST_CASE("policy.approve names the requests that wait for a person", "[config][
           .load(
               R"({"openapi": "openapi.json", "policy": {"approve": true, "approval_key": "${K}"}})",
               {{"K", std::string(64, 'e')}})
+          .apis.at(0)
           .policy.approval_key == std::string(64, 'e'));
   CHECK(
       workspace.problems(R"({"openapi": "openapi.json", "policy": {"approval_key": "secret"}})") ==
@@ -688,7 +692,7 @@ TEST_CASE("policy.approve names the requests that wait for a person", "[config][
 TEST_CASE("principals get their own headers and policy for configured upstreams",
           "[config][principals]") {
   const Workspace workspace;
-  CHECK(workspace.load(R"({"openapi": "openapi.json"})").principals.empty());
+  CHECK(workspace.load(R"({"openapi": "openapi.json"})").apis.at(0).principals.empty());
   const Config config = workspace.load(R"({"openapi": "openapi.json",
       "upstreams": [{"origin": "https://API.test:443", "headers": {"Authorization": "Bearer shared"}},
                     {"origin": "http://other.test"}],
@@ -698,15 +702,15 @@ TEST_CASE("principals get their own headers and policy for configured upstreams"
                   "policy": {"methods": ["get"]}},
         "ops.team-1": {}, "sub:auth0|5f1e@example.com": {}}})",
                                        {{"ALICE_KEY", "alice-secret"}});
-  REQUIRE(config.principals.size() == 3);
-  const PrincipalSettings& alice = config.principals.at("alice");
+  REQUIRE(config.apis.at(0).principals.size() == 3);
+  const PrincipalSettings& alice = config.apis.at(0).principals.at("alice");
   REQUIRE(alice.upstreams.size() == 1);
   CHECK(alice.upstreams[0].origin == "https://api.test");
   CHECK(alice.upstreams[0].headers ==
         std::vector<std::pair<std::string, std::string>>{{"Authorization", "Bearer alice-secret"}});
   REQUIRE(alice.policy.has_value());
   CHECK(alice.policy->methods == std::vector<std::string>{"GET"});
-  CHECK_FALSE(config.principals.at("ops.team-1").policy.has_value());
+  CHECK_FALSE(config.apis.at(0).principals.at("ops.team-1").policy.has_value());
 
   CHECK(workspace.problems(R"({"openapi": "openapi.json",
       "upstreams": [{"origin": "https://api.test"}],
@@ -888,7 +892,7 @@ TEST_CASE("load_audit_section reads the audit section and nothing else", "[confi
   REQUIRE(loaded.config->audit.has_value());
   CHECK(loaded.config->audit->sqlite == workspace.dir() / "a.db");
   CHECK(loaded.config->audit->server == "web-1");
-  CHECK(loaded.config->upstreams.empty());
+  CHECK(loaded.config->apis.empty());
   const fs::path none = workspace.temp().write("none.json", R"({"openapi": "x.json"})");
   CHECK_FALSE(load_audit_section(none, env_of({})).config->audit.has_value());
   const fs::path bad = workspace.temp().write("bad.json", R"({"audit": {"sqlite": 1}})");
@@ -916,8 +920,8 @@ TEST_CASE("origins are stored normalised", "[config][origin]") {
   for (const auto& [written, stored] : cases) {
     INFO(written);
     const Config config = workspace.load(with_origin(written));
-    REQUIRE(config.upstreams.size() == 1);
-    CHECK(config.upstreams[0].origin == stored);
+    REQUIRE(config.apis.at(0).upstreams.size() == 1);
+    CHECK(config.apis.at(0).upstreams[0].origin == stored);
   }
 }
 
@@ -991,7 +995,7 @@ TEST_CASE("upstream headers keep their order", "[config][headers]") {
   const Config config =
       workspace.load(with_headers(R"({"X-B": "2", "Authorization": "Bearer x", "X-A": "a\tb",
                        "X-Api.Key": "k"})"));
-  CHECK(config.upstreams[0].headers ==
+  CHECK(config.apis.at(0).upstreams[0].headers ==
         Headers{{"X-B", "2"}, {"Authorization", "Bearer x"}, {"X-A", "a\tb"}, {"X-Api.Key", "k"}});
 }
 
@@ -1038,8 +1042,9 @@ TEST_CASE("header values must not hold control characters", "[config][headers]")
             "upstreams[0].headers.X-Empty: must not be empty",
         });
   // Non-ASCII bytes (obs-text) are allowed.
-  CHECK(workspace.load(with_headers(R"({"X-Name": "Jos\u00e9"})")).upstreams[0].headers ==
-        Headers{{"X-Name", "Jos\xC3\xA9"}});
+  CHECK(
+      workspace.load(with_headers(R"({"X-Name": "Jos\u00e9"})")).apis.at(0).upstreams[0].headers ==
+      Headers{{"X-Name", "Jos\xC3\xA9"}});
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1297,7 +1302,7 @@ TEST_CASE("every problem in a file is reported together", "[config]") {
             "limits.heap_mb: expected an integer, got a floating-point number",
             "http.bearer_tokens[0]: shorter than 16 characters; short tokens are guessable",
             "extra: unknown key (known keys: openapi, upstreams, ca_file, policy, limits, http, "
-            "sandbox, audit, tracing, principals, name)",
+            "sandbox, audit, tracing, principals, name, apis)",
         });
 }
 
@@ -1326,7 +1331,7 @@ TEST_CASE("load_file resolves paths against the file's directory", "[config][fil
   const fs::path file = dir.write("deploy/codemode.json", R"({"openapi": "specs/api.json"})");
   const LoadResult result = load_file(file, env_of({}));
   REQUIRE(result.problems == Problems{});
-  CHECK(result.config->openapi == dir.path() / "deploy/specs/api.json");
+  CHECK(result.config->apis.at(0).openapi == dir.path() / "deploy/specs/api.json");
 }
 
 TEST_CASE("config/markethub.json loads with MARKETHUB_TOKEN set", "[config][markethub]") {
@@ -1336,16 +1341,17 @@ TEST_CASE("config/markethub.json loads with MARKETHUB_TOKEN set", "[config][mark
   const LoadResult result = load_file(file, env_of({{"MARKETHUB_TOKEN", "demo-token"}}));
   REQUIRE(result.problems == Problems{});
   const Config& config = *result.config;
-  CHECK(config.openapi == (source / "fixtures/markethub/openapi.json").lexically_normal());
-  REQUIRE(config.upstreams.size() == 1);
-  CHECK(config.upstreams[0].origin == "http://127.0.0.1:8788");
-  CHECK(config.upstreams[0].headers == Headers{{"Authorization", "Bearer demo-token"}});
-  check_default_limits(config.limits);
+  CHECK(config.apis.at(0).openapi ==
+        (source / "fixtures/markethub/openapi.json").lexically_normal());
+  REQUIRE(config.apis.at(0).upstreams.size() == 1);
+  CHECK(config.apis.at(0).upstreams[0].origin == "http://127.0.0.1:8788");
+  CHECK(config.apis.at(0).upstreams[0].headers == Headers{{"Authorization", "Bearer demo-token"}});
+  check_default_limits(config.apis.at(0).limits);
 
   const LoadResult other_port =
       load_file(file, env_of({{"MARKETHUB_TOKEN", "demo-token"}, {"MARKETHUB_PORT", "41234"}}));
   REQUIRE(other_port.problems == Problems{});
-  CHECK(other_port.config->upstreams[0].origin == "http://127.0.0.1:41234");
+  CHECK(other_port.config->apis.at(0).upstreams[0].origin == "http://127.0.0.1:41234");
 
   CHECK(load_file(file, env_of({})).problems ==
         Problems{
@@ -1527,15 +1533,15 @@ TEST_CASE("token_exchange on an upstream or a principal's upstream, with http.oa
                                       "client_id": "mcp", "client_secret": "s3cret-value"}}],
     "principals": {"ci": {"upstreams": [{"origin": "https://api.example.com",
                                          "headers": {"Authorization": "Bearer ci-key"}}]}}})");
-  REQUIRE(config.upstreams.size() == 1);
-  REQUIRE(config.upstreams[0].token_exchange);
-  const TokenExchange& exchange = *config.upstreams[0].token_exchange;
+  REQUIRE(config.apis.at(0).upstreams.size() == 1);
+  REQUIRE(config.apis.at(0).upstreams[0].token_exchange);
+  const TokenExchange& exchange = *config.apis.at(0).upstreams[0].token_exchange;
   CHECK(exchange.audience == "orders");
   CHECK(exchange.resource.empty());
   CHECK(exchange.scopes == std::vector<std::string>{"orders:read"});
   CHECK(exchange.client_id == "mcp");
   CHECK(exchange.token_endpoint.empty());
-  CHECK_FALSE(config.principals.at("ci").upstreams[0].token_exchange);
+  CHECK_FALSE(config.apis.at(0).principals.at("ci").upstreams[0].token_exchange);
 
   CHECK(workspace.problems(R"({"openapi": "openapi.json",
     "upstreams": [{"origin": "https://api.example.com", "headers": {"Authorization": "Bearer x"},
@@ -1573,21 +1579,22 @@ TEST_CASE("base_path, query credentials and HTTP Basic on upstreams", "[config][
     "principals": {"ci": {"upstreams": [{"origin": "https://slack.com",
                                          "query": {"api_key": "ci-key"}}]}}})",
                      {{"KEY", "k-123"}, {"USER", "Aladdin"}, {"PASS", "open sesame"}});
-  CHECK(config.upstreams[0].base_path == "/api");
-  CHECK(config.upstreams[0].query ==
+  CHECK(config.apis.at(0).upstreams[0].base_path == "/api");
+  CHECK(config.apis.at(0).upstreams[0].query ==
         std::vector<std::pair<std::string, std::string>>{{"api_key", "k-123"}, {"v", "2"}});
-  CHECK_FALSE(config.upstreams[1].base_path);
+  CHECK_FALSE(config.apis.at(0).upstreams[1].base_path);
   // RFC 7617's own example.
-  CHECK(config.upstreams[1].headers ==
+  CHECK(config.apis.at(0).upstreams[1].headers ==
         std::vector<std::pair<std::string, std::string>>{
             {"Authorization", "Basic QWxhZGRpbjpvcGVuIHNlc2FtZQ=="}});
-  CHECK(config.upstreams[1].withheld ==
+  CHECK(config.apis.at(0).upstreams[1].withheld ==
         std::vector<std::string>{"Aladdin:open sesame", "open sesame"});
-  CHECK(config.principals.at("ci").upstreams[0].query ==
+  CHECK(config.apis.at(0).principals.at("ci").upstreams[0].query ==
         std::vector<std::pair<std::string, std::string>>{{"api_key", "ci-key"}});
   CHECK(workspace
             .load(R"({"openapi": "openapi.json", "upstreams": [{"origin": "http://a.test",
                           "base_path": "/"}]})")
+            .apis.at(0)
             .upstreams[0]
             .base_path == "");
 
@@ -1631,6 +1638,138 @@ TEST_CASE("name is the server's name to its clients", "[config][name]") {
         Problems{"name: must not be empty"});
   CHECK(workspace.problems(R"({"openapi": "openapi.json", "name": 3})") ==
         Problems{"name: expected a string, got an integer"});
+}
+
+// ---------------------------------------------------------------------------------------------
+// Several APIs: `apis`.
+
+TEST_CASE("the single-API form is one API named default", "[config][apis]") {
+  const Workspace workspace;
+  const Config config = workspace.load(
+      R"({"openapi": "openapi.json", "upstreams": [{"origin": "http://a.test"}], "name": "shop"})");
+  REQUIRE(config.apis.size() == 1);
+  CHECK(config.apis[0].name == "default");
+  CHECK(config.name == "shop");
+  CHECK(config.find_api("default") == &config.apis[0]);
+  CHECK(config.find_api("shop") == nullptr);
+}
+
+TEST_CASE("apis holds each API's own description, upstreams, policy, limits and principals",
+          "[config][apis]") {
+  const Workspace workspace;
+  workspace.temp().write("slack.json", R"({"openapi": "3.0.3", "paths": {}})");
+  const Config config = workspace.load(R"({
+    "apis": {
+      "shop": {"openapi": "openapi.json",
+               "upstreams": [{"origin": "http://shop.test", "headers": {"Authorization": "Bearer s"}}],
+               "policy": {"methods": ["GET"]},
+               "limits": {"subrequests": 3}},
+      "slack": {"openapi": "slack.json",
+                "upstreams": [{"origin": "https://slack.com", "base_path": "/api"}],
+                "principals": {"alice": {"upstreams": [{"origin": "https://slack.com",
+                                                        "headers": {"Authorization": "Bearer a"}}]}}}
+    },
+    "ca_file": "openapi.json",
+    "http": {"tokens": [{"name": "alice", "token": "0123456789abcdef0123"}]},
+    "sandbox": {"max_processes": 8}
+  })");
+  REQUIRE(config.apis.size() == 2);
+  const Api& shop = config.apis[0];  // in file order
+  const Api& slack = config.apis[1];
+  CHECK(shop.name == "shop");
+  CHECK(shop.openapi == workspace.dir() / "openapi.json");
+  REQUIRE(shop.upstreams.size() == 1);
+  CHECK(shop.upstreams[0].origin == "http://shop.test");
+  CHECK(shop.upstreams[0].headers == Headers{{"Authorization", "Bearer s"}});
+  CHECK(shop.policy.methods == std::vector<std::string>{"GET"});
+  CHECK(shop.limits.subrequests == 3);
+  CHECK(shop.principals.empty());
+  CHECK(slack.name == "slack");
+  CHECK(slack.openapi == workspace.dir() / "slack.json");
+  CHECK(slack.upstreams[0].base_path == "/api");
+  CHECK(slack.policy.methods.empty());
+  check_default_limits(slack.limits);
+  REQUIRE(slack.principals.count("alice") == 1);
+  CHECK(slack.principals.at("alice").upstreams[0].headers ==
+        Headers{{"Authorization", "Bearer a"}});
+  CHECK(config.ca_file == workspace.dir() / "openapi.json");
+  CHECK(config.sandbox.max_processes == 8);
+  CHECK(config.find_api("slack") == &slack);
+  CHECK(config.find_api("github") == nullptr);
+}
+
+TEST_CASE("apis beside the single-API form's keys is a problem naming both", "[config][apis]") {
+  const Workspace workspace;
+  CHECK(workspace.problems(R"({"openapi": "openapi.json", "limits": {"cpu_ms": 0},
+                               "apis": {"a": {"openapi": "openapi.json"}}})") ==
+        Problems{
+            "openapi: cannot stand beside \"apis\": with several APIs each has its own "
+            "(apis.NAME.openapi)",
+            "limits: cannot stand beside \"apis\": with several APIs each has its own "
+            "(apis.NAME.limits)",
+        });
+}
+
+TEST_CASE("every API's problems are reported at once, each under apis.NAME", "[config][apis]") {
+  const Workspace workspace;
+  CHECK(workspace.problems(R"({"apis": {
+      "a": {"openapi": "missing.json", "upstreams": [{"origin": "ftp://a.test"}],
+            "limits": {"cpu_ms": 0}},
+      "b": {"upstreams": [{"origin": "http://b.test", "headers": {"X-Key": "${B_KEY}"}}],
+            "policy": {"methods": ["FETCH"]},
+            "principals": {"alice": {"upstreams": [{"origin": "ftp://a.test"}]}}},
+      "c": {"openapi": "openapi.json", "opneapi": "x", "http": {}, "ca_file": "openapi.json",
+            "principals": {"bob": {"upstreams": [{"origin": "http://a.test"}]}}}
+    }, "sandbox": {"max_processes": 0}})") ==
+        Problems{
+            "apis.a.openapi: cannot read " + (workspace.dir() / "missing.json").string() +
+                ": No such file or directory",
+            "apis.a.upstreams[0].origin: scheme must be http or https",
+            "apis.a.limits.cpu_ms: 0 is out of range 1..600000",
+            "apis.b.upstreams[0].headers.X-Key: environment variable B_KEY is not set",
+            "apis.b.policy.methods[0]: must be one of GET, HEAD, POST, PUT, PATCH, DELETE",
+            "apis.b.principals.alice.upstreams[0].origin: scheme must be http or https",
+            "apis.b.openapi: required key is missing (the path of the OpenAPI document)",
+            "apis.c.opneapi: unknown key (did you mean \"openapi\"?)",
+            "apis.c.http: is shared by every API: set it once, at the top level",
+            "apis.c.ca_file: is shared by every API: set it once, at the top level",
+            "sandbox.max_processes: 0 is out of range 1..1024",
+            // The checks across an API's sections come last, as in the single-API form.
+            "apis.c.principals.bob.upstreams[0].origin: not one of the top-level upstreams (a "
+            "principal's entry gives headers for a configured origin; it does not add one)",
+        });
+}
+
+TEST_CASE("an API's name is a path segment", "[config][apis]") {
+  const Workspace workspace;
+  const std::string kRule =
+      "an API's name is 1 to 32 characters of a-z, 0-9, '_' and '-' (its path is /mcp/NAME)";
+  CHECK(workspace.problems(R"({"apis": {"GitHub": {"openapi": "openapi.json"},
+                                        "a/b": {"openapi": "openapi.json"},
+                                        "": {"openapi": "openapi.json"},
+                                        "abcdefghijklmnopqrstuvwxyz0123456": {"openapi": "openapi.json"},
+                                        "ok_name-2": {"openapi": "openapi.json"}}})") ==
+        Problems{"apis.GitHub: " + kRule, R"(apis["a/b"]: )" + kRule, R"(apis[""]: )" + kRule,
+                 "apis.abcdefghijklmnopqrstuvwxyz0123456: " + kRule});
+  CHECK(workspace
+            .load(R"({"apis": {"abcdefghijklmnopqrstuvwxyz012345": {"openapi":
+                          "openapi.json"}}})")
+            .apis[0]
+            .name == "abcdefghijklmnopqrstuvwxyz012345");
+  CHECK(workspace.problems(R"({"apis": {}})") == Problems{"apis: must name at least one API"});
+  CHECK(workspace.problems(R"({"apis": []})") ==
+        Problems{"apis: expected an object, got an array"});
+  CHECK(workspace.problems(R"({"apis": {"a": 5}})") ==
+        Problems{"apis.a: expected an object, got an integer"});
+}
+
+TEST_CASE("an API's token exchange needs the shared http.oauth", "[config][apis][oauth]") {
+  const Workspace workspace;
+  CHECK(workspace.problems(R"({"apis": {"a": {"openapi": "openapi.json", "upstreams": [
+      {"origin": "https://a.test", "token_exchange": {"audience": "a", "client_id": "c",
+                                                     "client_secret": "s"}}]}}})") ==
+        Problems{"apis.a.upstreams[0].token_exchange: needs http.oauth (the authorization server "
+                 "that exchanges tokens)"});
 }
 
 }  // namespace

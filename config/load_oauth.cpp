@@ -148,15 +148,15 @@ std::optional<Introspection> Loader::load_introspection(const Json& value,
 }
 
 // token_exchange asks the authorization server of http.oauth for tokens.
-void Loader::check_token_exchanges(const Config& config) {
+void Loader::check_token_exchanges(const Config& config, const Api& api) {
   if (config.http.oauth) return;
-  for (std::size_t i = 0; i < config.upstreams.size(); ++i) {
-    if (config.upstreams[i].token_exchange) {
+  for (std::size_t i = 0; i < api.upstreams.size(); ++i) {
+    if (api.upstreams[i].token_exchange) {
       add(child_path(element_path("upstreams", i), "token_exchange"),
           "needs http.oauth (the authorization server that exchanges tokens)");
     }
   }
-  for (const auto& [name, settings] : config.principals) {
+  for (const auto& [name, settings] : api.principals) {
     for (std::size_t i = 0; i < settings.upstreams.size(); ++i) {
       if (settings.upstreams[i].token_exchange) {
         add(child_path(element_path(child_path(child_path("principals", name), "upstreams"), i),

@@ -155,12 +155,12 @@ void Loader::load_principals(const Json& value,
 
 // A principal's headers are for an origin the top-level upstreams allow: never a way to widen
 // the allowlist.
-void Loader::check_principal_origins(const Config& config) {
-  for (const auto& [name, settings] : config.principals) {
+void Loader::check_principal_origins(const Api& api) {
+  for (const auto& [name, settings] : api.principals) {
     for (std::size_t i = 0; i < settings.upstreams.size(); ++i) {
       const std::string& origin = settings.upstreams[i].origin;
       if (origin.empty()) continue;  // already a problem
-      const bool known = std::any_of(config.upstreams.begin(), config.upstreams.end(),
+      const bool known = std::any_of(api.upstreams.begin(), api.upstreams.end(),
                                      [&](const Upstream& u) { return u.origin == origin; });
       if (!known) {
         add(child_path(element_path(child_path(child_path("principals", name), "upstreams"), i),

@@ -17,9 +17,15 @@ namespace {
 
 using net::lower;
 
-constexpr std::array<std::string_view, 11> kTopKeys = {"openapi", "upstreams",  "ca_file", "policy",
+constexpr std::array<std::string_view, 12> kTopKeys = {"openapi", "upstreams",  "ca_file", "policy",
                                                        "limits",  "http",       "sandbox", "audit",
-                                                       "tracing", "principals", "name"};
+                                                       "tracing", "principals", "name",    "apis"};
+// What each API has of its own: the single-API form's top level, or an entry of `apis`.
+constexpr std::array<std::string_view, 5> kApiKeys = {"openapi", "upstreams", "policy", "limits",
+                                                      "principals"};
+// What every API shares, set once at the top level.
+constexpr std::array<std::string_view, 6> kSharedKeys = {"ca_file", "http",    "sandbox",
+                                                         "audit",   "tracing", "name"};
 constexpr std::array<std::string_view, 4> kTracingKeys = {"otlp", "service_name", "headers",
                                                           "queue"};
 constexpr std::array<std::string_view, 8> kSandboxKeys = {
@@ -71,27 +77,31 @@ Config Loader::load_audit_only(const Json& root) {
 
 Config Loader::load(const Json& root) {
   Config config;
+  Api single;
+  single.name = std::string(kDefaultApiName);
+  // The single-API form's keys beside `apis` are a problem: two places for one setting would
+  // leave the reader guessing which one counts.
+  const bool several = root.contains("apis");
   bool saw_openapi = false;
   for (const auto& [key, value] : root.items()) {
-    if (key == "openapi") {
-      saw_openapi = true;
-      if (auto path = load_file_path(value, key)) config.openapi = std::move(*path);
+    if (std::find(kApiKeys.begin(), kApiKeys.end(), key) != kApiKeys.end()) {
+      if (several) {
+        add(key, "cannot stand beside \"apis\": with several APIs each has its own (apis.NAME." +
+                     key + ")");
+        continue;
+      }
+      saw_openapi |= key == "openapi";
+      load_api_key(key, value, single);
+    } else if (key == "apis") {
+      load_apis(value, config);
     } else if (key == "ca_file") {
       if (auto path = load_file_path(value, key)) config.ca_file = std::move(*path);
-    } else if (key == "upstreams") {
-      load_upstreams(value, config.upstreams);
-    } else if (key == "policy") {
-      load_policy(value, config.policy);
-    } else if (key == "limits") {
-      load_limits(value, config.limits);
     } else if (key == "http") {
       load_http(value, config.http);
     } else if (key == "sandbox") {
       load_sandbox(value, config.sandbox);
     } else if (key == "audit") {
       config.audit = load_audit(value);
-    } else if (key == "principals") {
-      load_principals(value, config.principals);
     } else if (key == "tracing") {
       config.tracing = load_tracing(value);
     } else if (key == "name") {
@@ -110,12 +120,79 @@ Config Loader::load(const Json& root) {
       unknown_key("", key, kTopKeys);
     }
   }
-  if (!saw_openapi) {
-    add("openapi", "required key is missing (the path of the OpenAPI document)");
+  if (several) {
+    // The checks across sections, once every section (http.oauth among them) is read.
+    for (const Api& api : config.apis) {
+      prefix_ = child_path("apis", api.name) + ".";
+      check_api(config, api);
+    }
+    prefix_.clear();
+    return config;
   }
-  check_principal_origins(config);
-  check_token_exchanges(config);
+  if (!saw_openapi) {
+    add("openapi",
+        "required key is missing (the path of the OpenAPI document; or \"apis\" for several)");
+  }
+  check_api(config, single);
+  config.apis.push_back(std::move(single));
   return config;
+}
+
+// `apis`: one API per key, each read as the single-API form's top level is, its problems under
+// `apis.NAME.`.
+void Loader::load_apis(const Json& value, Config& config) {
+  if (!expect_object(value, "apis")) return;
+  if (value.empty()) add("apis", "must name at least one API");
+  for (const auto& [name, entry] : value.items()) {
+    const std::string path = child_path("apis", name);
+    const bool named = !name.empty() && name.size() <= Api::kMaxNameChars &&
+                       std::all_of(name.begin(), name.end(), [](char c) {
+                         return (c >= 'a' && c <= 'z') || net::is_digit(c) || c == '_' || c == '-';
+                       });
+    if (!named) {
+      add(path, "an API's name is 1 to " + std::to_string(Api::kMaxNameChars) +
+                    " characters of a-z, 0-9, '_' and '-' (its path is /mcp/NAME)");
+    }
+    if (!expect_object(entry, path)) continue;
+    Api api;
+    api.name = name;
+    prefix_ = path + ".";
+    bool saw_openapi = false;
+    for (const auto& [key, field] : entry.items()) {
+      if (std::find(kApiKeys.begin(), kApiKeys.end(), key) != kApiKeys.end()) {
+        saw_openapi |= key == "openapi";
+        load_api_key(key, field, api);
+      } else if (std::find(kSharedKeys.begin(), kSharedKeys.end(), key) != kSharedKeys.end()) {
+        add(key, "is shared by every API: set it once, at the top level");
+      } else {
+        unknown_key("", key, kApiKeys);
+      }
+    }
+    if (!saw_openapi) add("openapi", "required key is missing (the path of the OpenAPI document)");
+    prefix_.clear();
+    if (named) config.apis.push_back(std::move(api));
+  }
+}
+
+// One of an API's own keys (kApiKeys), at the top level or in `apis.NAME`.
+void Loader::load_api_key(std::string_view key, const Json& value, Api& api) {
+  if (key == "openapi") {
+    if (auto path = load_file_path(value, key)) api.openapi = std::move(*path);
+  } else if (key == "upstreams") {
+    load_upstreams(value, api.upstreams);
+  } else if (key == "policy") {
+    load_policy(value, api.policy);
+  } else if (key == "limits") {
+    load_limits(value, api.limits);
+  } else if (key == "principals") {
+    load_principals(value, api.principals);
+  }
+}
+
+// The checks across an API's sections, once they are all read.
+void Loader::check_api(const Config& config, const Api& api) {
+  check_principal_origins(api);
+  check_token_exchanges(config, api);
 }
 
 void Loader::load_limits(const Json& value, Limits& limits) {

@@ -101,7 +101,7 @@ OriginCheck normalise_origin(std::string_view text) {
 bool is_name_char(char c) { return is_alpha(c) || is_digit(c) || c == '.' || c == '_' || c == '-'; }
 
 void Loader::add(std::string_view path, std::string_view what) {
-  problems_.push_back(std::string(path) + ": " + std::string(what));
+  problems_.push_back(prefix_ + std::string(path) + ": " + std::string(what));
 }
 
 bool Loader::expect(const Json& value, Json::value_t type, std::string_view phrase,
@@ -141,7 +141,8 @@ void Loader::unknown_key(std::string_view parent, std::string_view key,
 
 std::optional<Expanded> Loader::read_string(const Json& value, std::string_view path) {
   if (!expect(value, Json::value_t::string, "a string", path)) return std::nullopt;
-  return detail::expand(value.get_ref<const std::string&>(), path, env_, problems_);
+  return detail::expand(value.get_ref<const std::string&>(), prefix_ + std::string(path), env_,
+                        problems_);
 }
 
 // A string that must not be empty once expanded.

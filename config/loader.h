@@ -52,7 +52,7 @@ class Loader {
     std::string token_path;  // `http.tokens[0].token` or `http.bearer_tokens[0]`
   };
 
-  // loader.cpp: the shared machinery.
+  // loader.cpp: the shared machinery. Every problem's path starts with `prefix_`.
   void add(std::string_view path, std::string_view what);
   bool expect(const Json& value, Json::value_t type, std::string_view phrase,
               std::string_view path);
@@ -69,7 +69,10 @@ class Loader {
                                             Range range);
   void read_u32(const Json& field, const std::string& path, Range range, std::uint32_t& setting);
 
-  // load_top.cpp: limits, sandbox, tracing.
+  // load_top.cpp: the APIs, limits, sandbox, tracing.
+  void load_apis(const Json& value, Config& config);
+  void load_api_key(std::string_view key, const Json& value, Api& api);
+  void check_api(const Config& config, const Api& api);
   void load_limits(const Json& value, Limits& limits);
   void load_sandbox(const Json& value, SandboxSettings& sandbox);
   std::optional<Tracing> load_tracing(const Json& value);
@@ -90,7 +93,7 @@ class Loader {
   void load_approval(const Json& value, std::optional<Approval>& approval,
                      const std::string& where);
   void load_principals(const Json& value, std::map<std::string, PrincipalSettings>& principals);
-  void check_principal_origins(const Config& config);
+  void check_principal_origins(const Api& api);
 
   // load_audit.cpp.
   std::optional<Audit> load_audit(const Json& value);
@@ -111,12 +114,14 @@ class Loader {
   std::string read_client_text(const Json& field, const std::string& field_path);
   std::optional<TokenExchange> load_token_exchange(const Json& value, const std::string& path);
   std::optional<Introspection> load_introspection(const Json& value, const std::string& path);
-  void check_token_exchanges(const Config& config);
+  void check_token_exchanges(const Config& config, const Api& api);
   std::optional<OAuth> load_oauth(const Json& value, const std::string& path);
 
   const std::filesystem::path& base_dir_;
   const Environment& env_;
   std::vector<std::string>& problems_;
+  // Where the section being read sits: "" at the top level, "apis.NAME." inside an API.
+  std::string prefix_;
 };
 
 }  // namespace codemode::config::detail

@@ -80,23 +80,22 @@ std::string escaped(std::string_view text) {
   return out;
 }
 
-Json to_json(const config::Config& config) {
+// One API's own keys, as the single-API form's top level or an entry of `apis` writes them.
+Json api_json(const config::Api& api) {
   Json root = Json::object();
-  root["openapi"] = escaped(config.openapi.string());
+  root["openapi"] = escaped(api.openapi.string());
   Json upstreams = Json::array();
-  for (const auto& upstream : config.upstreams) {
+  for (const auto& upstream : api.upstreams) {
     Json headers = Json::object();
     for (const auto& [name, value] : upstream.headers) headers[name] = escaped(value);
     upstreams.push_back({{"origin", escaped(upstream.origin)}, {"headers", headers}});
   }
   root["upstreams"] = upstreams;
-  if (config.ca_file) root["ca_file"] = escaped(config.ca_file->string());
   Json policy = Json::object();
-  policy["operations"] =
-      config.policy.operations == config::Policy::Operations::spec ? "spec" : "any";
-  if (!config.policy.methods.empty()) policy["methods"] = config.policy.methods;
+  policy["operations"] = api.policy.operations == config::Policy::Operations::spec ? "spec" : "any";
+  if (!api.policy.methods.empty()) policy["methods"] = api.policy.methods;
   root["policy"] = policy;
-  const config::Limits& limits = config.limits;
+  const config::Limits& limits = api.limits;
   root["limits"] = {{"code_chars", limits.code_chars},
                     {"result_chars", limits.result_chars},
                     {"cpu_ms", limits.cpu_ms},
@@ -104,6 +103,19 @@ Json to_json(const config::Config& config) {
                     {"heap_mb", limits.heap_mb},
                     {"subrequests", limits.subrequests},
                     {"response_bytes", limits.response_bytes}};
+  return root;
+}
+
+Json to_json(const config::Config& config) {
+  Json root = Json::object();
+  if (config.apis.size() == 1 && config.apis[0].name == config::kDefaultApiName) {
+    root = api_json(config.apis[0]);
+  } else {
+    Json apis = Json::object();
+    for (const auto& api : config.apis) apis[api.name] = api_json(api);
+    root["apis"] = apis;
+  }
+  if (config.ca_file) root["ca_file"] = escaped(config.ca_file->string());
   Json origins = Json::array();
   for (const auto& origin : config.http.allowed_origins) origins.push_back(escaped(origin));
   // Every token written back with its name, generated ones included: the same list reads back.

@@ -49,8 +49,9 @@ std::optional<std::string> approval_key_bytes(std::string_view text) {
 }
 
 RequestStates::RequestStates(std::string key, std::chrono::seconds ttl, std::size_t per_principal,
-                             Clock clock)
+                             Clock clock, std::string api)
     : key_(key.size() == kKeyBytes ? std::move(key) : random_bytes(kKeyBytes)),
+      api_(std::move(api)),
       ttl_(ttl),
       per_principal_cap_(per_principal),
       clock_(std::move(clock)) {}
@@ -62,6 +63,7 @@ std::int64_t RequestStates::now_s() const {
 std::string RequestStates::seal(Json state, std::string_view principal) const {
   state["id"] = net::to_hex(random_bytes(16));
   state["principal"] = principal;
+  if (!api_.empty()) state["api"] = api_;
   state["exp"] = now_s() + ttl_.count();
   const std::string plain = dump(state);
   const std::string nonce = random_bytes(kNonceBytes);
@@ -123,6 +125,11 @@ std::variant<Json, std::string> RequestStates::open(std::string_view text,
   }
   if (state["principal"].get<std::string>() != principal) {
     return std::string("requestState was issued to another principal");
+  }
+  const auto api = state.find("api");
+  if ((api == state.end() && !api_.empty()) ||
+      (api != state.end() && (!api->is_string() || api->get<std::string>() != api_))) {
+    return std::string("requestState was issued for another API");
   }
   const std::int64_t exp = state["exp"].get<std::int64_t>();
   const std::int64_t now = now_s();

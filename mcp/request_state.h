@@ -32,11 +32,13 @@ class RequestStates {
   using Clock = std::function<std::chrono::system_clock::time_point()>;
 
   // `key`: 32 bytes; empty: random bytes of this process. `ttl`: how long a state may come back.
-  // `per_principal`: how many unexpired used states one principal may hold.
+  // `per_principal`: how many unexpired used states one principal may hold. `api`: the API whose
+  // calls the states are for (config `apis`), sealed into each and checked on the way back, so a
+  // state of one API never opens at another even when their keys are the same; empty: none.
   RequestStates(
       std::string key, std::chrono::seconds ttl,
       std::size_t per_principal = kMaxUsedStatesPerPrincipal,
-      Clock clock = [] { return std::chrono::system_clock::now(); });
+      Clock clock = [] { return std::chrono::system_clock::now(); }, std::string api = {});
 
   // `state` (a JSON object) with `principal`, an expiry and a fresh id, sealed: base64 text.
   std::string seal(Json state, std::string_view principal) const;
@@ -48,6 +50,7 @@ class RequestStates {
 
  private:
   std::string key_;
+  std::string api_;
   std::chrono::seconds ttl_;
   std::size_t per_principal_cap_;
   Clock clock_;

@@ -49,6 +49,24 @@ TEST_CASE("a requestState opens once, unchanged, for its principal", "[server][a
   CHECK(std::holds_alternative<Json>(states.open(fresh, "alice")));
 }
 
+TEST_CASE("a requestState of one API never opens at another, whatever their keys",
+          "[server][approvals][apis]") {
+  const std::string key = *approval_key_bytes(std::string(64, 'b'));
+  const RequestStates::Clock clock = [] { return std::chrono::system_clock::now(); };
+  RequestStates github(key, std::chrono::seconds(60), kMaxUsedStatesPerPrincipal, clock, "github");
+  RequestStates stripe(key, std::chrono::seconds(60), kMaxUsedStatesPerPrincipal, clock, "stripe");
+  RequestStates unnamed(key, std::chrono::seconds(60));
+  const std::string sealed = github.seal(Json::object(), "alice");
+  CHECK(std::get<std::string>(stripe.open(sealed, "alice")) ==
+        "requestState was issued for another API");
+  CHECK(std::get<std::string>(unnamed.open(sealed, "alice")) ==
+        "requestState was issued for another API");
+  CHECK(std::get<std::string>(github.open(unnamed.seal(Json::object(), "alice"), "alice")) ==
+        "requestState was issued for another API");
+  // Refused ones are not spent: the state still opens once at its own API.
+  CHECK(std::holds_alternative<Json>(github.open(sealed, "alice")));
+}
+
 TEST_CASE("a requestState expires", "[server][approvals]") {
   auto now = kSomeTime;
   RequestStates states({}, std::chrono::seconds(60), kMaxUsedStatesPerPrincipal,

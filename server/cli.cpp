@@ -6,7 +6,7 @@ namespace codemode::server {
 
 namespace {
 
-constexpr std::string_view kUsage = R"(codemode-mcp — Code Mode for one HTTP API, as an MCP server.
+constexpr std::string_view kUsage = R"(codemode-mcp — Code Mode for HTTP APIs, as an MCP server.
 
 The model gets two tools and writes a short async JavaScript function for each call:
   search   runs the code with `spec`, the API's OpenAPI document, and nothing else
@@ -17,9 +17,15 @@ Usage:
   codemode-mcp                     serve the built-in MarketHub demo API over stdio
   codemode-mcp --config FILE       serve the API described by FILE over stdio
   codemode-mcp --http :8080        serve MCP Streamable HTTP on http://127.0.0.1:8080/mcp
+  codemode-mcp --config FILE --api NAME
+                                   serve one of the config's APIs ("apis") over stdio
 
 Options:
-  --config FILE       JSON config: openapi, upstreams, policy, limits, http, sandbox (README.md)
+  --config FILE       JSON config: openapi, upstreams, policy, limits, http, sandbox (README.md);
+                      several APIs under "apis": {"NAME": {"openapi": ..., ...}, ...}
+  --api NAME          the API that stdio serves, when the config has several (required then;
+                      a config with one API needs none). Over HTTP each API of several is
+                      served at /mcp/NAME, one alone at /mcp
   --http HOST:PORT    serve Streamable HTTP on /mcp instead of stdio. HOST is an IP address or
                       localhost (default 127.0.0.1: `--http :8080` or `--http 8080`); PORT 0
                       picks a free port. The bound URL is logged: "listening on http://.../mcp"
@@ -203,6 +209,9 @@ CommandLine parse_command_line(std::span<const std::string_view> args) {
         return error("--metrics: '" + *text +
                      "' is not HOST:PORT (HOST an IP address or localhost, PORT 0-65535)");
       }
+    } else if (arg == "--api") {
+      options.api = value();
+      if (!options.api) return error("--api needs the name of one of the config's APIs");
     } else if (arg == "--stdio") {
       options.stdio_too = true;
     } else if (arg == "--http-stateless") {
@@ -235,8 +244,26 @@ CommandLine parse_command_line(std::span<const std::string_view> args) {
       return error("--http-stateless and --allow-unauthenticated-network-access need --http");
     }
   }
+  if (options.api && options.http && !options.stdio_too) {
+    return error("--api picks the API stdio serves; over HTTP each API is served at /mcp/NAME");
+  }
   if (sandbox_report) return SandboxReport{options.required_layers};
   return options;
+}
+
+std::variant<std::size_t, CliError> stdio_api(const ServeOptions& options,
+                                              const config::Config& config) {
+  std::string names;
+  for (const auto& api : config.apis) names += (names.empty() ? "" : ", ") + api.name;
+  if (!options.api) {
+    if (config.apis.size() == 1) return std::size_t{0};
+    return error("the config has several APIs (" + names +
+                 "): choose the one stdio serves with --api NAME");
+  }
+  for (std::size_t i = 0; i < config.apis.size(); ++i) {
+    if (config.apis[i].name == *options.api) return i;
+  }
+  return error("--api " + *options.api + ": the config has no such API (it has " + names + ")");
 }
 
 std::variant<sandbox::LayerSet, CliError> required_layers(

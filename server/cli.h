@@ -14,6 +14,7 @@
 #include <variant>
 
 #include "audit/cli.h"
+#include "config/config.h"
 #include "sandbox/layers.h"
 #include "transport/http_policy.h"
 #include "transport/http_transport.h"
@@ -22,7 +23,9 @@ namespace codemode::server {
 
 // What a command line asks main() to serve.
 struct ServeOptions {
-  std::optional<std::string> config_file;   // --config FILE; absent: the embedded MarketHub demo
+  std::optional<std::string> config_file;  // --config FILE; absent: the embedded MarketHub demo
+  // --api NAME: the API stdio serves (stdio_api). Absent: the config's only API.
+  std::optional<std::string> api;
   std::string log_level = "info";           // --log-level: trace, debug, info, warn, error, off
   std::optional<HttpEndpoint> http;         // --http HOST:PORT; absent: stdio only
   std::optional<HttpEndpoint> metrics;      // --metrics HOST:PORT: /metrics on its own listener
@@ -65,6 +68,12 @@ using CommandLine =
 // --version wins at once (as they print and exit); --sandbox-report is checked after every argument
 // parsed; --healthcheck takes no other option.
 CommandLine parse_command_line(std::span<const std::string_view> args);
+
+// Which of the config's APIs stdio serves (an index into config.apis): the one --api names, or
+// the only one; a config with several and no --api, or an --api naming none of them, is a usage
+// error naming the choices. Checked once the config is read, before anything is built.
+std::variant<std::size_t, CliError> stdio_api(const ServeOptions& options,
+                                              const config::Config& config);
 
 // The text of --help.
 std::string_view usage_text();

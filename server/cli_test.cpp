@@ -244,3 +244,31 @@ TEST_CASE("audit usage errors say what is wrong in one line", "[server][cli][aud
   CHECK(error_of({"--jitless", "audit"}) == "unknown argument 'audit'");
   CHECK(usage_text().find("audit --config FILE tail|query|verify") != std::string_view::npos);
 }
+
+TEST_CASE("stdio serves the API that --api names, or the only one", "[server][cli][apis]") {
+  codemode::config::Config config;
+  config.apis.resize(1);
+  config.apis[0].name = "default";
+  const auto index = [&](std::initializer_list<std::string_view> words) {
+    auto chosen = stdio_api(serve(words), config);
+    if (auto* error = std::get_if<CliError>(&chosen)) return error->message;
+    return std::to_string(std::get<std::size_t>(chosen));
+  };
+  // One API: no --api needed, and --api may name it.
+  CHECK(index({"--config", "c.json"}) == "0");
+  CHECK(index({"--config", "c.json", "--api", "default"}) == "0");
+  config.apis.resize(3);
+  config.apis[1].name = "slack";
+  config.apis[2].name = "stripe";
+  CHECK(index({"--config", "c.json", "--api=stripe"}) == "2");
+  CHECK(index({"--config", "c.json", "--http", ":0", "--stdio", "--api", "slack"}) == "1");
+  CHECK(index({"--config", "c.json"}) ==
+        "the config has several APIs (default, slack, stripe): choose the one stdio serves with "
+        "--api NAME");
+  CHECK(index({"--config", "c.json", "--api", "github"}) ==
+        "--api github: the config has no such API (it has default, slack, stripe)");
+  CHECK(error_of({"--api"}) == "--api needs the name of one of the config's APIs");
+  CHECK(error_of({"--http", ":0", "--api", "slack"}) ==
+        "--api picks the API stdio serves; over HTTP each API is served at /mcp/NAME");
+  CHECK(usage_text().find("--api NAME") != std::string_view::npos);
+}

@@ -37,7 +37,8 @@ DaemonOptions http_only(std::uint16_t port) {
   DaemonOptions options;
   auto loaded = openapi::parse_json(fixtures::markethub_openapi_json());
   REQUIRE(loaded.document);
-  options.api = std::move(*loaded.document);
+  options.config.apis.emplace_back().name = "default";
+  options.apis.push_back(std::move(*loaded.document));
   options.info = ServerInfo{"codemode-mcp", "9.9.9", ""};
   options.serve_stdio = false;
   options.http = HttpOptions{.endpoint = HttpEndpoint{"127.0.0.1", port}};
@@ -105,10 +106,10 @@ TEST_CASE("execute is annotated read-only when every policy allows only GET and 
           "[server][daemon][tools]") {
   auto loaded = openapi::parse_json(fixtures::markethub_openapi_json());
   REQUIRE(loaded.document);
-  const auto annotations = [&](const config::Config& config) {
+  const auto annotations = [&](const config::Api& config) {
     return ToolCatalog(summarize(*loaded.document, config), config.limits).list()[1]["annotations"];
   };
-  config::Config config;
+  config::Api config;
   CHECK(annotations(config)["readOnlyHint"] == false);  // no list: every method
   CHECK(annotations(config)["destructiveHint"] == true);
   config.policy.methods = {"GET", "HEAD"};

@@ -180,7 +180,9 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
     const auto& request = parser_->get();
     const std::string_view target(request.target().data(), request.target().size());
     const std::string_view path = target.substr(0, target.find('?'));  // no query is consulted
-    mcp_ = path == "/mcp";
+    const std::optional<std::size_t> api = state_->api_at(path);
+    mcp_ = api.has_value();
+    api_ = api.value_or(0);
     spdlog::debug("http {} {} from {}", std::string(request.method_string()),
                   net::escape_text(path), client_);
     // A refusal on the header block leaves the body, if any, unread: the connection ends after
@@ -217,7 +219,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   // the issuer's keys; the connection reads nothing meanwhile and resumes on its own strand.
   void verify_token(std::string token) {
     if (state_->options.pass_access_token) presented_token_ = token;
-    state_->options.verifier->verify(
+    endpoint().verifier->verify(
         std::move(token), [self = shared_from_this()](auth::VerifierResult result) {
           asio::post(self->stream_.get_executor(), [self, result = std::move(result)]() mutable {
             self->on_token_verified(std::move(result));
@@ -232,8 +234,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
       linger_ = body_unread_;
       std::string challenge;
       if (refused->status == 401) {
-        challenge =
-            auth::challenge_unauthorized(*state_->options.oauth, auth::Presented::refused_token);
+        challenge = auth::challenge_unauthorized(*endpoint().oauth, auth::Presented::refused_token);
       }
       return refuse({refused->status, std::move(refused->message)}, challenge);
     }
@@ -241,7 +242,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
     spdlog::info("http: access token of {} from {}", token.principal, client_);
     principal_ = std::move(token.principal);
     granted_scopes_ = std::move(token.scopes);
-    claim_profile_ = auth::claim_profile_of(token.claims, state_->options.claim_profiles);
+    claim_profile_ = auth::claim_profile_of(token.claims, endpoint().claim_profiles);
     if (!presented.empty()) {
       access_token_ = std::make_shared<const gateway::CallerAccessToken>(
           gateway::CallerAccessToken{std::move(presented), token.expires_at});
@@ -276,7 +277,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
     }
     const auto token = bearer_token(authorization);
     if (!token) {
-      challenge_ = auth::challenge_unauthorized(*state_->options.oauth, auth::Presented::no_token);
+      challenge_ = auth::challenge_unauthorized(*endpoint().oauth, auth::Presented::no_token);
       return HttpRefusal{401, "unauthorized: a valid bearer token is required"};
     }
     token_to_verify_ = std::string(*token);
@@ -291,7 +292,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
     }
     const auto name = request.params.find("name");
     if (name == request.params.end() || !name->is_string()) return std::nullopt;
-    const auto& scopes = state_->options.oauth->tool_scopes;
+    const auto& scopes = endpoint().oauth->tool_scopes;
     const auto needed = scopes.find(name->get_ref<const std::string&>());
     if (needed == scopes.end()) return std::nullopt;
     const auto missing = auth::missing_scopes(needed->second, *granted_scopes_);
@@ -300,7 +301,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
     for (const std::string& scope : missing) list += (list.empty() ? "" : " ") + scope;
     return ChallengedRefusal{
         {403, "insufficient_scope: the tool " + needed->first + " needs scope " + list},
-        auth::challenge_insufficient_scope(*state_->options.oauth, missing)};
+        auth::challenge_insufficient_scope(*endpoint().oauth, missing)};
   }
 
   // The rules that need only the header block, in order: repeated headers, Host, Origin, then
@@ -319,17 +320,16 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
       // What the server has done is for its operators: the same token as /mcp. With OAuth that
       // is a static token (an access token names a user, not an operator): without static
       // tokens, an OAuth server (which may bind any address) keeps /metrics shut.
-      if (state_->options.verifier && !policy.requires_token()) {
+      if (endpoint().verifier && !policy.requires_token()) {
         return HttpRefusal{401, "unauthorized: /metrics needs a static token (http.tokens)"};
       }
       return policy.authenticate(header(request, "Authorization")).refusal;
     }
-    if (path != "/mcp") return std::nullopt;
+    if (!mcp_) return std::nullopt;
     granted_scopes_.reset();
     claim_profile_.clear();
     access_token_.reset();
-    if (state_->options.verifier)
-      return authenticate_oauth(policy, header(request, "Authorization"));
+    if (endpoint().verifier) return authenticate_oauth(policy, header(request, "Authorization"));
     auto authentication = policy.authenticate(header(request, "Authorization"));
     if (authentication.refusal) return authentication.refusal;
     principal_ = std::move(authentication.principal);
@@ -377,11 +377,18 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
       response.body() = state_->options.metrics();
       return write(std::move(response));
     }
-    if (state_->options.oauth && get && is_metadata_path(path)) {
+    if (const HttpApi* api = get ? metadata_of(path) : nullptr) {
       HttpResponse response(http::status::ok, 11);
       response.set(http::field::content_type, "application/json");
-      response.body() = auth::resource_metadata_document(*state_->options.oauth);
+      response.body() = auth::resource_metadata_document(*api->oauth);
       return write(std::move(response));
+    }
+    if (path == "/mcp") {  // several APIs, none at /mcp: say where they are
+      std::string paths;
+      for (const auto& api : state_->options.apis) paths += (paths.empty() ? "" : ", ") + api.path;
+      return respond_text(
+          http::status::not_found,
+          "not found: this server serves several APIs, each at its own path: " + paths + "\n");
     }
     if (path == "/readyz" && get) {
       if (state_->draining) return respond_text(http::status::service_unavailable, "draining\n");
@@ -390,15 +397,26 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
     return respond_text(http::status::not_found, "not found\n");
   }
 
-  // RFC 9728: the metadata at the well-known path, also suffixed with the resource's path (the
-  // form clients try first, e.g. /.well-known/oauth-protected-resource/mcp).
-  bool is_metadata_path(std::string_view path) const {
+  // RFC 9728: the API whose metadata `path` asks for, or null. Each API's is at the well-known
+  // path suffixed with its own path (the form clients try first, e.g.
+  // /.well-known/oauth-protected-resource/mcp) and with its resource's path; the one API's also
+  // at the bare well-known path.
+  const HttpApi* metadata_of(std::string_view path) const {
     static constexpr std::string_view kWellKnown = "/.well-known/oauth-protected-resource";
-    if (path == kWellKnown || path == std::string(kWellKnown) + "/mcp") return true;
-    const std::string url = auth::resource_metadata_url(state_->options.oauth->resource);
-    const std::size_t start = url.find('/', url.find("://") + 3);
-    return start != std::string::npos && path == std::string_view(url).substr(start);
+    const auto& apis = state_->options.apis;
+    for (const HttpApi& api : apis) {
+      if (!api.oauth) continue;
+      if (path == std::string(kWellKnown) + api.path) return &api;
+      if (path == kWellKnown && apis.size() == 1) return &api;
+      const std::string url = auth::resource_metadata_url(api.oauth->resource);
+      const std::size_t start = url.find('/', url.find("://") + 3);
+      if (start != std::string::npos && path == std::string_view(url).substr(start)) return &api;
+    }
+    return nullptr;
   }
+
+  // The API of the current request's path (api_ is 0 outside an API's path).
+  const HttpApi& endpoint() const { return state_->options.apis[api_]; }
 
   // A request whose header block passed check_head, with its body.
   void route(http::request<http::string_body> request) {
@@ -477,7 +495,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
         }
         // A fresh session serves the one request and is dropped.
         return dispatch(
-            state_->make_session(asio::make_strand(state_->io), sessionless_principal()),
+            state_->make_session(asio::make_strand(state_->io), sessionless_principal(), api_),
             std::move(message), format, std::nullopt, Era::stateless);
       }
       case PostRoute::new_session: {
@@ -487,17 +505,19 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
         std::string principal = principal_.empty()
                                     ? "session-" + std::to_string(++state_->sessions_started)
                                     : principal_;
-        return dispatch(state_->make_session(asio::make_strand(state_->io), std::move(principal)),
-                        std::move(message), format, std::move(id), Era::negotiated);
+        return dispatch(
+            state_->make_session(asio::make_strand(state_->io), std::move(principal), api_),
+            std::move(message), format, std::move(id), Era::negotiated);
       }
       case PostRoute::named_session: {
-        auto session = state_->sessions.find(*session_id, principal_);
+        auto session = state_->sessions.find(*session_id, principal_, api_);
         if (!session) return refuse({404, "not found: no session with this Mcp-Session-Id"});
         if (auto refusal = check_protocol_version(version)) return refuse(*refusal);
         return dispatch(session, std::move(message), format, std::nullopt, Era::negotiated);
       }
       case PostRoute::fresh_session: {
-        auto session = state_->make_session(asio::make_strand(state_->io), sessionless_principal());
+        auto session =
+            state_->make_session(asio::make_strand(state_->io), sessionless_principal(), api_);
         // Fresh and not yet shared with any other executor: set up before the first post.
         if (!rpc_request || rpc_request->method != "initialize") {
           session->assume_initialized(std::string(version.value_or(kDefaultHttpProtocolVersion)));
@@ -566,7 +586,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
     const auto session_id = header(request, "Mcp-Session-Id");
     if (!session_id) return refuse({400, "bad request: Mcp-Session-Id header is required"});
     // Calls still running for the session finish and answer; only new requests are refused.
-    if (!state_->sessions.remove(*session_id, principal_)) {
+    if (!state_->sessions.remove(*session_id, principal_, api_)) {
       return refuse({404, "not found: no session with this Mcp-Session-Id"});
     }
     spdlog::info("http session ended by the client ({} left)", state_->sessions.size());
@@ -599,7 +619,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
         // Counted per principal and address: with one token shared by several clients (or none
         // configured), a client that opens sessions in a loop evicts only those from its own
         // address. (Behind a proxy the proxy is the address; a token per client separates them.)
-        SessionOwner owner{principal_, principal_ + " from " + client_};
+        SessionOwner owner{principal_, principal_ + " from " + client_, api_};
         if (state_->sessions.add(*pending.new_session_id, pending.session, std::move(owner))) {
           spdlog::info("http session table: a least recently used session was ended for room");
         }
@@ -888,6 +908,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   bool peer_eof_ = false;          // the client has shut down its side of the connection
   bool keep_alive_ = false;
   bool mcp_ = false;          // the current request is for /mcp: refusals are JSON-RPC errors
+  std::size_t api_ = 0;       // which API's path (HttpOptions::apis) the current request names
   bool linger_ = false;       // drain the unread body before closing
   bool body_unread_ = false;  // the request waiting for its token's check announced a body
   // An access token check_head leaves to the verifier (OAuth), taken by on_header.

@@ -319,17 +319,23 @@ std::size_t HttpSessionTable::owned_by(std::string_view quota) const {
   return it == per_owner_.end() ? 0 : it->second;
 }
 
-std::shared_ptr<McpSession> HttpSessionTable::find(std::string_view id,
-                                                   std::string_view principal) {
+std::shared_ptr<McpSession> HttpSessionTable::find(std::string_view id, std::string_view principal,
+                                                   std::size_t api) {
   auto it = sessions_.find(id);
-  if (it == sessions_.end() || it->second.owner.principal != principal) return nullptr;
+  if (it == sessions_.end() || it->second.owner.principal != principal ||
+      it->second.owner.api != api) {
+    return nullptr;
+  }
   it->second.last_used = ++clock_;
   return it->second.session;
 }
 
-bool HttpSessionTable::remove(std::string_view id, std::string_view principal) {
+bool HttpSessionTable::remove(std::string_view id, std::string_view principal, std::size_t api) {
   auto it = sessions_.find(id);
-  if (it == sessions_.end() || it->second.owner.principal != principal) return false;
+  if (it == sessions_.end() || it->second.owner.principal != principal ||
+      it->second.owner.api != api) {
+    return false;
+  }
   if (auto count = per_owner_.find(it->second.owner.quota); --count->second == 0) {
     per_owner_.erase(count);
   }

@@ -129,6 +129,7 @@ std::string new_session_id();
 struct SessionOwner {
   std::string principal;  // from HttpPolicy::authenticate
   std::string quota;      // the principal and the peer address together
+  std::size_t api = 0;    // the API whose path made it (HttpOptions::apis); served there only
 };
 
 // The live MCP sessions of the stateful HTTP mode, by session id. At most `max_sessions`, and at
@@ -148,10 +149,12 @@ class HttpSessionTable {
   // Returns the id evicted to make room, if any.
   std::optional<std::string> add(const std::string& id, std::shared_ptr<McpSession> session,
                                  SessionOwner owner);
-  // Null when unknown, ended or owned by another principal; otherwise marks the session as just
-  // used.
-  std::shared_ptr<McpSession> find(std::string_view id, std::string_view principal);
-  bool remove(std::string_view id, std::string_view principal);  // false: as find() gives null
+  // Null when unknown, ended, owned by another principal or made on another API's path;
+  // otherwise marks the session as just used.
+  std::shared_ptr<McpSession> find(std::string_view id, std::string_view principal,
+                                   std::size_t api = 0);
+  // false: as find() gives null.
+  bool remove(std::string_view id, std::string_view principal, std::size_t api = 0);
   std::size_t size() const { return sessions_.size(); }
   std::size_t owned_by(std::string_view quota) const;
 

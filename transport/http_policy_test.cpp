@@ -190,6 +190,18 @@ TEST_CASE("a session belongs to the principal that made it: others see an unknow
   CHECK(table.remove("a", "alice"));
 }
 
+TEST_CASE("a session belongs to the API whose path made it: another API's sees an unknown id",
+          "[server][http][sessions][apis]") {
+  HttpSessionTable table(8, 8);
+  table.add("a", a_session(), SessionOwner{"alice", "alice", 1});
+  CHECK(table.find("a", "alice", 1));
+  CHECK_FALSE(table.find("a", "alice", 0));
+  CHECK_FALSE(table.find("a", "alice"));  // the one API at /mcp is API 0
+  CHECK_FALSE(table.remove("a", "alice", 2));
+  CHECK(table.size() == 1);
+  CHECK(table.remove("a", "alice", 1));
+}
+
 TEST_CASE("one owner's new sessions evict only its own, or those of the largest owner",
           "[server][http][sessions]") {
   HttpSessionTable table(4, 2);

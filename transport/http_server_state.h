@@ -27,7 +27,20 @@ struct HttpServer::State {
         options(std::move(opts)),
         make_session(std::move(factory)),
         acceptor(io_context),
-        sessions(options.max_sessions, options.max_sessions_per_owner) {}
+        sessions(options.max_sessions, options.max_sessions_per_owner) {
+    // One API is served at /mcp with the server-wide OAuth settings: the one path of the list.
+    if (options.apis.empty()) {
+      options.apis.push_back({"/mcp", options.oauth, options.verifier, options.claim_profiles});
+    }
+  }
+
+  // The API a request path names (an index into options.apis), or nullopt.
+  std::optional<std::size_t> api_at(std::string_view path) const {
+    for (std::size_t i = 0; i < options.apis.size(); ++i) {
+      if (options.apis[i].path == path) return i;
+    }
+    return std::nullopt;
+  }
 
   // One POST request fewer in flight for `principal`; tells a drain when none is left.
   void request_done(const std::string& principal) {

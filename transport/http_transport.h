@@ -2,6 +2,9 @@
 // clients too, and the stateless revision 2026-07-28 beside it) on Boost.Beast HTTP/1.1, plus
 // the health endpoints of a replica:
 //
+// With several APIs (HttpOptions::apis) each is served the same way at its own path, /mcp/NAME,
+// with its own sessions and its own RFC 9728 metadata; /mcp then answers 404 naming them.
+//
 //   POST   /mcp      one JSON-RPC message. A request is answered on the same HTTP exchange
 //                    (application/json, or one SSE event when the client accepts only
 //                    text/event-stream); a notification or response gets 202 with no body.
@@ -63,6 +66,16 @@
 
 namespace codemode::server {
 
+// One of several APIs served over HTTP (README.md, "Several APIs"): its path, and its OAuth
+// settings with its own resource URL, checked by its own verifier (a token issued for one API's
+// resource is refused at another's path).
+struct HttpApi {
+  std::string path;  // "/mcp/NAME"
+  std::optional<config::OAuth> oauth;
+  std::shared_ptr<auth::TokenVerifier> verifier;
+  std::vector<std::string> claim_profiles;  // this API's, as HttpOptions::claim_profiles
+};
+
 struct HttpOptions {
   HttpEndpoint endpoint;
   HttpMode mode = HttpMode::stateful;
@@ -103,15 +116,20 @@ struct HttpOptions {
   // the most (its client gets 404 and initializes again, as the transport spec has clients do).
   std::size_t max_sessions = 1024;
   std::size_t max_sessions_per_owner = 256;
+  // Several APIs, each served at its own path with its own OAuth resource and verifier (in place
+  // of `oauth` and `verifier` above); /mcp then answers 404 naming their paths. Empty: one API,
+  // at /mcp.
+  std::vector<HttpApi> apis;
   // GET /metrics: the Prometheus exposition (observe/metrics.h), behind the bearer token like
   // /mcp when tokens are configured. Empty: /metrics is 404.
   std::function<std::string()> metrics;
 };
 
 // Makes a fresh McpSession for `principal` running on `executor`, whose every message comes with
-// its own Send.
+// its own Send, on the API of the request's path: an index into HttpOptions::apis (0 for the one
+// API at /mcp).
 using SessionFactory = std::function<std::shared_ptr<McpSession>(
-    boost::asio::any_io_executor executor, std::string principal)>;
+    boost::asio::any_io_executor executor, std::string principal, std::size_t api)>;
 
 class HttpServer {
  public:

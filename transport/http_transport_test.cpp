@@ -46,7 +46,7 @@ struct Server {
   explicit Server(HttpOptions options) {
     options.endpoint = HttpEndpoint{"127.0.0.1", 0};
     http.emplace(io, std::move(options),
-                 [this](asio::any_io_executor executor, std::string principal) {
+                 [this](asio::any_io_executor executor, std::string principal, std::size_t) {
                    return std::make_shared<McpSession>(
                        std::move(executor), tools, sandbox, ServerInfo{"codemode-mcp", "9.9.9", ""},
                        [](std::string) {}, std::move(principal));

@@ -13,8 +13,8 @@
 #include "base/check.h"
 #include "gateway/redaction.h"
 #include "gateway/request_check.h"
+#include "gateway/scope_policy.h"
 #include "net/ascii.h"
-#include "net/percent.h"
 
 namespace codemode::gateway {
 namespace {
@@ -36,44 +36,6 @@ bool is_redirect(unsigned status) {
 // The path of a target, without the query: what log lines show.
 std::string_view path_of(std::string_view target) { return target.substr(0, target.find('?')); }
 
-// A query component's bytes as a form parameter carries them: all but unreserved
-// (RFC 3986) percent-encoded. redaction.cpp withholds a query value in this form too.
-std::string query_encode(std::string_view text) {
-  return codemode::net::percent_encode(text, codemode::net::kUnreserved);
-}
-
-// A query parameter's name as servers read it: %XX decoded, '+' a space.
-std::string query_decode(std::string_view text) {
-  return codemode::net::percent_decode(text, codemode::net::PlusMeans::space);
-}
-
-// `target` with the upstream's query credentials: every parameter of the same name (as servers
-// decode names) removed, then each configured one appended, so the code can neither replace
-// nor precede the gateway's value.
-std::string with_query_credentials(std::string_view target,
-                                   const std::vector<std::pair<std::string, std::string>>& query) {
-  const std::size_t mark = target.find('?');
-  std::string out(target.substr(0, mark));
-  std::string kept;
-  if (mark != std::string_view::npos) {
-    std::string_view rest = target.substr(mark + 1);
-    while (true) {
-      const std::size_t amp = rest.find('&');
-      const std::string_view pair = rest.substr(0, amp);
-      const std::string name = query_decode(pair.substr(0, pair.find('=')));
-      const bool configured =
-          std::any_of(query.begin(), query.end(), [&](const auto& q) { return q.first == name; });
-      if (!configured && !pair.empty()) kept += (kept.empty() ? "" : "&") + std::string(pair);
-      if (amp == std::string_view::npos) break;
-      rest.remove_prefix(amp + 1);
-    }
-  }
-  for (const auto& [name, value] : query) {
-    kept += (kept.empty() ? "" : "&") + query_encode(name) + "=" + query_encode(value);
-  }
-  return out + "?" + kept;
-}
-
 // Whose rules a request follows: the headers per upstream and the methods and operations.
 struct Profile {
   std::vector<config::Upstream> upstreams;
@@ -87,19 +49,6 @@ std::vector<config::Upstream> all_upstreams(const GatewayOptions& options) {
     all.insert(all.end(), profile.upstreams.begin(), profile.upstreams.end());
   }
   return all;
-}
-
-// The scopes of `needed` that `granted` lacks, space-separated; empty: none. (auth/ has its
-// twin for tool scopes; the gateway may not import auth.)
-std::string missing_scopes(const std::vector<std::string>& needed,
-                           const std::vector<std::string>& granted) {
-  std::string missing;
-  for (const std::string& scope : needed) {
-    if (std::find(granted.begin(), granted.end(), scope) == granted.end()) {
-      missing += (missing.empty() ? "" : " ") + scope;
-    }
-  }
-  return missing;
 }
 
 // A request on its way, possibly across same-origin redirects.
@@ -175,6 +124,77 @@ std::string verdict_text(const ApprovalAnswer& answer, std::chrono::milliseconds
   return "approval required, but this client cannot ask its user";
 }
 
+// A request that passed the checks of Gateway::fetch(): what it becomes, and whether a person
+// is asked about it first.
+struct Admitted {
+  Method method = Method::get;
+  Allowed allowed;
+  CheckedHeaders headers;
+  bool ask_first = false;                         // policy.approve asks about it
+  const Operation* approval_operation = nullptr;  // the described operation it matches, if any
+};
+
+// The answer to every fetch of a call past its refusals (CallBudget::kRefusals), unchecked. Only
+// the first is recorded by the observers that keep one record per request.
+GatewayError refusal_limit_reached(CallBudget& budget) {
+  GatewayError error = policy_error(
+      "subrequest limit reached: this call had " + std::to_string(budget.refusal_limit()) +
+      " requests refused, the most a call may have; it sends no more");
+  error.repeated = !budget.first_past_refusal_limit();
+  return error;
+}
+
+// The request on its way: `admitted`'s method, URL and the code's checked headers, with the
+// caller's settings a followed redirect and a token exchange need.
+Attempt attempt_of(Admitted&& admitted, const Profile& profile, std::string body, Deadline deadline,
+                   Gateway::Completion done, const Caller& caller,
+                   const std::shared_ptr<FetchAbort>& abort) {
+  Attempt attempt;
+  attempt.profile = &profile;
+  attempt.method = admitted.method;
+  attempt.url = std::move(admitted.allowed.url);
+  attempt.upstream = admitted.allowed.upstream;
+  attempt.code_headers = std::move(admitted.headers.headers);
+  attempt.body = std::move(body);
+  attempt.deadline = deadline;
+  attempt.started = Clock::now();
+  attempt.done = std::move(done);
+  attempt.principal = caller.principal;
+  attempt.scopes = caller.scopes;
+  attempt.abort = abort;
+  if (const auto& exchange = profile.upstreams[attempt.upstream].token_exchange) {
+    attempt.exchange = &*exchange;
+    attempt.access_token = caller.access_token;
+  }
+  return attempt;
+}
+
+// The question a person is asked about `attempt` (`operation`: the described one it matches, if
+// any). The question holds the one copy of the body and the code's headers while it waits.
+std::shared_ptr<Question> question_about(Attempt attempt, const Operation* operation,
+                                         const Caller& caller, const WaitHook& waiting,
+                                         net::io_context& io) {
+  auto question = std::make_shared<Question>(io);
+  ApprovalRequest& asked = question->request;
+  asked.method = to_string(attempt.method);
+  asked.url = attempt.url.origin + attempt.url.target;
+  if (operation != nullptr) {
+    asked.operation = std::string(to_string(operation->method)) + " " + operation->path_template;
+    asked.operation_id = operation->id;
+    asked.summary = operation->summary;
+  }
+  for (const auto& [name, value] : attempt.code_headers) {
+    if (iequals(name, "content-type")) asked.content_type = value;
+  }
+  asked.headers = std::move(attempt.code_headers);
+  asked.body = std::move(attempt.body);
+  asked.digest = approval_digest(asked.method, asked.url, asked.headers, asked.body);
+  question->attempt = std::move(attempt);
+  question->approver = caller.approver;
+  question->waiting = waiting;
+  return question;
+}
+
 }  // namespace
 
 bool CallBudget::try_spend() {
@@ -191,7 +211,7 @@ struct Gateway::State : std::enable_shared_from_this<Gateway::State> {
         options(std::move(opts)),
         policy(options.upstreams),
         defaults{options.upstreams, OperationPolicy(options.operations)},
-        scoped_operations(options.request_scopes.operations.value_or(OperationPolicyOptions{})),
+        scope_policy(options.request_scopes),
         client(std::move(http)),
         secrets(secrets_of(all_upstreams(options))) {
     for (const auto& [name, profile] : options.principals) {
@@ -204,7 +224,7 @@ struct Gateway::State : std::enable_shared_from_this<Gateway::State> {
   UrlPolicy policy;
   Profile defaults;
   std::map<std::string, Profile, std::less<>> principals;
-  OperationPolicy scoped_operations;  // request_scopes.operations; none given: matches nothing
+  ScopePolicy scope_policy;  // what a scoped caller's requests need (request_scopes)
   std::unique_ptr<HttpClient> client;
   // Every form of every configured credential (redaction.h): owned here, for the gateway's
   // lifetime; redaction borrows it per response and per message.
@@ -212,26 +232,10 @@ struct Gateway::State : std::enable_shared_from_this<Gateway::State> {
   // The described operations, for policy.approve; none given: matches nothing.
   OperationPolicy approval_operations{options.approval ? options.approval->operations
                                                        : OperationPolicyOptions{}};
-  // Every scope a declared write operation names: what a scoped write that matches no declared
-  // operation needs (request_scopes.spec).
-  std::vector<std::string> write_scopes = scopes_of_writes(scoped_operations);
   std::uint64_t next_ticket = 0;  // on the I/O thread
   // Questions waiting for an answer, by principal (ApprovalSettings::open_per_principal).
   std::mutex open_mutex;
   std::map<std::string, std::size_t, std::less<>> open_questions;
-
-  static std::vector<std::string> scopes_of_writes(const OperationPolicy& operations) {
-    std::vector<std::string> all;
-    for (const auto& operation : operations.operations()) {
-      if (operation.method == Method::get || operation.method == Method::head) continue;
-      for (const auto& alternative : operation.scopes) {
-        for (const auto& scope : alternative) {
-          if (std::find(all.begin(), all.end(), scope) == all.end()) all.push_back(scope);
-        }
-      }
-    }
-    return all;
-  }
 
   // Whether `method` to `target` waits for a person's yes (policy.approve), and the described
   // operation it matches, if any.
@@ -240,38 +244,6 @@ struct Gateway::State : std::enable_shared_from_this<Gateway::State> {
     *operation = approval_operations.find(method, target);
     return needs_approval(options.approval->rules, method, path_of(target), *operation,
                           options.approval->operations.base_paths);
-  }
-
-  // Why a scoped caller's request cannot go with the scopes `granted`, or nothing: it needs the
-  // scopes of its method, then one of the scope alternatives of the operation `target` matches,
-  // whole (the first alternative's missing scopes are named); a write that matches no declared
-  // operation needs every scope a declared write names (it may be any of them upstream).
-  std::optional<std::string> check_scopes(Method method, std::string_view target,
-                                          const std::vector<std::string>& granted) const {
-    const bool read = method == Method::get || method == Method::head;
-    const std::string missing =
-        missing_scopes(read ? options.request_scopes.read : options.request_scopes.write, granted);
-    if (!missing.empty()) {
-      return std::string(to_string(method)) + " requests need scope " + missing +
-             ", which the caller's access token lacks";
-    }
-    const Operation* operation = scoped_operations.find(method, target);
-    if (operation == nullptr) {
-      if (read || !options.request_scopes.operations) return std::nullopt;
-      const std::string lacking = missing_scopes(write_scopes, granted);
-      if (lacking.empty()) return std::nullopt;
-      return std::string(to_string(method)) + " " + std::string(path_of(target).substr(0, 200)) +
-             " matches no operation in the API description, so it needs every scope the "
-             "description's writes name; the caller's access token lacks " +
-             lacking;
-    }
-    if (operation->scopes.empty()) return std::nullopt;
-    for (const auto& alternative : operation->scopes) {
-      if (missing_scopes(alternative, granted).empty()) return std::nullopt;
-    }
-    return std::string(to_string(operation->method)) + " " + operation->path_template +
-           " needs scope " + missing_scopes(operation->scopes.front(), granted) +
-           " (the API description's security), which the caller's access token lacks";
   }
 
   // Takes one of `principal`'s open-question places; false when all are taken.
@@ -300,6 +272,94 @@ struct Gateway::State : std::enable_shared_from_this<Gateway::State> {
     if (caller.profile.empty()) return defaults;
     const auto it = principals.find(caller.profile);
     return it == principals.end() ? defaults : it->second;
+  }
+
+  // What the request is, checked in this order: method, URL and origin, operations, body, headers.
+  std::variant<Admitted, GatewayError> check_request(const OutboundRequest& request,
+                                                     const Profile& profile) const {
+    const std::optional<Method> method = parse_method(request.method);
+    if (!method) {
+      const bool quotable =
+          is_header_name(request.method) && request.method.size() <= kMaxQuotedMethod;
+      return policy_error((quotable ? "method " + request.method + " is not allowed"
+                                    : std::string("method is not allowed")) +
+                          " (GET, POST, PUT, PATCH, DELETE, HEAD)");
+    }
+    PolicyDecision decision = policy.decide(request.url);
+    if (auto* refused = std::get_if<Refused>(&decision)) {
+      return policy_error(std::move(refused->message));
+    }
+    Allowed& allowed = std::get<Allowed>(decision);
+    if (auto refused = profile.operation_policy.check(*method, allowed.url.target)) {
+      return policy_error(std::move(*refused));
+    }
+    if ((*method == Method::get || *method == Method::head) && !request.body.empty()) {
+      return policy_error(std::string(to_string(*method)) + " request cannot have a body");
+    }
+    if (request.body.size() > options.request_body_bytes) {
+      return policy_error("request body exceeds " + std::to_string(options.request_body_bytes) +
+                          " bytes");
+    }
+    auto headers = check_headers(request.headers);
+    if (auto* error = std::get_if<GatewayError>(&headers)) return std::move(*error);
+    return Admitted{*method, std::move(allowed), std::move(std::get<CheckedHeaders>(headers))};
+  }
+
+  // What the caller may send, checked after the request, in this order: its scopes, whether a
+  // person can be asked when one must be, its token for an exchange, a place for its question,
+  // then one unit of its budget. Sets `admitted`'s approval; a refusal holds no place.
+  std::optional<GatewayError> check_caller(Admitted& admitted, const Caller& caller,
+                                           const Profile& profile, CallBudget& budget) {
+    const Method method = admitted.method;
+    const NormalisedUrl& url = admitted.allowed.url;
+    if (caller.scopes) {
+      if (auto refused = scope_policy.check(method, url.target, *caller.scopes)) {
+        return policy_error(std::move(*refused));
+      }
+    }
+    admitted.ask_first = needs_yes(method, url.target, &admitted.approval_operation);
+    const auto what = [&] {
+      return std::string(to_string(method)) + " " + url.origin + std::string(path_of(url.target));
+    };
+    if (admitted.ask_first && !caller.approver) {
+      return policy_error(verdict_text({Verdict::impossible, {}, std::nullopt}, {}) + ": " +
+                          what());
+    }
+    const auto& exchange = profile.upstreams[admitted.allowed.upstream].token_exchange;
+    if (exchange && (!caller.access_token || !options.exchange_token)) {
+      return policy_error("requests to " + url.origin +
+                          " carry a token exchanged for the caller's OAuth access token, and this "
+                          "call came without one (a static token or stdio)");
+    }
+    if (admitted.ask_first && !open_question(caller.principal)) {
+      return policy_error(
+          "approval required, and " + std::to_string(options.approval->open_per_principal) +
+          " questions already wait for this principal's answer, the most that may wait at once: " +
+          what());
+    }
+    if (!budget.try_spend()) {
+      if (admitted.ask_first) close_question(caller.principal);
+      return policy_error("subrequest limit " + std::to_string(budget.limit()) + " reached");
+    }
+    return std::nullopt;
+  }
+
+  // Many frameworks take the method or path from these instead of the request line, which would
+  // walk around the methods and operations just checked, or the approval rules (a POST nobody is
+  // asked about that the upstream runs as the DELETE they would ask about).
+  void drop_override_headers(const Profile& profile, CheckedHeaders& headers) const {
+    if (profile.operation_policy.restricts() || options.approval) {
+      std::erase_if(headers.headers, [&](const Header& header) {
+        if (!is_override_header(header.first)) return false;
+        headers.dropped.push_back(header.first);
+        return true;
+      });
+    }
+    if (!headers.dropped.empty()) {
+      std::string names;
+      for (const auto& name : headers.dropped) names += (names.empty() ? "" : ", ") + name;
+      spdlog::debug("gateway: dropped headers the gateway owns: {}", scrub(names));
+    }
   }
 
   // Our own text (errors, log lines) never shows a configured credential, even when the code
@@ -403,14 +463,14 @@ struct Gateway::State : std::enable_shared_from_this<Gateway::State> {
     });
   }
 
-  // Gets the attempt's upstream token in exchange for the caller's (options.exchange_token),
-  // then sends it; a failed exchange fails the fetch.
   // Sends `attempt`, with the token exchanged for its caller's first when its upstream asks so.
   void proceed(Attempt attempt) {
     if (attempt.exchange == nullptr) return send(std::move(attempt));
     exchange_then_send(std::move(attempt));
   }
 
+  // Gets the attempt's upstream token in exchange for the caller's (options.exchange_token),
+  // then sends it; a failed exchange fails the fetch.
   void exchange_then_send(Attempt attempt) {
     // By the subject token, not the principal: one person's tokens may grant different scopes
     // (a plugin's and an admin console's), and the authorization server decides per token.
@@ -522,7 +582,7 @@ struct Gateway::State : std::enable_shared_from_this<Gateway::State> {
       spdlog::debug("gateway: not following a redirect to an operation the policy refuses");
       return false;
     }
-    if (attempt.scopes && check_scopes(next, target, *attempt.scopes)) {
+    if (attempt.scopes && scope_policy.check(next, target, *attempt.scopes)) {
       spdlog::debug("gateway: not following a redirect to a request the caller's scopes miss");
       return false;
     }
@@ -587,131 +647,27 @@ void Gateway::fetch(OutboundRequest request, CallBudget& budget, Deadline deadli
                     const Caller& caller, const WaitHook& waiting,
                     const std::shared_ptr<FetchAbort>& abort) {
   if (budget.refusals_exhausted()) {
-    // Checked no more and answered alike: the call's code loops over refused requests. Only the
-    // first of these answers is recorded by the observers that keep one record per request.
-    GatewayError error = policy_error(
-        "subrequest limit reached: this call had " + std::to_string(budget.refusal_limit()) +
-        " requests refused, the most a call may have; it sends no more");
-    error.repeated = !budget.first_past_refusal_limit();
-    return state_->refuse(std::move(done), std::move(error));
+    return state_->refuse(std::move(done), refusal_limit_reached(budget));
   }
-  const auto refuse = [&](GatewayError error) {
-    budget.refused();
-    state_->refuse(std::move(done), std::move(error));
-  };
   const Profile& profile = state_->profile_of(caller);
-  const std::optional<Method> method = parse_method(request.method);
-  if (!method) {
-    const bool quotable =
-        is_header_name(request.method) && request.method.size() <= kMaxQuotedMethod;
-    return refuse(policy_error((quotable ? "method " + request.method + " is not allowed"
-                                         : std::string("method is not allowed")) +
-                               " (GET, POST, PUT, PATCH, DELETE, HEAD)"));
-  }
-  PolicyDecision decision = state_->policy.decide(request.url);
-  if (auto* refused = std::get_if<Refused>(&decision)) {
-    return refuse(policy_error(std::move(refused->message)));
-  }
-  Allowed& allowed = std::get<Allowed>(decision);
-  if (auto refused = profile.operation_policy.check(*method, allowed.url.target)) {
-    return refuse(policy_error(std::move(*refused)));
-  }
-  if ((*method == Method::get || *method == Method::head) && !request.body.empty()) {
-    return refuse(policy_error(std::string(to_string(*method)) + " request cannot have a body"));
-  }
-  if (request.body.size() > state_->options.request_body_bytes) {
-    return refuse(policy_error("request body exceeds " +
-                               std::to_string(state_->options.request_body_bytes) + " bytes"));
-  }
-  auto checked = check_headers(request.headers);
-  if (auto* error = std::get_if<GatewayError>(&checked)) return refuse(std::move(*error));
-  if (caller.scopes) {
-    if (auto refused = state_->check_scopes(*method, allowed.url.target, *caller.scopes)) {
-      return refuse(policy_error(std::move(*refused)));
+  std::variant<Admitted, GatewayError> checked = state_->check_request(request, profile);
+  if (auto* admitted = std::get_if<Admitted>(&checked)) {
+    if (auto refused = state_->check_caller(*admitted, caller, profile, budget)) {
+      checked = std::move(*refused);
     }
   }
-  const Operation* approval_operation = nullptr;
-  const bool approval = state_->needs_yes(*method, allowed.url.target, &approval_operation);
-  const auto what = [&] {
-    return std::string(to_string(*method)) + " " + allowed.url.origin +
-           std::string(path_of(allowed.url.target));
-  };
-  if (approval && !caller.approver) {
-    return refuse(
-        policy_error(verdict_text({Verdict::impossible, {}, std::nullopt}, {}) + ": " + what()));
+  if (auto* error = std::get_if<GatewayError>(&checked)) {
+    budget.refused();
+    return state_->refuse(std::move(done), std::move(*error));
   }
-  const auto& exchange = profile.upstreams[allowed.upstream].token_exchange;
-  if (exchange && (!caller.access_token || !state_->options.exchange_token)) {
-    return refuse(
-        policy_error("requests to " + allowed.url.origin +
-                     " carry a token exchanged for the caller's OAuth access token, and this "
-                     "call came without one (a static token or stdio)"));
-  }
-  if (approval && !state_->open_question(caller.principal)) {
-    return refuse(policy_error(
-        "approval required, and " + std::to_string(state_->options.approval->open_per_principal) +
-        " questions already wait for this principal's answer, the most that may wait at once: " +
-        what()));
-  }
-  if (!budget.try_spend()) {
-    if (approval) state_->close_question(caller.principal);
-    return refuse(policy_error("subrequest limit " + std::to_string(budget.limit()) + " reached"));
-  }
-  auto& headers = std::get<CheckedHeaders>(checked);
-  if (profile.operation_policy.restricts() || state_->options.approval) {
-    // Many frameworks take the method or path from these instead of the request line, which
-    // would walk around the methods and operations just checked, or the approval rules (a POST
-    // nobody is asked about that the upstream runs as the DELETE they would ask about).
-    std::erase_if(headers.headers, [&](const Header& header) {
-      if (!is_override_header(header.first)) return false;
-      headers.dropped.push_back(header.first);
-      return true;
-    });
-  }
-  if (!headers.dropped.empty()) {
-    std::string names;
-    for (const auto& name : headers.dropped) names += (names.empty() ? "" : ", ") + name;
-    spdlog::debug("gateway: dropped headers the gateway owns: {}", state_->scrub(names));
-  }
-  Attempt attempt;
-  attempt.profile = &profile;
-  attempt.method = *method;
-  attempt.url = std::move(allowed.url);
-  attempt.upstream = allowed.upstream;
-  attempt.code_headers = std::move(headers.headers);
-  attempt.body = std::move(request.body);
-  attempt.deadline = deadline;
-  attempt.started = Clock::now();
-  attempt.done = std::move(done);
-  attempt.principal = caller.principal;
-  attempt.scopes = caller.scopes;
-  attempt.abort = abort;
-  if (exchange) {
-    attempt.exchange = &*exchange;
-    attempt.access_token = caller.access_token;
-  }
-  if (!approval) return state_->proceed(std::move(attempt));
-  auto question = std::make_shared<Question>(state_->io);
-  ApprovalRequest& asked = question->request;
-  asked.method = to_string(attempt.method);
-  asked.url = attempt.url.origin + attempt.url.target;
-  if (approval_operation != nullptr) {
-    asked.operation = std::string(to_string(approval_operation->method)) + " " +
-                      approval_operation->path_template;
-    asked.operation_id = approval_operation->id;
-    asked.summary = approval_operation->summary;
-  }
-  for (const auto& [name, value] : attempt.code_headers) {
-    if (iequals(name, "content-type")) asked.content_type = value;
-  }
-  // The one copy of the body and headers while the question waits (Question).
-  asked.headers = std::move(attempt.code_headers);
-  asked.body = std::move(attempt.body);
-  asked.digest = approval_digest(asked.method, asked.url, asked.headers, asked.body);
-  question->attempt = std::move(attempt);
-  question->approver = caller.approver;
-  question->waiting = waiting;
-  state_->ask(std::move(question));
+  Admitted& admitted = std::get<Admitted>(checked);
+  state_->drop_override_headers(profile, admitted.headers);
+  const bool ask_first = admitted.ask_first;
+  const Operation* operation = admitted.approval_operation;
+  Attempt attempt = attempt_of(std::move(admitted), profile, std::move(request.body), deadline,
+                               std::move(done), caller, abort);
+  if (!ask_first) return state_->proceed(std::move(attempt));
+  state_->ask(question_about(std::move(attempt), operation, caller, waiting, state_->io));
 }
 
 }  // namespace codemode::gateway

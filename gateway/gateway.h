@@ -37,6 +37,7 @@
 #include "gateway/http_client.h"
 #include "gateway/operation_policy.h"
 #include "gateway/request.h"
+#include "gateway/scope_policy.h"
 #include "gateway/url_policy.h"
 
 namespace codemode::gateway {
@@ -139,16 +140,6 @@ using ExchangeDone = std::function<void(std::variant<ExchangedToken, GatewayErro
 using TokenExchangeFunction =
     std::function<void(const config::TokenExchange& settings, const std::string& key,
                        const CallerAccessToken& token, ExchangeDone done)>;
-
-// The scopes a scoped caller's requests need, by method (config http.oauth.request_scopes).
-struct RequestScopes {
-  std::vector<std::string> read;   // GET, HEAD
-  std::vector<std::string> write;  // POST, PUT, PATCH, DELETE
-  // Every declared operation with the scopes its security requirements ask for, when those count
-  // too (`request_scopes.spec`): a request matching one (OperationPolicy::find) needs one of its
-  // alternatives; a write that matches none needs every scope a declared write names.
-  std::optional<OperationPolicyOptions> operations;
-};
 
 struct GatewayOptions {
   std::vector<config::Upstream> upstreams;

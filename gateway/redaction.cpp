@@ -112,7 +112,7 @@ std::vector<std::string> secrets_of(const std::vector<config::Upstream>& upstrea
   for (const auto& upstream : upstreams) {
     for (const auto& [name, value] : upstream.query) {
       secrets.push_back(value);
-      // As the gateway appends it to the target (gateway.cpp, query_encode).
+      // As the gateway appends it to the target (request_check.cpp, query_encode).
       if (std::string encoded = net::percent_encode(value, net::kUnreserved); encoded != value) {
         secrets.push_back(std::move(encoded));
       }

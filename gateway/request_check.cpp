@@ -5,6 +5,7 @@
 
 #include "net/ascii.h"
 #include "net/http_token.h"
+#include "net/percent.h"
 
 namespace codemode::gateway {
 namespace {
@@ -22,6 +23,17 @@ std::string quoted_name(std::string_view name) {
 
 GatewayError policy_error(std::string message) {
   return GatewayError{ErrorKind::policy, std::move(message)};
+}
+
+// A query component's bytes as a form parameter carries them: all but unreserved
+// (RFC 3986) percent-encoded. redaction.cpp withholds a query value in this form too.
+std::string query_encode(std::string_view text) {
+  return codemode::net::percent_encode(text, codemode::net::kUnreserved);
+}
+
+// A query parameter's name as servers read it: %XX decoded, '+' a space.
+std::string query_decode(std::string_view text) {
+  return codemode::net::percent_decode(text, codemode::net::PlusMeans::space);
 }
 
 }  // namespace
@@ -117,6 +129,30 @@ Headers inject_credentials(Headers code_headers, const config::Upstream& upstrea
   });
   for (const auto& configured : upstream.headers) code_headers.push_back(configured);
   return code_headers;
+}
+
+std::string with_query_credentials(std::string_view target,
+                                   const std::vector<std::pair<std::string, std::string>>& query) {
+  const std::size_t mark = target.find('?');
+  std::string out(target.substr(0, mark));
+  std::string kept;
+  if (mark != std::string_view::npos) {
+    std::string_view rest = target.substr(mark + 1);
+    while (true) {
+      const std::size_t amp = rest.find('&');
+      const std::string_view pair = rest.substr(0, amp);
+      const std::string name = query_decode(pair.substr(0, pair.find('=')));
+      const bool configured =
+          std::any_of(query.begin(), query.end(), [&](const auto& q) { return q.first == name; });
+      if (!configured && !pair.empty()) kept += (kept.empty() ? "" : "&") + std::string(pair);
+      if (amp == std::string_view::npos) break;
+      rest.remove_prefix(amp + 1);
+    }
+  }
+  for (const auto& [name, value] : query) {
+    kept += (kept.empty() ? "" : "&") + query_encode(name) + "=" + query_encode(value);
+  }
+  return out + "?" + kept;
 }
 
 bool contains_any(std::string_view text, const std::vector<std::string>& values) {

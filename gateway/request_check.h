@@ -61,6 +61,13 @@ std::variant<CheckedHeaders, GatewayError> check_headers(const Headers& headers)
 // client, not here.
 Headers inject_credentials(Headers code_headers, const config::Upstream& upstream);
 
+// `target` with an upstream's query credentials (`config::Upstream::query`, not empty): every
+// parameter of the same name (as servers decode names: %XX decoded, '+' a space) removed, then
+// each configured one appended as `name=value`, both percent-encoded except RFC 3986's
+// unreserved characters, so the code can neither replace nor precede the gateway's value.
+std::string with_query_credentials(std::string_view target,
+                                   const std::vector<std::pair<std::string, std::string>>& query);
+
 // Whether any of `values` occurs in `text`; used to keep configured credentials out of our
 // own messages and logs.
 bool contains_any(std::string_view text, const std::vector<std::string>& values);

@@ -230,6 +230,20 @@ std::string string_at(const Json& object, const char* key) {
   return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
+// The W3C trace headers a tools/call's `params._meta` carries (traceparent, tracestate), if any.
+IncomingTrace meta_trace(const Json& params) {
+  IncomingTrace trace;
+  if (const auto meta = params.find("_meta"); meta != params.end() && meta->is_object()) {
+    for (const auto& [key, target] : {std::pair{"traceparent", &trace.traceparent},
+                                      std::pair{"tracestate", &trace.tracestate}}) {
+      if (const auto it = meta->find(key); it != meta->end() && it->is_string()) {
+        *target = it->get<std::string>();
+      }
+    }
+  }
+  return trace;
+}
+
 }  // namespace
 
 std::string approver_name(const std::string& principal, std::string_view client_name,
@@ -256,49 +270,24 @@ std::string McpSession::stateless_client(const Json& params) const {
 
 void McpSession::call_tool(const Json& id, const Json& params, const Send& out, ReplyRoute route,
                            Era era, const Send& notify, const RequestContext& context) {
-  if (!params.is_object() || !params.contains("name") || !params["name"].is_string()) {
-    return reply_error(out, id, ErrorCode::invalid_params,
-                       "invalid params: tools/call needs params.name (a string)");
-  }
-  const auto name = params["name"].get<std::string>();
-  const auto tool = tools_.find(name);
-  if (!tool)
-    return reply_error(out, id, ErrorCode::invalid_params, "invalid params: unknown tool " + name);
   const std::string key = id_key(id);
-  if (calls_.count(key) != 0) {
-    return reply_error(out, id, ErrorCode::invalid_request,
-                       "invalid request: id " + key + " is already in use by a running call");
+  const auto called = tool_to_call(params, key);
+  if (const auto* refused = std::get_if<JsonRpcError>(&called)) {
+    return reply_error(out, id, refused->code, refused->message);
   }
-  if (max_calls_ != 0 && calls_.size() >= max_calls_) {
-    return reply_error(out, id, ErrorCode::too_many_calls,
-                       "too many calls: " + std::to_string(calls_.size()) +
-                           " tool calls of this client are running or queued; retry when one "
-                           "has finished");
-  }
-
-  if (const auto refused = audit_.trail ? audit_.trail->refusal(principal_) : std::nullopt) {
-    return reply_error(out, id, ErrorCode::audit_unavailable, *refused);
-  }
+  const channel::Tool tool = std::get<channel::Tool>(called);
+  const auto name = params["name"].get<std::string>();
   // The call's trace: the one `params._meta` (else the HTTP request) names, or a new one when
   // spans are exported; its id is the audit record's.
-  IncomingTrace meta_trace;
-  if (const auto meta = params.find("_meta"); meta != params.end() && meta->is_object()) {
-    for (const auto& [key, target] : {std::pair{"traceparent", &meta_trace.traceparent},
-                                      std::pair{"tracestate", &meta_trace.tracestate}}) {
-      if (const auto it = meta->find(key); it != meta->end() && it->is_string()) {
-        *target = it->get<std::string>();
-      }
-    }
-  }
   CallObservation observed = observe_call(
-      audit_, CallStart{*tool, principal_, client_name_, client_version_, audit_session_,
-                        std::move(meta_trace), context.trace, call_facts(id, name, params, era),
-                        tools_.limits().result_chars});
+      audit_,
+      CallStart{tool, principal_, client_name_, client_version_, audit_session_, meta_trace(params),
+                context.trace, call_facts(id, name, params, era), tools_.limits().result_chars});
   // Refusals for the arguments are tool results, not protocol errors, so the model can correct
   // itself; the call ends there.
   const auto refuse = [&](const channel::Outcome& refused) {
     observed.end(refused);
-    reply(out, id, shaped(tools_.result(refused, *tool), era));
+    reply(out, id, shaped(tools_.result(refused, tool), era));
   };
   const Json arguments = params.value("arguments", Json::object());
   if (!arguments.is_object() || !arguments.contains("code") || !arguments["code"].is_string()) {
@@ -312,39 +301,19 @@ void McpSession::call_tool(const Json& id, const Json& params, const Send& out, 
 
   auto cancel = std::make_shared<channel::CancelToken>();
   std::shared_ptr<RetryApprover> retry;
-  if (*tool == channel::Tool::execute && era == Era::stateless && request_states_ &&
+  if (tool == channel::Tool::execute && era == Era::stateless && request_states_ &&
       stateless_client_can_ask(params)) {
-    // MCP 2026-07-28 (multi round-trip requests): a retry brings its state and the answers.
-    Json opened;
-    const auto sealed = params.find("requestState");
-    if (sealed != params.end()) {
-      std::variant<Json, std::string> state =
-          sealed->is_string() ? request_states_->open(sealed->get<std::string>(), principal_)
-                              : std::variant<Json, std::string>(std::string("must be a string"));
-      if (auto* refused = std::get_if<std::string>(&state)) {
-        spdlog::info("tools/call id={}: requestState refused: {}", net::escape_text(dump(id)),
-                     *refused);
-        return reply_error(out, id, ErrorCode::invalid_params, "invalid params: " + *refused);
-      }
-      opened = std::move(std::get<Json>(state));
-      if (!opened.contains("call") || opened["call"] != call_digest(name, code)) {
-        return reply_error(out, id, ErrorCode::invalid_params,
-                           "invalid params: requestState belongs to another call (another tool "
-                           "or code)");
-      }
+    auto approver = retry_approver(id, params, call_digest(name, code), cancel);
+    if (auto* refused = std::get_if<std::string>(&approver)) {
+      return reply_error(out, id, ErrorCode::invalid_params, "invalid params: " + *refused);
     }
-    const auto responses = params.find("inputResponses");
-    retry = std::make_shared<RetryApprover>(
-        call_digest(name, code), sealed != params.end() ? &opened : nullptr,
-        responses != params.end() ? *responses : Json::object(), stateless_client(params),
-        [cancel] { cancel->cancel(); });
+    retry = std::move(std::get<std::shared_ptr<RetryApprover>>(approver));
   }
   auto& state = calls_
-                    .emplace(key, CallState{cancel, out, route, era, nullptr, *tool, nullptr, retry,
+                    .emplace(key, CallState{cancel, out, route, era, nullptr, tool, nullptr, retry,
                                             std::move(observed)})
                     .first->second;
-  if (*tool == channel::Tool::execute && era == Era::negotiated && elicitation_ &&
-      context.can_ask) {
+  if (tool == channel::Tool::execute && era == Era::negotiated && elicitation_ && context.can_ask) {
     state.approver = std::make_shared<ElicitingApprover>(
         executor_, server_requests_, notify,
         approver_name(principal_, client_name_, client_version_),
@@ -356,49 +325,108 @@ void McpSession::call_tool(const Json& id, const Json& params, const Send& out, 
     schedule_progress(key, std::move(*token), notify, started, 1);
   }
   const CallSpan& span = state.observed.span();
-  sandbox_.submit(
-      sandbox::Call{*tool, std::move(code), principal_, std::move(cancel),
-                    state.observed.audit_id(), span.traceparent(), span.tracestate, context.scopes,
-                    context.profile,
-                    state.retry ? std::shared_ptr<gateway::Approver>(state.retry)
-                                : std::shared_ptr<gateway::Approver>(state.approver),
-                    context.access_token},
-      [self = shared_from_this(), id, name, started](channel::Outcome outcome) mutable {
-        boost::asio::post(self->executor_, [self, id, name, started,
-                                            outcome = std::move(outcome)]() mutable {
-          const double ms =
-              std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
-                  .count();
-          if (const auto call = self->calls_.find(id_key(id));
-              call != self->calls_.end() && call->second.retry &&
-              call->second.retry->stopped_for_input()) {
-            outcome = channel::Outcome::failure(
-                channel::ErrorKind::policy,
-                "stopped for the user's approval; the client is to call again with the answer");
-          }
-          // The answer first: the log line is a write to stderr, which the client often reads
-          // too, and its wake-up would come ahead of the answer's.
-          self->finish_call(id, outcome).end(outcome, ms / 1000);
-          // A refusal says which request and why: the operator's first question. The gateway's
-          // text names origins, methods and paths, never a header value; the code chose the
-          // path, so it is escaped.
-          std::string how(outcome.ok ? "ok" : channel::to_string(outcome.error_kind));
-          if (!outcome.ok && outcome.error_kind == channel::ErrorKind::policy) {
-            how += " (" + net::escape_text(outcome.error_message) + ")";
-          }
-          if (outcome.sandbox_us > 0) {
-            spdlog::info(
-                "tools/call {} id={}: {} in {:.2f} ms (queued {:.2f} ms, sandbox process {:.2f} "
-                "ms)",
-                name, net::escape_text(dump(id)), how, ms,
-                static_cast<double>(outcome.queued_us) / 1000,
-                static_cast<double>(outcome.sandbox_us) / 1000);
-          } else {
-            spdlog::info("tools/call {} id={}: {} in {:.2f} ms", name, net::escape_text(dump(id)),
-                         how, ms);
-          }
-        });
-      });
+  sandbox::Call call{tool,
+                     std::move(code),
+                     principal_,
+                     std::move(cancel),
+                     state.observed.audit_id(),
+                     span.traceparent(),
+                     span.tracestate,
+                     context.scopes,
+                     context.profile,
+                     state.retry ? std::shared_ptr<gateway::Approver>(state.retry)
+                                 : std::shared_ptr<gateway::Approver>(state.approver),
+                     context.access_token};
+  // The outcome arrives on the sandbox's executor; the session handles it on its own.
+  auto on_outcome = [self = shared_from_this(), id, name, started](channel::Outcome outcome) {
+    boost::asio::post(self->executor_,
+                      [self, id, name, started, outcome = std::move(outcome)]() mutable {
+                        self->on_call_outcome(id, name, started, std::move(outcome));
+                      });
+  };
+  sandbox_.submit(std::move(call), std::move(on_outcome));
+}
+
+std::variant<channel::Tool, JsonRpcError> McpSession::tool_to_call(const Json& params,
+                                                                   const std::string& key) const {
+  if (!params.is_object() || !params.contains("name") || !params["name"].is_string()) {
+    return JsonRpcError{ErrorCode::invalid_params,
+                        "invalid params: tools/call needs params.name (a string)"};
+  }
+  const auto name = params["name"].get<std::string>();
+  const auto tool = tools_.find(name);
+  if (!tool) return JsonRpcError{ErrorCode::invalid_params, "invalid params: unknown tool " + name};
+  if (calls_.count(key) != 0) {
+    return JsonRpcError{ErrorCode::invalid_request,
+                        "invalid request: id " + key + " is already in use by a running call"};
+  }
+  if (max_calls_ != 0 && calls_.size() >= max_calls_) {
+    return JsonRpcError{ErrorCode::too_many_calls,
+                        "too many calls: " + std::to_string(calls_.size()) +
+                            " tool calls of this client are running or queued; retry when one "
+                            "has finished"};
+  }
+  if (const auto refused = audit_.trail ? audit_.trail->refusal(principal_) : std::nullopt) {
+    return JsonRpcError{ErrorCode::audit_unavailable, *refused};
+  }
+  return *tool;
+}
+
+std::variant<std::shared_ptr<RetryApprover>, std::string> McpSession::retry_approver(
+    const Json& id, const Json& params, const std::string& digest,
+    const std::shared_ptr<channel::CancelToken>& cancel) const {
+  // MCP 2026-07-28 (multi round-trip requests): a retry brings its state and the answers.
+  Json opened;
+  const auto sealed = params.find("requestState");
+  if (sealed != params.end()) {
+    std::variant<Json, std::string> state =
+        sealed->is_string() ? request_states_->open(sealed->get<std::string>(), principal_)
+                            : std::variant<Json, std::string>(std::string("must be a string"));
+    if (auto* refused = std::get_if<std::string>(&state)) {
+      spdlog::info("tools/call id={}: requestState refused: {}", net::escape_text(dump(id)),
+                   *refused);
+      return std::move(*refused);
+    }
+    opened = std::move(std::get<Json>(state));
+    if (!opened.contains("call") || opened["call"] != digest) {
+      return std::string("requestState belongs to another call (another tool or code)");
+    }
+  }
+  const auto responses = params.find("inputResponses");
+  return std::make_shared<RetryApprover>(digest, sealed != params.end() ? &opened : nullptr,
+                                         responses != params.end() ? *responses : Json::object(),
+                                         stateless_client(params), [cancel] { cancel->cancel(); });
+}
+
+void McpSession::on_call_outcome(const Json& id, const std::string& name,
+                                 std::chrono::steady_clock::time_point started,
+                                 channel::Outcome outcome) {
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+  if (const auto call = calls_.find(id_key(id));
+      call != calls_.end() && call->second.retry && call->second.retry->stopped_for_input()) {
+    outcome = channel::Outcome::failure(
+        channel::ErrorKind::policy,
+        "stopped for the user's approval; the client is to call again with the answer");
+  }
+  // The answer first: the log line is a write to stderr, which the client often reads
+  // too, and its wake-up would come ahead of the answer's.
+  finish_call(id, outcome).end(outcome, ms / 1000);
+  // A refusal says which request and why: the operator's first question. The gateway's
+  // text names origins, methods and paths, never a header value; the code chose the
+  // path, so it is escaped.
+  std::string how(outcome.ok ? "ok" : channel::to_string(outcome.error_kind));
+  if (!outcome.ok && outcome.error_kind == channel::ErrorKind::policy) {
+    how += " (" + net::escape_text(outcome.error_message) + ")";
+  }
+  if (outcome.sandbox_us > 0) {
+    spdlog::info(
+        "tools/call {} id={}: {} in {:.2f} ms (queued {:.2f} ms, sandbox process {:.2f} ms)", name,
+        net::escape_text(dump(id)), how, ms, static_cast<double>(outcome.queued_us) / 1000,
+        static_cast<double>(outcome.sandbox_us) / 1000);
+  } else {
+    spdlog::info("tools/call {} id={}: {} in {:.2f} ms", name, net::escape_text(dump(id)), how, ms);
+  }
 }
 
 CallObservation McpSession::finish_call(const Json& id, const channel::Outcome& outcome) {

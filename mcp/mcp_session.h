@@ -31,6 +31,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 #include <boost/asio/any_io_executor.hpp>
@@ -160,6 +161,19 @@ class McpSession : public std::enable_shared_from_this<McpSession> {
   Json discover() const;
   void call_tool(const Json& id, const Json& params, const Send& out, ReplyRoute route, Era era,
                  const Send& notify, const RequestContext& context);
+  // The tool a tools/call (its id's key `key`) names and may start now, or the JSON-RPC error it
+  // is refused with: params without a name, an unknown tool, an id in use by a running call, too
+  // many calls, an audit trail that cannot take its record.
+  std::variant<channel::Tool, JsonRpcError> tool_to_call(const Json& params,
+                                                         const std::string& key) const;
+  // The approver of a 2026-07-28 execute call whose client can be asked (MRTR), holding the
+  // requestState and inputResponses a retry brings; the text: why `params` are invalid.
+  std::variant<std::shared_ptr<RetryApprover>, std::string> retry_approver(
+      const Json& id, const Json& params, const std::string& digest,
+      const std::shared_ptr<channel::CancelToken>& cancel) const;
+  // A call's outcome, on the executor: answered, its observation ended, then logged.
+  void on_call_outcome(const Json& id, const std::string& name,
+                       std::chrono::steady_clock::time_point started, channel::Outcome outcome);
   // 2026-07-28: whether the request's client declared form-mode elicitation, and who answers
   // its questions (the principal, via the client its _meta names).
   static bool stateless_client_can_ask(const Json& params);

@@ -1,6 +1,6 @@
 // What reaches a running call from other threads: why it must stop (Stop, Interrupts) and the
 // fetch completions it waits for (Mailbox). Shared by the runner, the watchdog, the near-heap-limit
-// callback, a canceller and fetch(). Internal to sandbox/.
+// callback, a canceller and fetch(). Internal to isolate/.
 #pragma once
 
 #include <v8.h>

@@ -142,7 +142,7 @@ void restrict_syscalls(Report& report) {
         SCMP_SYS(rt_sigprocmask), SCMP_SYS(rt_sigreturn), SCMP_SYS(sigaltstack),
         SCMP_SYS(rt_sigtimedwait), SCMP_SYS(restart_syscall), SCMP_SYS(exit), SCMP_SYS(exit_group),
         SCMP_SYS(membarrier),
-        // the watchdog's timers (isolate_runner.cpp): they signal a thread of this process
+        // the watchdog's timers (watchdog.cpp): they signal a thread of this process
         SCMP_SYS(timer_create), SCMP_SYS(timer_settime), SCMP_SYS(timer_gettime),
         SCMP_SYS(timer_delete),
         // node's threads: its platform's delayed-task thread waits on its own event loop's epoll

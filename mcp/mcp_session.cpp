@@ -443,6 +443,7 @@ CallObservation McpSession::finish_call(const Json& id, const channel::Outcome& 
     result = shaped(std::move(result), Era::stateless);
     result["resultType"] = "input_required";
     reply(state.reply_to, id, result);
+    maybe_idle();  // the call is over here too: a shutdown waiting for this session goes on
     return std::move(state.observed);
   }
   if (!state.cancel->cancelled()) {

@@ -7,6 +7,9 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { BIN } from './harness.mjs';
 import { startHttpServer, writeConfig, rawExchange, post } from './http_harness.mjs';
 
 const TOKENS = { alice: 'alice-mrtr-token-0123456789abcdef', bob: 'bob-mrtr-token-0123456789abcdef' };
@@ -173,4 +176,38 @@ test('a client that did not declare elicitation: such writes fail closed', async
   assert.equal(result.resultType, 'complete');
   assert.equal(result.isError, true);
   assert.match(result.content[0].text, /^policy: approval required, but this client cannot ask its user: POST/);
+});
+
+test('over stdio, the last call ending with its questions lets the server stop at end of input', async () => {
+  // Shutting down at stdin's end waits for the stdio session to have no call left; a call that
+  // ended with an InputRequiredResult used to leave that wait unanswered, and the server ran on.
+  const config = writeConfig({
+    upstreams: [{ origin: upstream.origin }],
+    policy: { approve: { operations: ['createOrder'] }, approval_key: KEY },
+  });
+  const proc = spawn(BIN, ['--config', config], { stdio: ['pipe', 'pipe', 'pipe'] });
+  let stdout = '';
+  proc.stdout.on('data', (d) => { stdout += d; });
+  proc.stderr.resume();
+  const exited = once(proc, 'exit');
+  const message = {
+    jsonrpc: '2.0', id: 1, method: 'tools/call',
+    params: {
+      name: 'execute', arguments: { code: TWO_WRITES },
+      _meta: {
+        'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+        'io.modelcontextprotocol/clientCapabilities': { elicitation: { form: {} } },
+        'io.modelcontextprotocol/clientInfo': { name: 'mrtr-e2e', version: '1' },
+      },
+    },
+  };
+  proc.stdin.end(`${JSON.stringify(message)}\n`);
+  const killer = setTimeout(() => proc.kill('SIGKILL'), 20000);
+  const [code, signal] = await exited;
+  clearTimeout(killer);
+  assert.equal(signal, null, 'the server stopped by itself once its one call had answered');
+  assert.equal(code, 0);
+  const answer = JSON.parse(stdout.trim().split('\n').pop());
+  assert.equal(answer.id, 1);
+  assert.equal(answer.result.resultType, 'input_required', stdout);
 });

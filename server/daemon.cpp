@@ -24,6 +24,32 @@ constexpr std::chrono::milliseconds kAnswerFlush{2000};
 // (an orchestrator waits for the process), stdin closing lets them all answer.
 enum class Grace { bounded, unbounded };
 
+// The line whoever started the server waits for: one API at /mcp; several, each at /mcp/NAME.
+void log_listening(Parts& parts, HttpMode mode) {
+  const std::string url = endpoint_url(parts.http->local_endpoint());
+  std::string urls;
+  for (const auto& api : parts.apis) {
+    urls += (urls.empty() ? "" : " and ") + url + "/" + api->name;
+  }
+  spdlog::info("listening on {}{}", parts.apis.size() == 1 ? url : urls,
+               mode == HttpMode::stateless ? " (stateless)" : "");
+}
+
+// Once io has stopped: the audit writer and the span exporter write what they hold, and say
+// how much they wrote and dropped.
+void flush_observers(Parts& parts) {
+  if (parts.audit_writer) {
+    parts.audit_writer->stop();
+    const audit::Writer::Stats stats = parts.audit_writer->stats();
+    spdlog::info("audit: {} records written, {} dropped", stats.written, stats.dropped);
+  }
+  if (parts.span_exporter) {
+    parts.span_exporter->stop();
+    const SpanExporter::Stats stats = parts.span_exporter->stats();
+    spdlog::info("tracing: {} spans exported, {} dropped", stats.exported, stats.dropped);
+  }
+}
+
 }  // namespace
 
 Daemon::Daemon(DaemonOptions options) : options_(std::move(options)) {}
@@ -105,16 +131,7 @@ int Daemon::run() {
   });
   // Once the signal handler is armed: whoever waits for this line (a supervisor, a test) may
   // send SIGTERM at once, and it drains.
-  if (parts.http) {
-    // One API at /mcp; several, each at /mcp/NAME.
-    const std::string url = endpoint_url(parts.http->local_endpoint());
-    std::string urls;
-    for (const auto& api : parts.apis) {
-      urls += (urls.empty() ? "" : " and ") + url + "/" + api->name;
-    }
-    spdlog::info("listening on {}{}", parts.apis.size() == 1 ? url : urls,
-                 options_.http->mode == HttpMode::stateless ? " (stateless)" : "");
-  }
+  if (parts.http) log_listening(parts, options_.http->mode);
 
   if (stdio) {
     stdio->start(StdioHandlers{
@@ -132,16 +149,7 @@ int Daemon::run() {
 
   io.run();
   if (stdio) stdio->stop();
-  if (parts.audit_writer) {
-    parts.audit_writer->stop();
-    const audit::Writer::Stats stats = parts.audit_writer->stats();
-    spdlog::info("audit: {} records written, {} dropped", stats.written, stats.dropped);
-  }
-  if (parts.span_exporter) {
-    parts.span_exporter->stop();
-    const SpanExporter::Stats stats = parts.span_exporter->stats();
-    spdlog::info("tracing: {} spans exported, {} dropped", stats.exported, stats.dropped);
-  }
+  flush_observers(parts);
   spdlog::info("stopped");
   return 0;
 }

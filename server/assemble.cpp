@@ -507,37 +507,35 @@ void Parts::stop_all(const std::string& message) {
   for (const auto& api : apis) api->sandbox->stop_all(message);
 }
 
-std::variant<std::unique_ptr<Parts>, std::vector<std::string>> assemble(boost::asio::io_context& io,
-                                                                        DaemonOptions& options) {
-  config::Config& config = options.config;
-  CODEMODE_CHECK(options.apis.size() == config.apis.size() && !config.apis.empty(),
-                 "load_descriptions gives one description per configured API");
-  auto parts = std::make_unique<Parts>();
-  std::vector<std::string> problems;
+namespace {
 
+// What every API shares, started before any API is built: the token exchanger, the audit writer
+// (it outlives the sandboxes, whose fetches it records), the span exporter and the metrics.
+void start_shared(boost::asio::io_context& io, const config::Config& config,
+                  const std::string& version, Parts& parts, std::vector<std::string>& problems) {
   auto exchanger = token_exchanger(io, config);
   if (auto* found = std::get_if<std::vector<std::string>>(&exchanger)) {
     for (const std::string& problem : *found) problems.push_back("token_exchange: " + problem);
   } else {
-    parts->exchanger = std::get<std::shared_ptr<auth::TokenExchanger>>(exchanger);
+    parts.exchanger = std::get<std::shared_ptr<auth::TokenExchanger>>(exchanger);
   }
-  // The audit trail, when configured: its writer outlives the sandboxes, whose fetches it records.
+  // The audit trail, when configured.
   if (config.audit) {
     auto started = start_audit(*config.audit);
     if (auto* problem = std::get_if<std::string>(&started)) {
       problems.push_back("audit: " + *problem);
     } else {
-      parts->audit_writer = std::move(std::get<std::unique_ptr<audit::Writer>>(started));
+      parts.audit_writer = std::move(std::get<std::unique_ptr<audit::Writer>>(started));
     }
   }
   // Traces: spans exported when configured; the trace context passed on either way.
   if (config.tracing) {
-    auto started = SpanExporter::start(*config.tracing, options.info.version, config.ca_file);
+    auto started = SpanExporter::start(*config.tracing, version, config.ca_file);
     if (auto* problem = std::get_if<std::string>(&started)) {
       problems.push_back(*problem);
     } else {
-      parts->span_exporter = std::move(std::get<std::unique_ptr<SpanExporter>>(started));
-      spdlog::info("tracing: exporting spans to {}", parts->span_exporter->endpoint());
+      parts.span_exporter = std::move(std::get<std::unique_ptr<SpanExporter>>(started));
+      spdlog::info("tracing: exporting spans to {}", parts.span_exporter->endpoint());
     }
   }
   std::vector<std::string> upstream_origins;
@@ -549,84 +547,85 @@ std::variant<std::unique_ptr<Parts>, std::vector<std::string>> assemble(boost::a
       }
     }
   }
-  parts->metrics = std::make_unique<Metrics>(std::move(upstream_origins));
+  parts.metrics = std::make_unique<Metrics>(std::move(upstream_origins));
+}
 
-  for (std::size_t i = 0; i < config.apis.size(); ++i) {
-    parts->apis.push_back(build_api(io, config, config.apis[i], options.apis[i], *parts, problems));
-    // From here on the sandbox reads the image; the parsed tree (GitHub's REST description:
-    // ~45 MB) is not needed any more.
-    options.apis[i] = openapi::Document{};
-    ::malloc_trim(0);
-  }
-
-  Parts& built = *parts;
-  if (options.http) {
-    HttpOptions http_options = *options.http;
-    http_options.metrics = [&built] { return built.metrics->exposition(); };
-    http_options.pass_access_token = built.exchanger != nullptr;
-    // The issuer's keys are fetched on `io` (auth/token_verifier.h), by a verifier per resource.
-    const auto verifier_of = [&](const config::OAuth& oauth) {
-      std::shared_ptr<auth::TokenVerifier> made;
-      auto verifier = auth::TokenVerifier::create(io, oauth, config.ca_file);
-      if (auto* found = std::get_if<std::vector<std::string>>(&verifier)) {
-        for (const std::string& problem : *found) problems.push_back("http.oauth: " + problem);
-      } else {
-        made = std::get<std::shared_ptr<auth::TokenVerifier>>(verifier);
-        made->start();
-      }
-      return made;
-    };
-    // The config's `principals` keys of the form "claim:NAME=VALUE", each API's own.
-    const auto claims_of = [](const config::Api& api) {
-      std::vector<std::string> claims;
-      for (const auto& entry : api.principals) {
-        if (entry.first.starts_with("claim:")) claims.push_back(entry.first);
-      }
-      return claims;
-    };
-    if (config.apis.size() == 1) {
-      if (http_options.oauth) http_options.verifier = verifier_of(*http_options.oauth);
-      http_options.claim_profiles = claims_of(config.apis.front());
+// The HTTP listener, bound (not yet served): one API at /mcp, several each at /mcp/NAME, each
+// with its OAuth verifier and its claim: principals.
+void listen_http(boost::asio::io_context& io, const DaemonOptions& options, Parts& built,
+                 std::vector<std::string>& problems) {
+  const config::Config& config = options.config;
+  HttpOptions http_options = *options.http;
+  http_options.metrics = [&built] { return built.metrics->exposition(); };
+  http_options.pass_access_token = built.exchanger != nullptr;
+  // The issuer's keys are fetched on `io` (auth/token_verifier.h), by a verifier per resource.
+  const auto verifier_of = [&](const config::OAuth& oauth) {
+    std::shared_ptr<auth::TokenVerifier> made;
+    auto verifier = auth::TokenVerifier::create(io, oauth, config.ca_file);
+    if (auto* found = std::get_if<std::vector<std::string>>(&verifier)) {
+      for (const std::string& problem : *found) problems.push_back("http.oauth: " + problem);
     } else {
-      // Each API at /mcp/NAME. Its resource is http.oauth.resource (the URL of /mcp) with
-      // "/NAME": a token's audience names the one API it was issued for.
-      for (const auto& api : config.apis) {
-        HttpApi served{"/mcp/" + api.name, http_options.oauth, nullptr, claims_of(api)};
-        if (served.oauth) {
-          std::string& resource = served.oauth->resource;
-          if (resource.ends_with('/')) resource.pop_back();
-          resource += "/" + api.name;
-          served.verifier = verifier_of(*served.oauth);
-        }
-        http_options.apis.push_back(std::move(served));
-      }
+      made = std::get<std::shared_ptr<auth::TokenVerifier>>(verifier);
+      made->start();
     }
-    // Each HTTP session answers every message on the exchange that carried it: no default Send.
-    built.http.emplace(io, std::move(http_options),
-                       [&built, info = options.info](boost::asio::any_io_executor executor,
-                                                     std::string principal, std::size_t api) {
-                         return built.apis.at(api)->session(
-                             std::move(executor), info, [](const std::string&) {},
-                             std::move(principal), "http", *built.metrics);
-                       });
-    if (auto problem = built.http->start()) problems.push_back("http: " + *problem);
-  }
-  if (options.metrics) {
-    built.metrics_listener.emplace(
-        io, MetricsListenerOptions{
-                .endpoint = *options.metrics,
-                .exposition = [&built] { return built.metrics->exposition(); },
-            });
-    if (auto problem = built.metrics_listener->start()) {
-      problems.push_back("metrics: " + *problem);
-    } else {
-      const std::string url = endpoint_url(built.metrics_listener->local_endpoint());
-      spdlog::info("metrics on {}metrics", url.substr(0, url.size() - 3));
+    return made;
+  };
+  // The config's `principals` keys of the form "claim:NAME=VALUE", each API's own.
+  const auto claims_of = [](const config::Api& api) {
+    std::vector<std::string> claims;
+    for (const auto& entry : api.principals) {
+      if (entry.first.starts_with("claim:")) claims.push_back(entry.first);
+    }
+    return claims;
+  };
+  if (config.apis.size() == 1) {
+    if (http_options.oauth) http_options.verifier = verifier_of(*http_options.oauth);
+    http_options.claim_profiles = claims_of(config.apis.front());
+  } else {
+    // Each API at /mcp/NAME. Its resource is http.oauth.resource (the URL of /mcp) with
+    // "/NAME": a token's audience names the one API it was issued for.
+    for (const auto& api : config.apis) {
+      HttpApi served{"/mcp/" + api.name, http_options.oauth, nullptr, claims_of(api)};
+      if (served.oauth) {
+        std::string& resource = served.oauth->resource;
+        if (resource.ends_with('/')) resource.pop_back();
+        resource += "/" + api.name;
+        served.verifier = verifier_of(*served.oauth);
+      }
+      http_options.apis.push_back(std::move(served));
     }
   }
-  if (!problems.empty()) return problems;
+  // Each HTTP session answers every message on the exchange that carried it: no default Send.
+  built.http.emplace(io, std::move(http_options),
+                     [&built, info = options.info](boost::asio::any_io_executor executor,
+                                                   std::string principal, std::size_t api) {
+                       return built.apis.at(api)->session(
+                           std::move(executor), info, [](const std::string&) {},
+                           std::move(principal), "http", *built.metrics);
+                     });
+  if (auto problem = built.http->start()) problems.push_back("http: " + *problem);
+}
 
-  // Last, once nothing went wrong: each API's sandbox starts its spare processes.
+// `--metrics HOST:PORT`: /metrics on a listener of its own, bound.
+void listen_metrics(boost::asio::io_context& io, const HttpEndpoint& endpoint, Parts& built,
+                    std::vector<std::string>& problems) {
+  built.metrics_listener.emplace(io,
+                                 MetricsListenerOptions{
+                                     .endpoint = endpoint,
+                                     .exposition = [&built] { return built.metrics->exposition(); },
+                                 });
+  if (auto problem = built.metrics_listener->start()) {
+    problems.push_back("metrics: " + *problem);
+  } else {
+    const std::string url = endpoint_url(built.metrics_listener->local_endpoint());
+    spdlog::info("metrics on {}metrics", url.substr(0, url.size() - 3));
+  }
+}
+
+// Each API's sandbox, its fetches observed and sent to its gateway; each starts its spare
+// processes, its share of config.sandbox.
+void start_sandboxes(boost::asio::io_context& io, const DaemonOptions& options, Parts& built) {
+  const config::Config& config = options.config;
   const channel::JitMode jit =
       config.sandbox.jitless ? channel::JitMode::jitless : channel::JitMode::enabled;
   const config::SandboxSettings processes = share_of(config.sandbox, config.apis.size());
@@ -650,6 +649,10 @@ std::variant<std::unique_ptr<Parts>, std::vector<std::string>> assemble(boost::a
         .processes = processes,
         .jit = jit});
   }
+}
+
+// The levels /metrics reports beside its counters, read when it is scraped.
+void watch_levels(Parts& built) {
   built.metrics->set_levels([&built] {
     Metrics::Levels levels{sum_of(built.apis)};
     if (built.audit_writer) {
@@ -666,6 +669,36 @@ std::variant<std::unique_ptr<Parts>, std::vector<std::string>> assemble(boost::a
     }
     return levels;
   });
+}
+
+}  // namespace
+
+std::variant<std::unique_ptr<Parts>, std::vector<std::string>> assemble(boost::asio::io_context& io,
+                                                                        DaemonOptions& options) {
+  config::Config& config = options.config;
+  CODEMODE_CHECK(options.apis.size() == config.apis.size() && !config.apis.empty(),
+                 "load_descriptions gives one description per configured API");
+  auto parts = std::make_unique<Parts>();
+  std::vector<std::string> problems;
+
+  start_shared(io, config, options.info.version, *parts, problems);
+
+  for (std::size_t i = 0; i < config.apis.size(); ++i) {
+    parts->apis.push_back(build_api(io, config, config.apis[i], options.apis[i], *parts, problems));
+    // From here on the sandbox reads the image; the parsed tree (GitHub's REST description:
+    // ~45 MB) is not needed any more.
+    options.apis[i] = openapi::Document{};
+    ::malloc_trim(0);
+  }
+
+  Parts& built = *parts;
+  if (options.http) listen_http(io, options, built, problems);
+  if (options.metrics) listen_metrics(io, *options.metrics, built, problems);
+  if (!problems.empty()) return problems;
+
+  // Last, once nothing went wrong: each API's sandbox starts its spare processes.
+  start_sandboxes(io, options, built);
+  watch_levels(built);
   return parts;
 }
 

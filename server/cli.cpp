@@ -143,21 +143,40 @@ CommandLine parse_audit(std::span<const std::string_view> args) {
   return command;
 }
 
+// `--healthcheck HOST:PORT`, alone on the command line.
+CommandLine parse_healthcheck(std::span<const std::string_view> args) {
+  if (args.size() != 2) return error("--healthcheck takes HOST:PORT and no other option");
+  auto endpoint = parse_endpoint(args[1]);
+  if (!endpoint) {
+    return error("--healthcheck: '" + std::string(args[1]) +
+                 "' is not HOST:PORT (HOST an IP address or localhost, PORT 0-65535)");
+  }
+  return Healthcheck{*endpoint};
+}
+
+// Options that are each well formed but make no sense together: the ones that only --http
+// serves without it, and --api over HTTP alone (where every API has its own path).
+std::optional<CliError> options_conflict(const ServeOptions& options) {
+  if (!options.http) {
+    if (options.stdio_too)
+      return error("--stdio only makes sense with --http (stdio is the default)");
+    if (options.http_mode == HttpMode::stateless || options.allow_unauthenticated_network_access) {
+      return error("--http-stateless and --allow-unauthenticated-network-access need --http");
+    }
+  }
+  if (options.api && options.http && !options.stdio_too) {
+    return error("--api picks the API stdio serves; over HTTP each API is served at /mcp/NAME");
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::string_view usage_text() { return kUsage; }
 
 CommandLine parse_command_line(std::span<const std::string_view> args) {
   if (!args.empty() && args[0] == "audit") return parse_audit(args.subspan(1));
-  if (!args.empty() && args[0] == "--healthcheck") {
-    if (args.size() != 2) return error("--healthcheck takes HOST:PORT and no other option");
-    auto endpoint = parse_endpoint(args[1]);
-    if (!endpoint) {
-      return error("--healthcheck: '" + std::string(args[1]) +
-                   "' is not HOST:PORT (HOST an IP address or localhost, PORT 0-65535)");
-    }
-    return Healthcheck{*endpoint};
-  }
+  if (!args.empty() && args[0] == "--healthcheck") return parse_healthcheck(args);
   ServeOptions options;
   bool sandbox_report = false;
   for (std::size_t i = 0; i < args.size(); ++i) {
@@ -237,16 +256,7 @@ CommandLine parse_command_line(std::span<const std::string_view> args) {
     }
     if (inline_value && !value_taken) return error(std::string(arg) + " takes no value");
   }
-  if (!options.http) {
-    if (options.stdio_too)
-      return error("--stdio only makes sense with --http (stdio is the default)");
-    if (options.http_mode == HttpMode::stateless || options.allow_unauthenticated_network_access) {
-      return error("--http-stateless and --allow-unauthenticated-network-access need --http");
-    }
-  }
-  if (options.api && options.http && !options.stdio_too) {
-    return error("--api picks the API stdio serves; over HTTP each API is served at /mcp/NAME");
-  }
+  if (auto problem = options_conflict(options)) return *problem;
   if (sandbox_report) return SandboxReport{options.required_layers};
   return options;
 }

@@ -24,6 +24,53 @@ constexpr std::chrono::milliseconds kAnswerFlush{2000};
 // (an orchestrator waits for the process), stdin closing lets them all answer.
 enum class Grace { bounded, unbounded };
 
+// A signal's shutdown: once `period` is over, the calls still running or queued end, and their
+// answers have kAnswerFlush to be written before io stops. `grace` is cancelled when every
+// transport has finished first.
+void end_calls_after(std::chrono::milliseconds period, boost::asio::steady_timer& grace,
+                     Parts& parts, boost::asio::io_context& io) {
+  grace.expires_after(period);
+  grace.async_wait([&grace, &parts, &io](boost::system::error_code ec) {
+    if (ec) return;
+    // Every accepted call is answered: the queued ones and the running ones end now with an
+    // error that says why, and the transports send those answers before the server stops.
+    spdlog::warn("shutdown grace period over; ending the calls still running or queued");
+    parts.stop_all("the server is shutting down");
+    grace.expires_after(kAnswerFlush);
+    grace.async_wait([&io](boost::system::error_code ec) {
+      if (ec) return;
+      spdlog::warn("answers not sent within {} ms of shutdown; stopping", kAnswerFlush.count());
+      io.stop();
+    });
+  });
+}
+
+// The line whoever started the server waits for: one API at /mcp; several, each at /mcp/NAME.
+void log_listening(Parts& parts, HttpMode mode) {
+  const std::string url = endpoint_url(parts.http->local_endpoint());
+  std::string urls;
+  for (const auto& api : parts.apis) {
+    urls += (urls.empty() ? "" : " and ") + url + "/" + api->name;
+  }
+  spdlog::info("listening on {}{}", parts.apis.size() == 1 ? url : urls,
+               mode == HttpMode::stateless ? " (stateless)" : "");
+}
+
+// Once io has stopped: the audit writer and the span exporter write what they hold, and say
+// how much they wrote and dropped.
+void flush_observers(Parts& parts) {
+  if (parts.audit_writer) {
+    parts.audit_writer->stop();
+    const audit::Writer::Stats stats = parts.audit_writer->stats();
+    spdlog::info("audit: {} records written, {} dropped", stats.written, stats.dropped);
+  }
+  if (parts.span_exporter) {
+    parts.span_exporter->stop();
+    const SpanExporter::Stats stats = parts.span_exporter->stats();
+    spdlog::info("tracing: {} spans exported, {} dropped", stats.exported, stats.dropped);
+  }
+}
+
 }  // namespace
 
 Daemon::Daemon(DaemonOptions options) : options_(std::move(options)) {}
@@ -60,22 +107,7 @@ int Daemon::run() {
     stopping = true;
     spdlog::info("{}: finishing running calls", why);
     if (stdio) stdio->stop();
-    if (grace_period == Grace::bounded) {
-      grace.expires_after(options_.shutdown_grace);
-      grace.async_wait([&](boost::system::error_code ec) {
-        if (ec) return;
-        // Every accepted call is answered: the queued ones and the running ones end now with an
-        // error that says why, and the transports send those answers before the server stops.
-        spdlog::warn("shutdown grace period over; ending the calls still running or queued");
-        parts.stop_all("the server is shutting down");
-        grace.expires_after(kAnswerFlush);
-        grace.async_wait([&](boost::system::error_code ec) {
-          if (ec) return;
-          spdlog::warn("answers not sent within {} ms of shutdown; stopping", kAnswerFlush.count());
-          io.stop();
-        });
-      });
-    }
+    if (grace_period == Grace::bounded) end_calls_after(options_.shutdown_grace, grace, parts, io);
     busy = (stdio_session ? 1 : 0) + (parts.http ? 1 : 0);
     if (stdio_session) stdio_session->when_idle(one_done);
     if (parts.http) parts.http->drain(one_done);
@@ -105,16 +137,7 @@ int Daemon::run() {
   });
   // Once the signal handler is armed: whoever waits for this line (a supervisor, a test) may
   // send SIGTERM at once, and it drains.
-  if (parts.http) {
-    // One API at /mcp; several, each at /mcp/NAME.
-    const std::string url = endpoint_url(parts.http->local_endpoint());
-    std::string urls;
-    for (const auto& api : parts.apis) {
-      urls += (urls.empty() ? "" : " and ") + url + "/" + api->name;
-    }
-    spdlog::info("listening on {}{}", parts.apis.size() == 1 ? url : urls,
-                 options_.http->mode == HttpMode::stateless ? " (stateless)" : "");
-  }
+  if (parts.http) log_listening(parts, options_.http->mode);
 
   if (stdio) {
     stdio->start(StdioHandlers{
@@ -132,16 +155,7 @@ int Daemon::run() {
 
   io.run();
   if (stdio) stdio->stop();
-  if (parts.audit_writer) {
-    parts.audit_writer->stop();
-    const audit::Writer::Stats stats = parts.audit_writer->stats();
-    spdlog::info("audit: {} records written, {} dropped", stats.written, stats.dropped);
-  }
-  if (parts.span_exporter) {
-    parts.span_exporter->stop();
-    const SpanExporter::Stats stats = parts.span_exporter->stats();
-    spdlog::info("tracing: {} spans exported, {} dropped", stats.exported, stats.dropped);
-  }
+  flush_observers(parts);
   spdlog::info("stopped");
   return 0;
 }

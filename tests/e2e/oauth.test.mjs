@@ -21,7 +21,7 @@ import Provider from 'oidc-provider';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ClientCredentialsProvider } from '@modelcontextprotocol/sdk/client/auth-extensions.js';
-import { startHttpServer, rawExchange, post, provesServing, openSession, INITIALIZE, writeConfig } from './http_harness.mjs';
+import { startHttpServer, rawExchange, RawConnection, post, provesServing, openSession, INITIALIZE, writeConfig } from './http_harness.mjs';
 
 const STATIC_TOKEN = 'static-token-0123456789abcdef';
 const OTHER_RESOURCE = 'https://other.example.com/mcp';
@@ -294,6 +294,33 @@ test('a token without a tool\'s scope: 403 insufficient_scope naming what is mis
     await provesServing(server.port, headers);  // search needs only mcp:read
     assert.match(server.stderr, /access token of client:reader/);
   } finally {
+    await server.stop();
+  }
+});
+
+test('on one keep-alive connection, an access token\'s scopes end with its request', async () => {
+  // Each request is an exchange of its own (transport/http_connection.h): a static token's call
+  // after a scoped access token's, on the same socket, is not held to the scopes of the one before.
+  const server = await startOAuthServer();
+  const connection = new RawConnection(server.port);
+  try {
+    const init = await connection.exchange(post(server.port, INITIALIZE, bearer(STATIC_TOKEN)));
+    assert.equal(init.status, 200, init.body);
+    const session = { 'MCP-Protocol-Version': '2025-11-25', 'Mcp-Session-Id': init.headers['mcp-session-id'] };
+    const execute = (id) => ({
+      jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'execute', arguments: { code: 'async () => 6 * 7' } },
+    });
+    const reader = await issue('reader', 'reader-secret', { scope: 'mcp:read' });
+    const refused = await connection.exchange(post(server.port, execute(1), { ...bearer(reader), ...session }));
+    assert.equal(refused.status, 403, refused.body);
+    assert.match(challengeOf(refused), /insufficient_scope/);
+    const served = await connection.exchange(post(server.port, execute(2), { ...bearer(STATIC_TOKEN), ...session }));
+    assert.equal(served.status, 200, served.body);
+    assert.equal(challengeOf(served), '');
+    assert.equal(JSON.parse(served.body).result.content[0].text, '42');
+    assert.ok(!connection.closed, 'the connection was kept alive throughout');
+  } finally {
+    connection.destroy();
     await server.stop();
   }
 });

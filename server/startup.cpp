@@ -8,6 +8,7 @@
 
 #include "sandbox/engine.h"
 #include "server/assemble.h"
+#include "server/upstreams.h"
 
 namespace codemode::server {
 

@@ -34,6 +34,7 @@
 
 #include "config/config.h"
 #include "gateway/approval.h"
+#include "gateway/call_scope.h"
 #include "gateway/http_client.h"
 #include "gateway/operation_policy.h"
 #include "gateway/request.h"
@@ -92,22 +93,6 @@ class CallBudget {
 struct PrincipalProfile {
   std::vector<config::Upstream> upstreams;
   OperationPolicyOptions operations;
-};
-
-// Whose call a request belongs to: its principal (whose profile applies) and, when the call came
-// with an OAuth access token, the scopes that token grants (unset: not scoped).
-struct Caller {
-  std::string principal;
-  std::optional<std::vector<std::string>> scopes;
-  // A profile to use when `principal` has none of its own (an access token's claims matched a
-  // "claim:NAME=VALUE" entry); empty: none.
-  std::string profile;
-  // Who asks the call's person when a request needs approval (policy.approve); null: nobody can,
-  // and such requests are refused.
-  std::shared_ptr<Approver> approver;
-  // The call's OAuth access token, for upstreams whose token is exchanged for it
-  // (GatewayOptions::exchange_token); null: the call came without one (a static token, stdio).
-  std::shared_ptr<const CallerAccessToken> access_token;
 };
 
 // Requests that wait for a person's yes (config policy.approve).

@@ -31,8 +31,8 @@ using Deadline = Clock::time_point;
 
 // The OAuth access token a call came with, kept in the daemon only so the gateway can exchange
 // it for a downstream token (RFC 8693, config `token_exchange`). It is never sent upstream as
-// is, never logged, and never reaches the sandbox process (sandbox::Call carries it to the
-// FetcherFactory, which runs in the daemon).
+// is, never logged, and never reaches the sandbox process (it travels in the call's CallScope,
+// call_scope.h, which the sandbox carries unopened to the fetch function the daemon runs).
 struct CallerAccessToken {
   std::string value;
   std::int64_t expires_at = 0;  // its `exp`, seconds since the epoch

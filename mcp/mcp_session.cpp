@@ -268,6 +268,19 @@ std::string McpSession::stateless_client(const Json& params) const {
   return approver_name(principal_, string_at(*info, "name"), string_at(*info, "version"));
 }
 
+std::shared_ptr<const gateway::CallScope> McpSession::call_scope(
+    const CallState& state, const RequestContext& context) const {
+  auto scope = std::make_shared<gateway::CallScope>();
+  scope->caller = gateway::Caller{principal_, context.scopes, context.profile,
+                                  state.retry ? std::shared_ptr<gateway::Approver>(state.retry)
+                                              : std::shared_ptr<gateway::Approver>(state.approver),
+                                  context.access_token};
+  scope->audit_id = state.observed.audit_id();
+  scope->traceparent = state.observed.span().traceparent();
+  scope->tracestate = state.observed.span().tracestate;
+  return scope;
+}
+
 void McpSession::call_tool(const Json& id, const Json& params, const Send& out, ReplyRoute route,
                            Era era, const Send& notify, const RequestContext& context) {
   const std::string key = id_key(id);
@@ -324,19 +337,8 @@ void McpSession::call_tool(const Json& id, const Json& params, const Send& out, 
     state.progress = std::make_shared<boost::asio::steady_timer>(executor_);
     schedule_progress(key, std::move(*token), notify, started, 1);
   }
-  const CallSpan& span = state.observed.span();
-  sandbox::Call call{tool,
-                     std::move(code),
-                     principal_,
-                     std::move(cancel),
-                     state.observed.audit_id(),
-                     span.traceparent(),
-                     span.tracestate,
-                     context.scopes,
-                     context.profile,
-                     state.retry ? std::shared_ptr<gateway::Approver>(state.retry)
-                                 : std::shared_ptr<gateway::Approver>(state.approver),
-                     context.access_token};
+  sandbox::Call call{tool, std::move(code), principal_, std::move(cancel),
+                     tool == channel::Tool::execute ? call_scope(state, context) : nullptr};
   // The outcome arrives on the sandbox's executor; the session handles it on its own.
   auto on_outcome = [self = shared_from_this(), id, name, started](channel::Outcome outcome) {
     boost::asio::post(self->executor_,

@@ -38,6 +38,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include "audit/record.h"
+#include "gateway/call_scope.h"
 #include "mcp/approvals.h"
 #include "mcp/json_rpc.h"
 #include "mcp/request_state.h"
@@ -81,7 +82,7 @@ struct RequestContext {
   // Whether the request's notification channel can carry our requests to the client (an
   // approval's elicitation/create): stdio can; HTTP when the client takes an event stream.
   bool can_ask = true;
-  // The access token itself, when an upstream's token is exchanged for it (sandbox::Call).
+  // The access token itself, when an upstream's token is exchanged for it (gateway::Caller).
   std::shared_ptr<const gateway::CallerAccessToken> access_token;
 };
 
@@ -171,6 +172,11 @@ class McpSession : public std::enable_shared_from_this<McpSession> {
   std::variant<std::shared_ptr<RetryApprover>, std::string> retry_approver(
       const Json& id, const Json& params, const std::string& digest,
       const std::shared_ptr<channel::CancelToken>& cancel) const;
+  // What an execute call's requests carry to the gateway and its observers, and no further
+  // (sandbox::Call::scope): the principal, the token's scopes, profile and the token itself
+  // (`context`), the call's approver, audit id and span (`state`).
+  std::shared_ptr<const gateway::CallScope> call_scope(const CallState& state,
+                                                       const RequestContext& context) const;
   // A call's outcome, on the executor: answered, its observation ended, then logged.
   void on_call_outcome(const Json& id, const std::string& name,
                        std::chrono::steady_clock::time_point started, channel::Outcome outcome);

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "audit/record.h"
+#include "gateway/call_scope.h"
 
 namespace codemode::server {
 
@@ -14,11 +15,14 @@ sandbox::FetcherFactory observe_fetches(sandbox::FetcherFactory inner,
                                         std::vector<FetchObserver*> observers) {
   observers.erase(std::remove(observers.begin(), observers.end(), nullptr), observers.end());
   return [inner = std::move(inner), observers = std::move(observers)](
-             const config::Limits& limits, const sandbox::Call& call) -> channel::Fetcher {
-    channel::Fetcher fetch = inner(limits, call);
+             const config::Limits& limits,
+             const std::shared_ptr<const gateway::CallScope>& scope) -> channel::Fetcher {
+    channel::Fetcher fetch = inner(limits, scope);
     if (!fetch || observers.empty()) return fetch;
     auto observed = std::make_shared<const ObservedCall>(
-        ObservedCall{call.audit_id, call.principal, call.traceparent, call.tracestate});
+        scope ? ObservedCall{scope->audit_id, scope->caller.principal, scope->traceparent,
+                             scope->tracestate}
+              : ObservedCall{});
     return [observers, observed, fetch = std::move(fetch)](gateway::OutboundRequest request,
                                                            const channel::FetchDone& done) {
       auto seen = std::make_shared<ObservedFetch>();

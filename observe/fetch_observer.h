@@ -24,7 +24,8 @@
 
 namespace codemode::server {
 
-// What observers need of the call a fetch belongs to, copied from sandbox::Call once per call.
+// What observers need of the call a fetch belongs to, copied from its gateway::CallScope once per
+// call.
 struct ObservedCall {
   std::string audit_id;   // empty: no audit trail
   std::string principal;  // who calls

@@ -304,7 +304,7 @@ struct ProcessPool::State : std::enable_shared_from_this<State> {
     std::shared_ptr<RequestLedger> ledger;
     if (job.call.tool == channel::Tool::execute && options.fetch) {
       ledger = std::make_shared<RequestLedger>();
-      fetch = record_requests(options.fetch(options.limits, job.call), ledger);
+      fetch = record_requests(options.fetch(options.limits, job.call.scope), ledger);
     }
     const std::uint64_t queued_us = microseconds_since(job.queued_at);
     std::shared_ptr<SandboxProcess> process = proc.process;

@@ -36,6 +36,7 @@
 #include "channel/frames.h"
 #include "channel/process_contract.h"
 #include "fixtures/markethub/fixture_server.h"
+#include "gateway/call_scope.h"
 #include "openapi/document.h"
 #include "sandbox/process_pool.h"
 #include "sandbox/sandbox.h"
@@ -612,7 +613,8 @@ struct HeldFetches {
   std::vector<channel::FetchDone> held;
 
   FetcherFactory factory() {
-    return [this](const config::Limits&, const Call&) -> channel::Fetcher {
+    return [this](const config::Limits&,
+                  const std::shared_ptr<const gateway::CallScope>&) -> channel::Fetcher {
       return [this](const gateway::OutboundRequest&, channel::FetchDone done) {
         done.waiting()(true);
         {
@@ -937,8 +939,13 @@ TEST_CASE("a call's OAuth access token never reaches the sandbox process",
             "async () => { const marker = '" + control + "'; return [marker.length, (await " +
                 "fetch('/x')).status] }",
             "sub:alice", std::make_shared<channel::CancelToken>()};
-  call.access_token =
+  // The daemon's side holds the token in the call's scope, which it never sends (the test may
+  // open what the sandbox itself never does).
+  gateway::CallScope scope;
+  scope.caller.principal = call.principal;
+  scope.caller.access_token =
       std::make_shared<const gateway::CallerAccessToken>(gateway::CallerAccessToken{token, 0});
+  call.scope = std::make_shared<const gateway::CallScope>(std::move(scope));
   std::optional<channel::Outcome> outcome;
   process->process->run(call, limits, fetch,
                         [&](channel::Outcome done) { outcome = std::move(done); });

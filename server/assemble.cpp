@@ -11,6 +11,7 @@
 
 #include "base/check.h"
 #include "channel/call_control.h"
+#include "gateway/call_scope.h"
 #include "gateway/operation_policy.h"
 #include "gateway/request_check.h"
 #include "observe/fetch_observer.h"
@@ -37,17 +38,17 @@ constexpr std::chrono::milliseconds kFetchDeadlineSlack{500};
 // its fetcher; the gateway spends it inside fetch()), a deadline past its own wall deadline, and
 // its principal's profile (config `principals`: that principal's headers and policy).
 sandbox::FetcherFactory gateway_fetch(gateway::Gateway& gateway) {
-  return [&gateway](const config::Limits& limits, const sandbox::Call& call) -> channel::Fetcher {
+  return [&gateway](const config::Limits& limits,
+                    const std::shared_ptr<const gateway::CallScope>& scope) -> channel::Fetcher {
+    CODEMODE_CHECK(scope != nullptr, "McpSession::call_tool gives every execute call its scope");
     auto budget = std::make_shared<gateway::CallBudget>(limits.subrequests);
     const auto deadline =
         gateway::Clock::now() + std::chrono::milliseconds(limits.wall_ms) + kFetchDeadlineSlack;
-    return [&gateway, budget = std::move(budget), deadline,
-            caller = gateway::Caller{call.principal, call.scopes, call.profile, call.approver,
-                                     call.access_token}](gateway::OutboundRequest outbound,
-                                                         channel::FetchDone done) {
+    return [&gateway, budget = std::move(budget), deadline, scope](
+               gateway::OutboundRequest outbound, channel::FetchDone done) {
       gateway::WaitHook waiting = done.waiting();
       std::shared_ptr<gateway::FetchAbort> abort = done.abort();
-      gateway.fetch(std::move(outbound), *budget, deadline, std::move(done), caller, waiting,
+      gateway.fetch(std::move(outbound), *budget, deadline, std::move(done), scope->caller, waiting,
                     abort);
     };
   };

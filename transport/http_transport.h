@@ -90,7 +90,7 @@ struct HttpOptions {
   // The config's `principals` keys of the form "claim:NAME=VALUE": an access token whose claim
   // matches one gets that entry's headers and policy, unless its principal has an entry.
   std::vector<std::string> claim_profiles;
-  // Keep each verified access token for the call it authenticates (sandbox::Call::access_token):
+  // Keep each verified access token for the call it authenticates (gateway::Caller::access_token):
   // set when an upstream's token is exchanged for the caller's (config token_exchange).
   bool pass_access_token = false;
   std::size_t max_body_bytes =

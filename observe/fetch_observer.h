@@ -1,15 +1,15 @@
 // The one place where the daemon watches an execute call's requests: the metrics, the audit
 // trail and the tracer each see every fetch() as it leaves for the gateway and as it is answered,
-// timed once, here, instead of each wrapping the sandbox's FetcherFactory with a timer of its own.
+// timed once, here, instead of each wrapping the call's Fetcher with a timer of its own.
 //
 // An observer may change the request before the gateway sees it (the tracer puts the call's
 // `traceparent` on it); it never sees the credentials, which the gateway adds afterwards.
 // (sandbox/ledger.h keeps the call's own ledger inside the sandbox, which may not import this
 // module; it times its requests itself.)
 //
-// Threading: on_send runs on the thread that calls the Fetcher (a sandbox worker, or the I/O
-// thread for sandbox processes), on_answer on the gateway's I/O thread. Observers are built
-// once by the daemon and outlive the sandbox; what they hold per call lives in ObservedCall.
+// Threading: on_send runs on the thread that calls the Fetcher (the I/O thread for sandbox
+// processes), on_answer on the gateway's I/O thread. Observers are built once by the daemon and
+// outlive the sandbox; what they hold per call lives in ObservedCall.
 #pragma once
 
 #include <chrono>
@@ -20,12 +20,11 @@
 
 #include "channel/call_control.h"
 #include "gateway/request.h"
-#include "sandbox/call.h"
 
 namespace codemode::server {
 
-// What observers need of the call a fetch belongs to, copied from its gateway::CallScope once per
-// call.
+// What observers need of the call a fetch belongs to, taken from its gateway::CallScope once per
+// call (server/assemble.cpp).
 struct ObservedCall {
   std::string audit_id;   // empty: no audit trail
   std::string principal;  // who calls
@@ -58,8 +57,9 @@ class FetchObserver {
                          const gateway::FetchResult& result) = 0;
 };
 
-// `inner` with every fetch shown to `observers`, in order (null entries are skipped).
-sandbox::FetcherFactory observe_fetches(sandbox::FetcherFactory inner,
-                                        std::vector<FetchObserver*> observers);
+// One call's `fetch` with each of its requests shown to `observers`, in order (null entries are
+// skipped), as requests of `call`; `fetch` itself when there are none.
+channel::Fetcher observe_fetches(channel::Fetcher fetch, ObservedCall call,
+                                 std::vector<FetchObserver*> observers);
 
 }  // namespace codemode::server

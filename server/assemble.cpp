@@ -34,23 +34,31 @@ namespace {
 // arrival in the sandbox process, a little after the fetcher is made.)
 constexpr std::chrono::milliseconds kFetchDeadlineSlack{500};
 
-// The sandbox's way to the gateway: each execute call gets its own subrequest budget (held by
-// its fetcher; the gateway spends it inside fetch()), a deadline past its own wall deadline, and
-// its principal's profile (config `principals`: that principal's headers and policy).
-sandbox::FetcherFactory gateway_fetch(gateway::Gateway& gateway) {
-  return [&gateway](const config::Limits& limits,
-                    const std::shared_ptr<const gateway::CallScope>& scope) -> channel::Fetcher {
+// The sandbox's way to the gateway, the one place on a request's way that opens its call's
+// scope: each execute call gets its own subrequest budget (held by its fetcher; the gateway
+// spends it inside fetch()), a deadline past its own wall deadline, whose call it is for the
+// gateway (its principal's profile, the token's scopes, its approver, the token itself), and
+// its audit id and trace for `observers`, which see each request before the gateway does.
+sandbox::FetcherFactory gateway_fetch(gateway::Gateway& gateway,
+                                      std::vector<FetchObserver*> observers) {
+  return [&gateway, observers = std::move(observers)](
+             const config::Limits& limits,
+             const std::shared_ptr<const gateway::CallScope>& scope) -> channel::Fetcher {
     CODEMODE_CHECK(scope != nullptr, "McpSession::call_tool gives every execute call its scope");
     auto budget = std::make_shared<gateway::CallBudget>(limits.subrequests);
     const auto deadline =
         gateway::Clock::now() + std::chrono::milliseconds(limits.wall_ms) + kFetchDeadlineSlack;
-    return [&gateway, budget = std::move(budget), deadline, scope](
-               gateway::OutboundRequest outbound, channel::FetchDone done) {
+    channel::Fetcher fetch = [&gateway, budget = std::move(budget), deadline, scope](
+                                 gateway::OutboundRequest outbound, channel::FetchDone done) {
       gateway::WaitHook waiting = done.waiting();
       std::shared_ptr<gateway::FetchAbort> abort = done.abort();
       gateway.fetch(std::move(outbound), *budget, deadline, std::move(done), scope->caller, waiting,
                     abort);
     };
+    return observe_fetches(std::move(fetch),
+                           ObservedCall{scope->audit_id, scope->caller.principal,
+                                        scope->traceparent, scope->tracestate},
+                           observers);
   };
 }
 
@@ -535,9 +543,8 @@ void start_sandboxes(boost::asio::io_context& io, const DaemonOptions& options, 
     ServedApi& api = *built.apis[i];
     // One observation point for every fetch: the tracer first, as it sets the request's
     // traceparent.
-    sandbox::FetcherFactory fetch =
-        observe_fetches(gateway_fetch(*api.gateway),
-                        {api.tracer.get(), built.metrics.get(), api.trail ? &*api.trail : nullptr});
+    sandbox::FetcherFactory fetch = gateway_fetch(
+        *api.gateway, {api.tracer.get(), built.metrics.get(), api.trail ? &*api.trail : nullptr});
     api.sandbox = std::make_unique<sandbox::Sandbox>(sandbox::SandboxOptions{
         .limits = config.apis[i].limits,
         .api = api.image.get(),

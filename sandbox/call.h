@@ -1,4 +1,6 @@
-// A tool call as the sandbox receives it. Plain data; moves between the I/O thread and a worker.
+// A tool call as the sandbox receives it. Plain data; handed from the submitter to the pool's
+// executor, and never sent whole to a sandbox process (channel::Run takes the tool, the code and
+// the limits).
 #pragma once
 
 #include <functional>
